@@ -1,0 +1,416 @@
+// The exported NCCL profiler tables, ncclProfiler_v1 .. ncclProfiler_v6.
+//
+// Each table is built from static adapters named after the ABI version that
+// introduced their signature; later tables reuse an adapter when the signature
+// and descriptor are unchanged. An adapter converts its version's descriptor
+// field by field into the neutral calls of src/core/core.h and never casts one
+// version's descriptor to another's. Every entry point is noexcept and returns
+// ncclSuccess (profiler-abi.md §4: NCCL ignores the codes, and failing init is
+// unreliable across versions, §6).
+#include "plugin/abi/all.h"
+#include "src/core/core.h"
+#include "src/core/names.h"
+
+namespace {
+
+using namespace nccl_abi;
+using ni::core::EvType;
+namespace core = ni::core;
+
+// ---------------------------------------------------------------- init/finalize
+
+Result init_v1(void** context, int* mask, int abi) noexcept {
+  if (context == nullptr) return kSuccess;
+  core::InitArgs a;
+  a.abi = abi;
+  a.mask = mask;
+  *context = core::comm_init(a);
+  return kSuccess;
+}
+Result init_v1_abi1(void** c, int* m) noexcept { return init_v1(c, m, 1); }
+Result init_v1_abi2(void** c, int* m) noexcept { return init_v1(c, m, 2); }
+Result init_v1_abi3(void** c, int* m) noexcept { return init_v1(c, m, 3); }
+
+Result init_v4(void** context, int* mask, const char* name, uint64_t hash, int nnodes, int nranks, int rank,
+               DebugLogger logfn) noexcept {
+  if (context == nullptr) return kSuccess;
+  core::InitArgs a;
+  a.abi = 4;
+  a.comm_hash = hash;
+  a.comm_name = name;
+  a.nnodes = nnodes;
+  a.nranks = nranks;
+  a.rank = rank;
+  a.logfn = logfn;
+  a.mask = mask;
+  *context = core::comm_init(a);
+  return kSuccess;
+}
+
+Result init_v5(void** context, uint64_t comm_id, int* mask, const char* name, int nnodes, int nranks, int rank,
+               DebugLogger logfn, int abi) noexcept {
+  if (context == nullptr) return kSuccess;
+  core::InitArgs a;
+  a.abi = abi;
+  a.comm_hash = comm_id;
+  a.comm_name = name;
+  a.nnodes = nnodes;
+  a.nranks = nranks;
+  a.rank = rank;
+  a.logfn = logfn;
+  a.mask = mask;
+  *context = core::comm_init(a);
+  return kSuccess;
+}
+Result init_v5_abi5(void** c, uint64_t id, int* m, const char* n, int nn, int nr, int r, DebugLogger l) noexcept {
+  return init_v5(c, id, m, n, nn, nr, r, l, 5);
+}
+Result init_v5_abi6(void** c, uint64_t id, int* m, const char* n, int nn, int nr, int r, DebugLogger l) noexcept {
+  return init_v5(c, id, m, n, nn, nr, r, l, 6);
+}
+
+Result finalize_v1(void* context) noexcept {
+  core::comm_finalize(context);
+  return kSuccess;
+}
+
+Result stop_v1(void* handle) noexcept {
+  core::stop(handle);
+  return kSuccess;
+}
+
+// ------------------------------------------------------------- shared helpers
+
+// Descriptor members common to v1..v6 with the same shape.
+template <typename ProxyOpT>
+core::ProxyOpStart proxy_op_of(const ProxyOpT& p) noexcept {
+  core::ProxyOpStart s;
+  s.pid = p.pid;
+  s.peer = p.peer;
+  s.n_steps = p.nSteps;
+  s.chunk_size = p.chunkSize;
+  s.channel = p.channelId;
+  s.is_send = p.isSend != 0;
+  return s;
+}
+
+// Events every version shares: ProxyOp, ProxyStep, ProxyCtrl.
+template <typename D>
+void* start_proxy_common(void* ctx, const D* d, uint64_t type) noexcept {
+  switch (type) {
+    case kProxyOp: return core::start_proxy_op(ctx, d->parentObj, proxy_op_of(d->proxyOp));
+    case kProxyStep: return core::start_proxy_step(ctx, d->parentObj, d->proxyStep.step);
+    case kProxyCtrl: return core::start_marker(ctx, EvType::kProxyCtrl, false);
+    default: return core::start_unknown(ctx);
+  }
+}
+
+// -------------------------------------------------------------------- v1 (2.23)
+
+Result start_v1(void* ctx, void** h, EventDescrV1* d) noexcept {
+  if (h == nullptr) return kSuccess;
+  *h = nullptr;
+  if (d == nullptr) return kSuccess;
+  switch (d->type) {
+    case kGroup: *h = core::start_marker(ctx, EvType::kGroup, false); break;
+    case kColl: {
+      core::CollStart s;
+      s.seq = d->coll.seqNumber;
+      s.count = d->coll.count;
+      s.comm_hash = d->coll.commHash;
+      s.func = ni::func_from_code(d->coll.func);
+      s.dtype = ni::dtype_from_code(d->coll.datatype);
+      s.algo = ni::algo_from_code(d->coll.algo);
+      s.proto = ni::proto_from_code(d->coll.proto);
+      s.root = d->coll.root;
+      s.n_channels = d->coll.nMaxChannels;
+      s.n_warps = d->coll.nWarps;
+      *h = core::start_coll(ctx, d->parentObj, d->rank, s);
+      break;
+    }
+    case kP2p: {
+      core::P2pStart s;
+      s.count = d->p2p.count;
+      s.comm_hash = d->p2p.commHash;
+      s.func = ni::func_from_code(d->p2p.func);
+      s.dtype = ni::dtype_from_code(d->p2p.datatype);
+      s.peer = d->p2p.peer;
+      *h = core::start_p2p(ctx, d->parentObj, d->rank, s);
+      break;
+    }
+    default: *h = start_proxy_common(ctx, d, d->type); break;
+  }
+  return kSuccess;
+}
+
+// v1-v3 state args: ProxyOp states 0-7 carry a cumulative transSize; ProxyStep
+// states come with NULL or zeroed args; ProxyCtrl carries appendedProxyOps.
+Result record_v1(void* h, EventState state, StateArgsV1* args) noexcept {
+  core::StateArgs a;
+  if (args != nullptr && state >= kProxyOpSendPosted && state <= kProxyOpRecvDone) {
+    a.trans_size = args->proxyOp.transSize;
+    a.has_trans_size = true;
+  }
+  core::record_state(h, state, a);
+  return kSuccess;
+}
+
+// ------------------------------------------------------------ v2 (2.24-2.25)
+
+Result start_v2(void* ctx, void** h, EventDescrV2* d) noexcept {
+  if (h == nullptr) return kSuccess;
+  *h = nullptr;
+  if (d == nullptr) return kSuccess;
+  switch (d->type) {
+    case kGroup: *h = core::start_marker(ctx, EvType::kGroup, false); break;
+    case kColl: {
+      core::CollStart s;
+      s.seq = d->coll.seqNumber;
+      s.count = d->coll.count;
+      s.comm_hash = d->coll.commHash;
+      s.func = ni::func_from_nccl(d->coll.func);
+      s.dtype = ni::dtype_from_nccl(d->coll.datatype);
+      s.algo = ni::algo_from_nccl(d->coll.algo);
+      s.proto = ni::proto_from_nccl(d->coll.proto);
+      s.root = d->coll.root;
+      s.n_channels = d->coll.nMaxChannels;
+      s.n_warps = d->coll.nWarps;
+      *h = core::start_coll(ctx, d->parentObj, d->rank, s);
+      break;
+    }
+    case kP2p: {
+      core::P2pStart s;
+      s.count = d->p2p.count;
+      s.comm_hash = d->p2p.commHash;
+      s.func = ni::func_from_nccl(d->p2p.func);
+      s.dtype = ni::dtype_from_nccl(d->p2p.datatype);
+      s.peer = d->p2p.peer;
+      *h = core::start_p2p(ctx, d->parentObj, d->rank, s);
+      break;
+    }
+    default: *h = start_proxy_common(ctx, d, d->type); break;
+  }
+  return kSuccess;
+}
+
+// ------------------------------------------------------------------ v3 (2.26)
+
+Result start_v3(void* ctx, void** h, EventDescrV3* d) noexcept {
+  if (h == nullptr) return kSuccess;
+  *h = nullptr;
+  if (d == nullptr) return kSuccess;
+  switch (d->type) {
+    case kGroup: *h = core::start_marker(ctx, EvType::kGroup, false); break;
+    case kColl: {
+      core::CollStart s;
+      s.seq = d->coll.seqNumber;
+      s.count = d->coll.count;
+      s.comm_hash = d->coll.commHash;
+      s.func = ni::func_from_nccl(d->coll.func);
+      s.dtype = ni::dtype_from_nccl(d->coll.datatype);
+      s.algo = ni::algo_from_nccl(d->coll.algo);
+      s.proto = ni::proto_from_nccl(d->coll.proto);
+      s.root = d->coll.root;
+      s.n_channels = d->coll.nMaxChannels;
+      s.n_warps = d->coll.nWarps;
+      s.channels_exact = true;
+      *h = core::start_coll(ctx, d->parentObj, d->rank, s);
+      break;
+    }
+    case kP2p: {
+      core::P2pStart s;
+      s.count = d->p2p.count;
+      s.comm_hash = d->p2p.commHash;
+      s.func = ni::func_from_nccl(d->p2p.func);
+      s.dtype = ni::dtype_from_nccl(d->p2p.datatype);
+      s.peer = d->p2p.peer;
+      *h = core::start_p2p(ctx, d->parentObj, d->rank, s);
+      break;
+    }
+    case kKernelCh: *h = core::start_kernel_ch(ctx, d->parentObj, d->kernelCh.channelId, 0, false); break;
+    case kNetPlugin: *h = core::start_net_plugin(ctx, d->parentObj, d->netPlugin.id, d->netPlugin.data); break;
+    default: *h = start_proxy_common(ctx, d, d->type); break;
+  }
+  return kSuccess;
+}
+
+// ------------------------------------------------------------------ v4 (2.27)
+
+// v4 state args (= v5 = v6). States 19, 23, 24 may carry garbage or NULL
+// args (adapters pass uninitialised locals), so only the states that define
+// an argument read it.
+Result record_v4(void* h, EventState state, StateArgsV4* args) noexcept {
+  core::StateArgs a;
+  if (args != nullptr) {
+    switch (state) {
+      case kProxyStepSendWait:
+      case kProxyStepRecvFlushWait:
+      case kProxyStepRecvGPUWait:
+        a.trans_size = args->proxyStep.transSize;
+        a.has_trans_size = true;
+        break;
+      case kKernelChStop:
+        a.ptimer = args->kernelCh.pTimer;
+        a.has_ptimer = true;
+        break;
+      case kNetPluginUpdate: a.net_data = args->netPlugin.data; break;
+      default: break;
+    }
+  }
+  core::record_state(h, state, a);
+  return kSuccess;
+}
+
+template <typename D>
+core::CollStart coll_v4(const D* d) noexcept {
+  core::CollStart s;
+  s.seq = d->coll.seqNumber;
+  s.count = d->coll.count;
+  s.func = ni::func_from_nccl(d->coll.func);
+  s.dtype = ni::dtype_from_nccl(d->coll.datatype);
+  s.algo = ni::algo_from_nccl(d->coll.algo);
+  s.proto = ni::proto_from_nccl(d->coll.proto);
+  s.root = d->coll.root;
+  s.n_channels = d->coll.nChannels;
+  s.n_warps = d->coll.nWarps;
+  s.channels_exact = true;
+  return s;
+}
+
+template <typename D>
+core::P2pStart p2p_v4(const D* d) noexcept {
+  core::P2pStart s;
+  s.count = d->p2p.count;
+  s.func = ni::func_from_nccl(d->p2p.func);
+  s.dtype = ni::dtype_from_nccl(d->p2p.datatype);
+  s.peer = d->p2p.peer;
+  s.n_channels = d->p2p.nChannels;
+  s.channels_exact = true;
+  return s;
+}
+
+// Events whose shape is the same from v4 on: Coll, P2p, KernelCh (with pTimer), NetPlugin.
+template <typename D>
+void* start_v4_common(void* ctx, const D* d, uint64_t type) noexcept {
+  switch (type) {
+    case kGroup: return core::start_marker(ctx, EvType::kGroup, false);
+    case kColl: return core::start_coll(ctx, d->parentObj, d->rank, coll_v4(d));
+    case kP2p: return core::start_p2p(ctx, d->parentObj, d->rank, p2p_v4(d));
+    case kKernelCh: return core::start_kernel_ch(ctx, d->parentObj, d->kernelCh.channelId, d->kernelCh.pTimer, true);
+    case kNetPlugin: return core::start_net_plugin(ctx, d->parentObj, d->netPlugin.id, d->netPlugin.data);
+    default: return start_proxy_common(ctx, d, type);
+  }
+}
+
+Result start_v4(void* ctx, void** h, EventDescrV4* d) noexcept {
+  if (h == nullptr) return kSuccess;
+  *h = nullptr;
+  if (d == nullptr) return kSuccess;
+  *h = start_v4_common(ctx, d, d->type);
+  return kSuccess;
+}
+
+// ------------------------------------------------------------------ v5 (2.28)
+
+// API events (v5+). CollApi/P2pApi carry graphCaptured, which the core keeps
+// inside the handle value itself (no object, so a stale API parent after a
+// graph replay can never be followed).
+template <typename D>
+void* start_v5_common(void* ctx, const D* d, uint64_t type) noexcept {
+  switch (type) {
+    case kGroupApi: return core::start_marker(ctx, EvType::kGroupApi, d->groupApi.graphCaptured);
+    case kCollApi: return core::start_marker(ctx, EvType::kCollApi, d->collApi.graphCaptured);
+    case kP2pApi: return core::start_marker(ctx, EvType::kP2pApi, d->p2pApi.graphCaptured);
+    case kKernelLaunch: return core::start_marker(ctx, EvType::kKernelLaunch, false);
+    default: return start_v4_common(ctx, d, type);
+  }
+}
+
+Result start_v5(void* ctx, void** h, EventDescrV5* d) noexcept {
+  if (h == nullptr) return kSuccess;
+  *h = nullptr;
+  if (d == nullptr) return kSuccess;
+  *h = start_v5_common(ctx, d, d->type);
+  return kSuccess;
+}
+
+// --------------------------------------------------------------- v6 (2.29+)
+
+Result start_v6(void* ctx, void** h, EventDescrV6* d) noexcept {
+  if (h == nullptr) return kSuccess;
+  *h = nullptr;
+  if (d == nullptr) return kSuccess;
+  switch (d->type) {
+    case kCeColl: {
+      core::CeStart s;
+      s.seq = d->ceColl.seqNumber;
+      s.count = d->ceColl.count;
+      s.func = ni::func_from_nccl(d->ceColl.func);
+      s.dtype = ni::dtype_from_nccl(d->ceColl.datatype);
+      s.root = d->ceColl.root;
+      *h = core::start_ce_coll(ctx, d->parentObj, d->rank, s);
+      break;
+    }
+    case kCeSync: *h = core::start_ce_child(ctx, d->parentObj, EvType::kCeSync, 0); break;
+    case kCeBatch: *h = core::start_ce_child(ctx, d->parentObj, EvType::kCeBatch, d->ceCollBatch.totalBytes); break;
+    default: *h = start_v5_common(ctx, d, d->type); break;
+  }
+  return kSuccess;
+}
+
+}  // namespace
+
+// The exported tables. Data objects with default visibility; the version
+// script keeps everything else local.
+#define NI_EXPORT __attribute__((visibility("default")))
+extern "C" {
+
+NI_EXPORT ProfilerV1 ncclProfiler_v1 = {
+    .name = "Inspector",
+    .init = init_v1_abi1,
+    .startEvent = start_v1,
+    .stopEvent = stop_v1,
+    .recordEventState = record_v1,
+    .finalize = finalize_v1,
+};
+NI_EXPORT ProfilerV2 ncclProfiler_v2 = {
+    .name = "Inspector",
+    .init = init_v1_abi2,
+    .startEvent = start_v2,
+    .stopEvent = stop_v1,
+    .recordEventState = record_v1,
+    .finalize = finalize_v1,
+};
+NI_EXPORT ProfilerV3 ncclProfiler_v3 = {
+    .name = "Inspector",
+    .init = init_v1_abi3,
+    .startEvent = start_v3,
+    .stopEvent = stop_v1,
+    .recordEventState = record_v1,
+    .finalize = finalize_v1,
+};
+NI_EXPORT ProfilerV4 ncclProfiler_v4 = {
+    .name = "Inspector",
+    .init = init_v4,
+    .startEvent = start_v4,
+    .stopEvent = stop_v1,
+    .recordEventState = record_v4,
+    .finalize = finalize_v1,
+};
+NI_EXPORT ProfilerV5 ncclProfiler_v5 = {
+    .name = "Inspector",
+    .init = init_v5_abi5,
+    .startEvent = start_v5,
+    .stopEvent = stop_v1,
+    .recordEventState = record_v4,
+    .finalize = finalize_v1,
+};
+NI_EXPORT ProfilerV6 ncclProfiler_v6 = {
+    .name = "Inspector",
+    .init = init_v5_abi6,
+    .startEvent = start_v6,
+    .stopEvent = stop_v1,
+    .recordEventState = record_v4,
+    .finalize = finalize_v1,
+};
+}  // extern "C"

@@ -1,0 +1,110 @@
+// The version-neutral entry points of the capture core. The plugin's
+// per-version adapters (plugin/plugin.cpp) convert each ABI's descriptor field
+// by field into these calls; nothing here knows any ABI layout.
+//
+// Threads: every function may be called concurrently from any thread (app,
+// launcher, CUDA callback, progress, socket helper). Every function is
+// noexcept, never blocks, never allocates on the event path, and treats NULL
+// or foreign contexts and handles as "ignore and count".
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+
+#include "plugin/abi/common.h"
+#include "src/core/record.h"
+
+namespace ni::core {
+
+// Event types as the core sees them.
+enum class EvType : uint8_t {
+  kGroup, kColl, kP2p, kProxyOp, kProxyStep, kProxyCtrl, kKernelCh, kNetPlugin,
+  kGroupApi, kCollApi, kP2pApi, kKernelLaunch, kCeColl, kCeSync, kCeBatch, kUnknown
+};
+
+struct InitArgs {
+  int abi = 0;                  // bound ABI version, 1..6
+  uint64_t comm_hash = 0;       // v4+; 0 for v1-v3 (learned from the first op descriptor)
+  const char* comm_name = nullptr;  // v4+; may be NULL; copied
+  int nnodes = 0;               // v4+; 0 = unknown
+  int nranks = 0;               // v4+; 0 = unknown
+  int rank = -1;                // v4+; -1 = unknown
+  nccl_abi::DebugLogger logfn = nullptr;  // v4+; may be NULL
+  int* mask = nullptr;          // NCCL's process-wide activation mask
+};
+
+// Returns the per-comm context, or nullptr when the plugin is disabled or the
+// comm cannot be tracked (never an init failure). Sets *mask.
+void* comm_init(const InitArgs& a) noexcept;
+void comm_finalize(void* ctx) noexcept;
+
+struct CollStart {
+  uint64_t seq = 0;
+  uint64_t count = 0;
+  uint64_t comm_hash = 0;  // v1-v3 only
+  Func func = Func::kUnknown;
+  DType dtype = DType::kUnknown;
+  Algo algo = Algo::kUnknown;
+  Proto proto = Proto::kUnknown;
+  int root = 0;
+  uint8_t n_channels = 0;   // as NCCL reported
+  uint8_t n_warps = 0;
+  bool channels_exact = false;  // n_channels is the number of channels that will run
+};
+
+struct P2pStart {
+  uint64_t count = 0;
+  uint64_t comm_hash = 0;  // v1-v3 only
+  Func func = Func::kUnknown;
+  DType dtype = DType::kUnknown;
+  int peer = -1;
+  uint8_t n_channels = 0;
+  bool channels_exact = false;
+};
+
+struct CeStart {
+  uint64_t seq = 0;
+  uint64_t count = 0;  // elements
+  Func func = Func::kUnknown;
+  DType dtype = DType::kUnknown;
+  int root = 0;
+};
+
+struct ProxyOpStart {
+  pid_t pid = 0;
+  int peer = -1;
+  int n_steps = 0;
+  int chunk_size = 0;
+  uint8_t channel = 0;
+  bool is_send = false;
+};
+
+// Neutral state arguments. Each adapter fills only what its ABI defines for
+// the state at hand; everything else stays zero/false.
+struct StateArgs {
+  uint64_t trans_size = 0;  // ProxyStep 9/11/12 (v4+), ProxyOp 0-7 cumulative (v1-v3)
+  uint64_t ptimer = 0;      // KernelChStop (22)
+  const void* net_data = nullptr;  // NetPluginUpdate (21)
+  bool has_trans_size = false;
+  bool has_ptimer = false;
+};
+
+void* start_coll(void* ctx, void* parent, int rank, const CollStart& s) noexcept;
+void* start_p2p(void* ctx, void* parent, int rank, const P2pStart& s) noexcept;
+void* start_ce_coll(void* ctx, void* parent, int rank, const CeStart& s) noexcept;
+// CeSync / CeBatch: folded into their CeColl. bytes = ceCollBatch.totalBytes for batches.
+void* start_ce_child(void* ctx, void* parent, EvType type, uint64_t bytes) noexcept;
+void* start_kernel_ch(void* ctx, void* parent, uint8_t channel, uint64_t ptimer, bool has_ptimer) noexcept;
+void* start_proxy_op(void* ctx, void* parent, const ProxyOpStart& s) noexcept;
+void* start_proxy_step(void* ctx, void* parent, int step) noexcept;
+void* start_net_plugin(void* ctx, void* parent, int64_t plugin_id, const void* data) noexcept;
+// Group, GroupApi, CollApi, P2pApi, KernelLaunch, ProxyCtrl.
+void* start_marker(void* ctx, EvType type, bool graph_captured) noexcept;
+// Any other type bit (a newer NCCL): counted, NULL handle.
+void* start_unknown(void* ctx) noexcept;
+
+void stop(void* handle) noexcept;
+void record_state(void* handle, int state, const StateArgs& a) noexcept;
+
+}  // namespace ni::core

@@ -1,0 +1,156 @@
+// The fixed-size record the plugin's capture core produces for every completed
+// operation, and the enums it uses. This is the contract between src/core
+// (producer, hot path) and src/output (consumer, dump thread): a plain POD,
+// copied into a per-thread SPSC ring by value.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+namespace ni {
+
+enum class OpKind : uint8_t { kColl = 0, kP2p = 1, kCe = 2 };
+
+// Collective / P2P functions, covering every name NCCL's descriptors use.
+enum class Func : uint8_t {
+  kBroadcast = 0,
+  kReduce,
+  kAllGather,
+  kReduceScatter,
+  kAllReduce,
+  kSendRecv,
+  kSend,
+  kRecv,
+  kAlltoAll,
+  kGather,
+  kScatter,
+  kAllGatherV,
+  kPutSignal,
+  kSignal,
+  kWaitSignal,
+  kUnknown,
+  kCount_
+};
+
+// ncclDataType_t values plus kUnknown (NCCL's string "Unknown", e.g. ncclUint8).
+enum class DType : uint8_t {
+  kInt8 = 0,
+  kUint8,
+  kInt32,
+  kUint32,
+  kInt64,
+  kUint64,
+  kFloat16,
+  kFloat32,
+  kFloat64,
+  kBfloat16,
+  kFloat8e4m3,
+  kFloat8e5m2,
+  kUnknown,
+  kCount_
+};
+
+enum class Algo : uint8_t { kTree = 0, kRing, kCollnetDirect, kCollnetChain, kNvls, kNvlsTree, kPat, kUnknown, kCount_ };
+enum class Proto : uint8_t { kLL = 0, kLL128, kSimple, kUnknown, kCount_ };
+
+// Where an op's duration came from. Always written out: we never pass off a
+// CPU-observed time as a GPU time.
+enum class TimingSource : uint8_t {
+  kGpu = 0,        // KernelCh pTimer start/stop (v4+): GPU globaltimer
+  kProxyCpu = 1,   // KernelCh start/stop as observed by the proxy thread (v3 / 2.26): CPU time
+  kNetCpu = 2,     // first ProxyOp start to last ProxyOp stop (no KernelCh): CPU time
+  kEnqueueCpu = 3, // Coll/P2p start to stop ("enqueued"): CPU time of the enqueue only
+  kNone = 4,       // nothing usable
+  kCount_
+};
+
+// How the bytes moved, as far as the events tell.
+enum class Transport : uint8_t {
+  kUnknown = 0,    // no KernelCh and no proxy events: cannot tell
+  kIntraNode = 1,  // KernelCh seen, no ProxyOp: NVLink / P2P / SHM
+  kNetwork = 2,    // at least one ProxyOp
+  kCount_
+};
+
+// OpRecord::flags bits.
+enum OpFlag : uint16_t {
+  kFlagGraphCaptured = 1u << 0,     // issued under CUDA graph capture
+  kFlagReclaimed = 1u << 1,         // completed by the timeout reclaimer, not by its events
+  kFlagChannelsTruncated = 1u << 2, // more than kRecordChannels channels: per-channel list cut
+  kFlagPartialChannels = 1u << 3,   // some started KernelCh never stopped
+  kFlagCountIsBytes = 1u << 4,      // NCCL reported count in bytes (AllGather/Broadcast)
+  kFlagHcaTruncated = 1u << 5,      // more HCAs than kRecordHcas
+  kFlagSeqOwn = 1u << 6,            // seq is our own per-comm counter (P2P), not NCCL's
+  kFlagStaleParent = 1u << 7,       // parent API handle was stale (graph replay)
+};
+
+inline constexpr int kRecordChannels = 32;
+inline constexpr int kRecordHcas = 4;
+
+// Per-channel GPU (or CPU, see timing) time of one op, relative to OpRecord::start_ns.
+struct ChannelTime {
+  uint32_t start_off_ns;
+  uint32_t dur_ns;
+};
+
+struct HcaTraffic {
+  uint16_t device;  // IB device index from the NetPlugin QP payload; socket: 0xFFFF
+  uint16_t qps;     // distinct QP numbers seen (saturating)
+  uint32_t wrs;     // work requests
+  uint64_t bytes;
+};
+
+// One completed op. 512 bytes (8 cache lines), trivially copyable.
+struct OpRecord {
+  uint64_t comm_hash;     // commHash/commId, identical on every rank of the comm
+  uint64_t seq;           // NCCL seqNumber (coll, ce) or our own per-comm counter (p2p)
+  uint64_t count;         // as NCCL reported it (bytes when kFlagCountIsBytes)
+  uint64_t bytes;         // message size in bytes (type size x count); 0 if unknown
+  uint64_t enqueue_ns;    // CPU monotonic ns at Coll/P2p/CeColl start
+  uint64_t start_ns;      // earliest channel start (GPU pTimer ns for kGpu; CPU monotonic ns otherwise)
+  uint64_t end_ns;        // latest channel stop, same clock as start_ns
+  uint64_t channel_mask;  // real channel ids used (bit i = channel i)
+  uint64_t busy_ns;       // sum over channels of per-channel time
+  uint64_t complete_ns;   // CPU monotonic ns when the op completed
+  // network (ProxyOp / ProxyStep)
+  uint64_t net_send_bytes;
+  uint64_t net_recv_bytes;
+  uint64_t net_gpu_wait_ns;   // SendGPUWait + RecvGPUWait step time
+  uint64_t net_wait_ns;       // SendWait / SendPeerWait + RecvWait step time
+  uint64_t net_flush_ns;      // RecvFlushWait step time
+  uint64_t net_first_ns;      // CPU ns of the first ProxyOp start
+  uint64_t net_last_ns;       // CPU ns of the last ProxyOp / step stop
+  uint32_t comm_id;       // process-local id of the communicator (see comm records)
+  int32_t rank;
+  int32_t peer;           // root for rooted collectives, peer for P2P, -1 otherwise
+  uint32_t max_channel_ns;
+  uint32_t min_channel_ns;
+  uint32_t net_steps;
+  uint32_t net_ops;       // ProxyOps seen
+  uint32_t net_peers_hash;// xor of (peer+1) seen, to count distinct peers cheaply
+  int32_t net_first_peer;
+  uint16_t flags;         // OpFlag
+  uint16_t net_peer_count;
+  uint8_t kind;           // OpKind
+  uint8_t func;           // Func
+  uint8_t dtype;          // DType
+  uint8_t algo;           // Algo
+  uint8_t proto;          // Proto
+  uint8_t timing;         // TimingSource
+  uint8_t transport;      // Transport
+  uint8_t n_channels;     // as NCCL reported it (nChannels / nMaxChannels)
+  uint8_t n_warps;
+  uint8_t channels_started;
+  uint8_t channels_stopped;
+  uint8_t n_hcas;
+  uint8_t abi_version;
+  uint8_t reserved_[3];
+  ChannelTime channels[kRecordChannels];  // ordered by channel id; entry i = i-th set bit of channel_mask
+  HcaTraffic hcas[kRecordHcas];
+};
+
+static_assert(std::is_trivially_copyable_v<OpRecord>);
+static_assert(sizeof(OpRecord) == 512, "OpRecord must stay one fixed size (ring slot)");
+
+}  // namespace ni

@@ -1,0 +1,100 @@
+// Lock-free single-producer / single-consumer ring of fixed-size records, and
+// the registry of per-thread rings the dump thread walks.
+//
+// Contract
+// - Producer: exactly one thread (the thread that owns the ring) calls
+//   try_push(). It never blocks; a full ring returns false and the caller
+//   counts a drop.
+// - Consumer: exactly one thread at a time (the dump thread, or a test, or the
+//   final drain once the dump thread is joined) calls drain(). It copies records
+//   out in bulk and then publishes the new tail.
+// - Indices are 64-bit and never wrap in practice; slot = index & mask.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <new>
+#include <type_traits>
+
+namespace ni {
+
+inline constexpr size_t kCacheLine = 64;
+
+template <typename T>
+class SpscRing {
+  static_assert(std::is_trivially_copyable_v<T>);
+
+ public:
+  // capacity is rounded up to a power of two (minimum 2).
+  explicit SpscRing(size_t capacity) {
+    size_t c = 2;
+    while (c < capacity) c <<= 1;
+    mask_ = c - 1;
+    slots_ = std::unique_ptr<T[]>(new (std::nothrow) T[c]);
+    if (!slots_) mask_ = 0;  // allocation failed: a ring that is always full
+  }
+  SpscRing(const SpscRing&) = delete;
+  SpscRing& operator=(const SpscRing&) = delete;
+
+  size_t capacity() const noexcept { return slots_ ? mask_ + 1 : 0; }
+
+  // Producer only. Returns false (and writes nothing) when full.
+  bool try_push(const T& v) noexcept {
+    // Own index: only this thread writes head_, so relaxed is enough.
+    const uint64_t head = head_.load(std::memory_order_relaxed);
+    if (head - cached_tail_ >= capacity()) {
+      // Pairs with the release store of tail_ in drain(): slots up to the
+      // loaded tail have been fully read by the consumer and may be reused.
+      cached_tail_ = tail_.load(std::memory_order_acquire);
+      if (head - cached_tail_ >= capacity()) return false;
+    }
+    slots_[head & mask_] = v;
+    // Pairs with the acquire load of head_ in drain()/size(): publishes the
+    // slot contents written above.
+    head_.store(head + 1, std::memory_order_release);
+    return true;
+  }
+
+  // Consumer only. Calls fn(const T*, n) for contiguous runs of records, at
+  // most max records in total, then frees their slots. Returns the count.
+  template <typename Fn>
+  size_t drain(Fn&& fn, size_t max = SIZE_MAX) noexcept(noexcept(fn(static_cast<const T*>(nullptr), size_t{}))) {
+    // Own index: only the consumer writes tail_.
+    const uint64_t tail = tail_.load(std::memory_order_relaxed);
+    // Pairs with the release store of head_ in try_push(): every slot below
+    // head is fully written.
+    const uint64_t head = head_.load(std::memory_order_acquire);
+    uint64_t n = head - tail;
+    if (n > max) n = max;
+    if (n == 0) return 0;
+    const uint64_t first = tail & mask_;
+    const uint64_t run1 = (first + n <= capacity()) ? n : capacity() - first;
+    fn(&slots_[first], static_cast<size_t>(run1));
+    if (run1 < n) fn(&slots_[0], static_cast<size_t>(n - run1));
+    // Pairs with the acquire load of tail_ in try_push(): the slots are
+    // read and may be overwritten now.
+    tail_.store(tail + n, std::memory_order_release);
+    return static_cast<size_t>(n);
+  }
+
+  // Approximate fill level; any thread. Both loads acquire so the difference
+  // is never negative in a way that matters (head read last).
+  size_t size() const noexcept {
+    // Pairs with the release store in drain().
+    const uint64_t t = tail_.load(std::memory_order_acquire);
+    // Pairs with the release store in try_push().
+    const uint64_t h = head_.load(std::memory_order_acquire);
+    return h >= t ? static_cast<size_t>(h - t) : 0;
+  }
+
+ private:
+  alignas(kCacheLine) std::atomic<uint64_t> head_{0};
+  uint64_t cached_tail_ = 0;  // producer-private
+  alignas(kCacheLine) std::atomic<uint64_t> tail_{0};
+  alignas(kCacheLine) size_t mask_ = 0;
+  std::unique_ptr<T[]> slots_;
+};
+
+}  // namespace ni
