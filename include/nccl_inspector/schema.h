@@ -1,0 +1,128 @@
+// The nccl-inspector log schema: the single contract between the plugin's
+// writer (src/output) and every reader (src/analysis, users' jq/pandas/DuckDB).
+//
+// A log file is gzip (possibly many concatenated gzip members) of JSON lines.
+// Every line is one self-contained JSON object with a "type" field. The first
+// line of every file is a "meta" record. Numbers are always finite JSON
+// numbers; 64-bit identifiers that may exceed 2^53 (comm hashes) are written as
+// "0x"-prefixed 16-digit hex strings so pandas/jq never round them.
+// docs/log-format.md documents every field with an example of each record.
+#pragma once
+
+#include <string_view>
+
+namespace nccl_inspector::schema {
+
+inline constexpr std::string_view kFormatName = "nccl-inspector-log";
+// Bump on any incompatible change; readers accept every version <= their own.
+inline constexpr int kFormatVersion = 1;
+// File names: <host>-pid<pid>-<start>[.<n>].jsonl.gz
+inline constexpr std::string_view kFileSuffix = ".jsonl.gz";
+
+// ---- record types (the "type" field)
+inline constexpr std::string_view kTypeMeta = "meta";    // first line of every file
+inline constexpr std::string_view kTypeComm = "comm";    // a communicator appeared (init)
+inline constexpr std::string_view kTypeCommEnd = "comm_end";  // a communicator was finalized
+inline constexpr std::string_view kTypeColl = "coll";    // one collective on one rank
+inline constexpr std::string_view kTypeP2p = "p2p";      // one send or recv on one rank
+inline constexpr std::string_view kTypeCe = "ce";        // one copy-engine collective (ABI v6)
+inline constexpr std::string_view kTypeClock = "clock";  // GPU->wall clock estimate of a comm's GPU
+inline constexpr std::string_view kTypeStats = "stats";  // periodic counters (written, dropped, ...)
+inline constexpr std::string_view kTypeMark = "mark";    // user mark (ncclInspectorMark)
+inline constexpr std::string_view kTypeEnd = "end";      // clean shutdown, last line
+
+// ---- fields common to many records
+inline constexpr std::string_view kType = "type";
+inline constexpr std::string_view kWallNs = "wall_ns";        // integer, Unix epoch ns (CLOCK_REALTIME)
+inline constexpr std::string_view kCommId = "comm_id";        // integer, process-local comm id
+inline constexpr std::string_view kCommHash = "comm_hash";    // "0x%016x" string, same on every rank
+inline constexpr std::string_view kCommName = "comm_name";    // string ("" when NCCL gave none)
+inline constexpr std::string_view kRank = "rank";             // integer, rank in the comm (-1 unknown)
+inline constexpr std::string_view kNranks = "nranks";         // integer (0 unknown: ABI v1-v3)
+inline constexpr std::string_view kNnodes = "nnodes";         // integer (0 unknown)
+inline constexpr std::string_view kAbiVersion = "abi_version";// integer 1..6, bound profiler ABI
+
+// ---- meta
+inline constexpr std::string_view kFormat = "format";                   // kFormatName
+inline constexpr std::string_view kFormatVersionField = "format_version";// integer
+inline constexpr std::string_view kPluginVersion = "plugin_version";    // string
+inline constexpr std::string_view kHost = "host";                       // string
+inline constexpr std::string_view kPid = "pid";                         // integer
+inline constexpr std::string_view kFileSeq = "file_seq";                // integer, rotation index (0 first)
+inline constexpr std::string_view kJob = "job";  // object: slurm_job_id, slurm_procid, slurm_localid,
+                                                 // rank, local_rank, world_size, ompi_rank, pmi_rank,
+                                                 // job_id (the one used), job_id_source; strings, absent if unset
+inline constexpr std::string_view kClockMonoNs = "mono_ns";  // anchor: CLOCK_MONOTONIC ns at wall_ns
+inline constexpr std::string_view kConfig = "config";        // object: effective configuration
+
+// ---- op records (coll, p2p, ce)
+inline constexpr std::string_view kSeq = "seq";            // integer: NCCL seqNumber (coll/ce); own per-peer counter (p2p)
+inline constexpr std::string_view kFunc = "func";          // "AllReduce", "Send", ... (NCCL names)
+inline constexpr std::string_view kDtype = "dtype";        // "float32", ..., "unknown"
+inline constexpr std::string_view kCount = "count";        // integer as NCCL reported it
+inline constexpr std::string_view kBytes = "bytes";        // integer message size (0 when dtype unknown)
+inline constexpr std::string_view kRoot = "root";          // integer (rooted collectives only)
+inline constexpr std::string_view kPeer = "peer";          // integer (p2p only)
+inline constexpr std::string_view kAlgo = "algo";          // "RING", "TREE", ..., "unknown"
+inline constexpr std::string_view kProto = "proto";        // "LL", "LL128", "SIMPLE", "unknown"
+inline constexpr std::string_view kNchannels = "nchannels";// integer, as NCCL reported
+inline constexpr std::string_view kNwarps = "nwarps";      // integer
+inline constexpr std::string_view kChannels = "channels";  // array of integers: real channel ids that ran
+inline constexpr std::string_view kStartWallNs = "start_wall_ns";    // integer: op start on the wall clock
+inline constexpr std::string_view kEnqueueWallNs = "enqueue_wall_ns";// integer: CPU enqueue time
+inline constexpr std::string_view kDurUs = "dur_us";       // float: span, earliest channel start -> latest stop
+inline constexpr std::string_view kMaxChUs = "max_ch_us";  // float: longest single channel
+inline constexpr std::string_view kTiming = "timing";      // "gpu" | "proxy_cpu" | "net_cpu" | "enqueue_cpu" | "none"
+inline constexpr std::string_view kAlgbwGbs = "algbw_gbs"; // float GB/s (1e9 B/s); absent when unknown
+inline constexpr std::string_view kBusbwGbs = "busbw_gbs"; // float GB/s, nccl-tests factors; absent when unknown
+inline constexpr std::string_view kChBusyUs = "ch_busy_us";// float: sum of per-channel times
+inline constexpr std::string_view kChUtil = "ch_util";     // float 0..1: busy / (span x channels)
+inline constexpr std::string_view kChBalance = "ch_balance";// float 0..1: min channel time / max channel time
+inline constexpr std::string_view kTransport = "transport";// "intra_node" | "network" | "unknown"
+inline constexpr std::string_view kGraph = "graph";        // bool: graph captured
+inline constexpr std::string_view kReclaimed = "reclaimed";// bool, present only when true
+inline constexpr std::string_view kPartial = "partial";    // bool, present only when some channel never stopped
+inline constexpr std::string_view kChTimes = "ch_times";   // verbose: [[channel, start_offset_us, dur_us], ...]
+inline constexpr std::string_view kNet = "net";            // object, present when network events were seen:
+inline constexpr std::string_view kNetSendBytes = "send_bytes";
+inline constexpr std::string_view kNetRecvBytes = "recv_bytes";
+inline constexpr std::string_view kNetSteps = "steps";
+inline constexpr std::string_view kNetOps = "proxy_ops";
+inline constexpr std::string_view kNetPeers = "peers";
+inline constexpr std::string_view kNetGpuWaitUs = "gpu_wait_us";
+inline constexpr std::string_view kNetWaitUs = "net_wait_us";
+inline constexpr std::string_view kNetFlushUs = "flush_us";
+inline constexpr std::string_view kNetSpanUs = "span_us";
+inline constexpr std::string_view kHcas = "hcas";          // array of {dev, bytes, wrs, qps}, present with NetPlugin events
+inline constexpr std::string_view kHcaDev = "dev";
+inline constexpr std::string_view kHcaWrs = "wrs";
+inline constexpr std::string_view kHcaQps = "qps";
+
+// ---- clock
+inline constexpr std::string_view kGpuOffsetNs = "gpu_offset_ns";     // integer: mono_ns = ptimer + offset
+inline constexpr std::string_view kUncertaintyNs = "uncertainty_ns";  // integer
+inline constexpr std::string_view kSamples = "samples";               // integer
+
+// ---- stats (all integers, cumulative since the process started)
+inline constexpr std::string_view kRecordsWritten = "records_written";
+inline constexpr std::string_view kOpsCompleted = "ops_completed";
+inline constexpr std::string_view kDropped = "dropped";    // object: reason -> count
+inline constexpr std::string_view kDropRingFull = "ring_full";
+inline constexpr std::string_view kDropPoolExhausted = "pool_exhausted";
+inline constexpr std::string_view kDropWriteError = "write_error";
+inline constexpr std::string_view kFiltered = "filtered";  // object: min_size, sampled_out (not losses: by configuration)
+inline constexpr std::string_view kFaults = "faults";      // object: null_handle, stale_handle, foreign_pid, double_stop,
+                                                           // late_child, unknown_event, bad_channel, null_context
+inline constexpr std::string_view kRingHighWater = "ring_high_water";
+inline constexpr std::string_view kRings = "rings";
+inline constexpr std::string_view kPoolInUse = "pool_in_use";
+inline constexpr std::string_view kPoolHighWater = "pool_high_water";
+inline constexpr std::string_view kReclaimedOps = "reclaimed_ops";
+
+// ---- mark
+inline constexpr std::string_view kLabel = "label";
+
+// ---- end
+inline constexpr std::string_view kDroppedTotal = "dropped_total";
+
+}  // namespace nccl_inspector::schema
