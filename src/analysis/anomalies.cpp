@@ -1,0 +1,401 @@
+#include "anomalies.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <numeric>
+
+#include "stats.h"
+#include "stragglers.h"
+
+namespace nccl_inspector::analysis {
+namespace {
+
+std::string fmt(const char* f, double a) {
+  char b[96];
+  std::snprintf(b, sizeof b, f, a);
+  return b;
+}
+std::string time_str(std::int64_t ns) {
+  if (ns <= 0) return "?";
+  const std::time_t s = static_cast<std::time_t>(ns / 1000000000);
+  std::tm tm{};
+  gmtime_r(&s, &tm);
+  char b[64];
+  std::snprintf(b, sizeof b, "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<long long>((ns % 1000000000) / 1000));
+  return b;
+}
+
+using GKey = std::tuple<std::uint64_t, Func, int>;  // comm, op, size bucket
+
+// One collective instance across ranks: (comm, func, seq).
+struct Instance {
+  std::uint64_t comm;
+  Func func;
+  int bucket;
+  std::uint64_t seq;
+  std::int64_t start;  // earliest start (0 unknown)
+  double dur;          // slowest rank's duration
+  Algo algo;
+  Proto proto;
+  double ratio = 1;    // dur / median of its (comm, func, bucket)
+};
+
+void outliers(const std::vector<OpRecord>& ops, const ReadResult& res, const AnomalyOptions& o, AnomalyResult& out) {
+  std::map<GKey, std::vector<std::uint32_t>> groups;
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    groups[{ops[i].comm_hash, ops[i].func, size_bucket(ops[i].bytes)}].push_back(static_cast<std::uint32_t>(i));
+  std::vector<std::pair<double, Finding>> all;
+  for (const auto& [k, v] : groups) {
+    if (v.size() < 20) continue;
+    std::vector<double> d;
+    d.reserve(v.size());
+    for (auto i : v) d.push_back(ops[i].dur_us);
+    std::vector<double> tmp = d;
+    const double med = median_of(tmp);
+    double mad = mad_of(d, med);
+    if (mad <= 0) {
+      double s = 0;
+      for (double x : d) s += std::fabs(x - med);
+      mad = s / static_cast<double>(d.size()) / 1.2533;  // mean abs deviation -> MAD scale (normal)
+    }
+    if (!(mad > 0)) continue;
+    for (std::size_t j = 0; j < v.size(); ++j) {
+      const double z = 0.6745 * (d[j] - med) / mad;
+      if (z < o.z_threshold || d[j] < o.min_outlier_ratio * med) continue;
+      ++out.outlier_count;
+      const OpRecord& op = ops[v[j]];
+      Finding f;
+      f.kind = "outlier";
+      f.comm = op.comm_hash;
+      f.comm_label = comm_display(op.comm_hash, res);
+      f.rank = op.rank;
+      f.host = op.file_idx < res.files.size() ? res.files[op.file_idx].host : "";
+      f.where = "rank " + std::to_string(op.rank) + " on " + f.host;
+      f.start_ns = op.has_start() ? op.start_wall_ns : 0;
+      f.seq_first = f.seq_last = op.seq;
+      f.when = "seq " + std::to_string(op.seq) + (op.has_start() ? " at " + time_str(op.start_wall_ns) : "");
+      f.magnitude = d[j] / med;
+      f.evidence = std::string(to_string(op.func)) + " " + size_bucket_label(size_bucket(op.bytes)) + " " +
+                   std::string(to_string(op.algo)) + "/" + std::string(to_string(op.proto)) + ": " +
+                   fmt("%.1f us", d[j]) + fmt(" vs median %.1f us", med) + fmt(" (robust z %.1f)", z) +
+                   (op.has_busbw() ? fmt(", busbw %.1f GB/s", op.busbw_gbs) : "");
+      all.emplace_back(z, std::move(f));
+    }
+  }
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (std::size_t i = 0; i < all.size() && i < o.top; ++i) out.outliers.push_back(std::move(all[i].second));
+}
+
+std::vector<Instance> instances(const std::vector<OpRecord>& ops) {
+  std::vector<std::uint32_t> idx;
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].kind == OpKind::kColl) idx.push_back(static_cast<std::uint32_t>(i));
+  std::sort(idx.begin(), idx.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return std::tie(ops[a].comm_hash, ops[a].func, ops[a].seq) < std::tie(ops[b].comm_hash, ops[b].func, ops[b].seq);
+  });
+  std::vector<Instance> out;
+  for (std::size_t b = 0; b < idx.size();) {
+    std::size_t e = b + 1;
+    const OpRecord& f = ops[idx[b]];
+    while (e < idx.size() && ops[idx[e]].comm_hash == f.comm_hash && ops[idx[e]].func == f.func &&
+           ops[idx[e]].seq == f.seq)
+      ++e;
+    Instance in{f.comm_hash, f.func, size_bucket(f.bytes), f.seq, 0, 0, f.algo, f.proto};
+    for (std::size_t i = b; i < e; ++i) {
+      const OpRecord& op = ops[idx[i]];
+      in.dur = std::max(in.dur, op.dur_us);
+      if (op.has_start() && (in.start == 0 || op.start_wall_ns < in.start)) in.start = op.start_wall_ns;
+    }
+    out.push_back(in);
+    b = e;
+  }
+  // Normalise by the (comm, func, bucket) median.
+  std::map<GKey, std::vector<double>> durs;
+  for (const auto& in : out) durs[{in.comm, in.func, in.bucket}].push_back(in.dur);
+  std::map<GKey, double> med;
+  for (auto& [k, v] : durs) med[k] = median_of(v);
+  for (auto& in : out) {
+    const double m = med[{in.comm, in.func, in.bucket}];
+    in.ratio = m > 0 ? in.dur / m : 1;
+  }
+  return out;
+}
+
+void change_points(std::vector<Instance> ins, const ReadResult& res, const AnomalyOptions& o, AnomalyResult& out) {
+  std::map<std::uint64_t, std::vector<Instance>> per;
+  for (auto& in : ins) per[in.comm].push_back(in);
+  for (auto& [comm, v] : per) {
+    if (v.size() < 4 * o.min_window) continue;
+    const bool timed = std::all_of(v.begin(), v.end(), [](const Instance& x) { return x.start > 0; });
+    std::sort(v.begin(), v.end(), [timed](const Instance& a, const Instance& b) {
+      return timed ? a.start < b.start : a.seq < b.seq;
+    });
+    const std::size_t w = std::clamp<std::size_t>(v.size() / 50, 5, 31) | 1;
+    const std::size_t h = w / 2;
+    std::vector<double> roll(v.size(), 1.0);
+    std::vector<double> win;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const std::size_t lo = i >= h ? i - h : 0, hi = std::min(v.size(), i + h + 1);
+      win.clear();
+      for (std::size_t j = lo; j < hi; ++j) win.push_back(v[j].ratio);
+      roll[i] = median_of(win);
+    }
+    for (std::size_t i = 0; i < v.size();) {
+      if (roll[i] < o.shift_ratio) {
+        ++i;
+        continue;
+      }
+      std::size_t j = i;
+      while (j < v.size() && roll[j] >= o.shift_ratio) ++j;
+      if (j - i >= o.min_window) {
+        std::vector<double> in_r, out_r;
+        for (std::size_t k = 0; k < v.size(); ++k) (k >= i && k < j ? in_r : out_r).push_back(v[k].ratio);
+        const double mag = median_of(in_r);
+        const double base = out_r.empty() ? 1.0 : median_of(out_r);
+        Finding f;
+        f.kind = "change_point";
+        f.comm = comm;
+        f.comm_label = comm_display(comm, res);
+        f.where = "all ranks of the communicator";
+        f.start_ns = v[i].start;
+        f.end_ns = v[j - 1].start + static_cast<std::int64_t>(v[j - 1].dur * 1000);
+        std::uint64_t s0 = UINT64_MAX, s1 = 0;
+        for (std::size_t k = i; k < j; ++k) {
+          s0 = std::min(s0, v[k].seq);
+          s1 = std::max(s1, v[k].seq);
+        }
+        f.seq_first = s0;
+        f.seq_last = s1;
+        f.when = (timed ? time_str(f.start_ns) + " .. " + time_str(f.end_ns) + fmt(" (%.3f s), ", static_cast<double>(f.end_ns - f.start_ns) / 1e9)
+                        : std::string()) +
+                 "seq " + std::to_string(s0) + ".." + std::to_string(s1) + (j == v.size() ? " (until the end of the log)" : "");
+        f.magnitude = base > 0 ? mag / base : mag;
+        f.evidence = std::to_string(j - i) + " consecutive collectives with rolling median latency " +
+                     fmt("%.2fx", f.magnitude) + " their usual (window " + std::to_string(w) + " ops); " +
+                     std::to_string(v.size() - (j - i)) + " others at " + fmt("%.2fx", base);
+        out.findings.push_back(std::move(f));
+      }
+      i = j;
+    }
+  }
+}
+
+void bimodal(const std::vector<Instance>& ins, const ReadResult& res, const AnomalyOptions& o, AnomalyResult& out) {
+  std::map<GKey, std::vector<const Instance*>> groups;
+  for (const auto& in : ins) groups[{in.comm, in.func, in.bucket}].push_back(&in);
+  for (auto& [k, v] : groups) {
+    const std::size_t n = v.size();
+    if (n < 40) continue;
+    std::vector<std::pair<double, const Instance*>> x;
+    for (auto* p : v) x.emplace_back(std::log(std::max(p->dur, 1e-3)), p);
+    std::sort(x.begin(), x.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    double tot = 0, tot2 = 0;
+    for (auto& [l, p] : x) {
+      tot += l;
+      tot2 += l * l;
+    }
+    const double mean = tot / static_cast<double>(n);
+    const double var = tot2 / static_cast<double>(n) - mean * mean;
+    if (!(var > 1e-12)) continue;
+    double best = 0, c = 0;
+    std::size_t split = 0;
+    for (std::size_t i = 1; i < n; ++i) {  // split before i
+      c += x[i - 1].first;
+      const double n1 = static_cast<double>(i), n2 = static_cast<double>(n - i);
+      const double m1 = c / n1, m2 = (tot - c) / n2;
+      const double between = n1 * n2 / static_cast<double>(n * n) * (m1 - m2) * (m1 - m2);
+      if (between > best) {
+        best = between;
+        split = i;
+      }
+    }
+    const double eta = best / var;
+    const double minfrac = static_cast<double>(std::min(split, n - split)) / static_cast<double>(n);
+    const double med_fast = std::exp(x[split / 2].first);
+    const double med_slow = std::exp(x[split + (n - split) / 2].first);
+    if (eta < o.bimodal_eta || minfrac < 0.1 || med_slow / med_fast < o.bimodal_ratio) continue;
+    // Interleaved in time (switching), not one contiguous window (a change point).
+    std::vector<std::pair<std::pair<std::int64_t, std::uint64_t>, bool>> order;
+    for (std::size_t i = 0; i < n; ++i) order.push_back({{x[i].second->start, x[i].second->seq}, i >= split});
+    std::sort(order.begin(), order.end());
+    std::size_t transitions = 0;
+    for (std::size_t i = 1; i < n; ++i) transitions += order[i].second != order[i - 1].second;
+    const std::size_t small = std::min(split, n - split);
+    if (transitions < 4 || static_cast<double>(transitions) < 0.2 * static_cast<double>(small)) continue;
+    // What explains the modes?
+    auto mix = [&](std::size_t b, std::size_t e) {
+      std::map<std::string, std::size_t> m;
+      for (std::size_t i = b; i < e; ++i)
+        ++m[std::string(to_string(x[i].second->algo)) + "/" + std::string(to_string(x[i].second->proto))];
+      std::string s;
+      for (auto& [name, cnt] : m)
+        s += (s.empty() ? "" : ", ") + name + fmt(" %.0f%%", 100.0 * static_cast<double>(cnt) / static_cast<double>(e - b));
+      return s;
+    };
+    const std::string fast_mix = mix(0, split), slow_mix = mix(split, n);
+    Finding f;
+    f.kind = "bimodal";
+    f.comm = std::get<0>(k);
+    f.comm_label = comm_display(f.comm, res);
+    f.where = std::string(to_string(std::get<1>(k))) + " " + size_bucket_label(std::get<2>(k));
+    f.when = "interleaved over the run (" + std::to_string(transitions) + " switches)";
+    f.magnitude = med_slow / med_fast;
+    f.evidence = fmt("fast mode %.1f us", med_fast) + fmt(" (%.0f%%", 100.0 * static_cast<double>(split) / static_cast<double>(n)) +
+                 ": " + fast_mix + ")" + fmt(", slow mode %.1f us", med_slow) +
+                 fmt(" (%.0f%%", 100.0 * static_cast<double>(n - split) / static_cast<double>(n)) + ": " + slow_mix + ")" +
+                 fmt("; separation eta %.2f", eta) +
+                 (fast_mix != slow_mix ? "; the modes use different algo/proto: NCCL is switching"
+                                       : "; same algo/proto in both: contention or placement");
+    out.findings.push_back(std::move(f));
+  }
+}
+
+void channels(const CollectSink& c, const ReadResult& res, const AnomalyOptions& o, AnomalyResult& out) {
+  struct Acc {
+    std::vector<double> bal;
+    std::map<int, std::size_t> slowest;
+    std::vector<double> ratio;
+    std::string host;
+  };
+  std::map<std::pair<std::uint64_t, int>, Acc> acc;
+  for (std::size_t i = 0; i < c.ops.size(); ++i) {
+    const OpRecord& op = c.ops[i];
+    if (op.ch_balance < 0 || op.nchannels < 2) continue;
+    Acc& a = acc[{op.comm_hash, op.rank}];
+    a.bal.push_back(op.ch_balance);
+    if (a.host.empty() && op.file_idx < res.files.size()) a.host = res.files[op.file_idx].host;
+    if (i < c.extra.size() && c.extra[i].slowest_channel >= 0) {
+      ++a.slowest[c.extra[i].slowest_channel];
+      a.ratio.push_back(c.extra[i].slowest_ratio);
+    }
+  }
+  for (auto& [k, a] : acc) {
+    if (a.bal.size() < 10) continue;
+    const double med = median_of(a.bal);
+    if (med >= o.min_ch_balance) continue;
+    Finding f;
+    f.kind = "channel_imbalance";
+    f.comm = k.first;
+    f.comm_label = comm_display(k.first, res);
+    f.rank = k.second;
+    f.host = a.host;
+    f.where = "rank " + std::to_string(k.second) + " on " + a.host;
+    f.when = std::to_string(a.bal.size()) + " ops";
+    f.magnitude = med;
+    f.evidence = fmt("median ch_balance %.2f", med) + fmt(" (min/max channel time; threshold %.2f)", o.min_ch_balance);
+    if (!a.slowest.empty()) {
+      auto it = std::max_element(a.slowest.begin(), a.slowest.end(),
+                                 [](const auto& x, const auto& y) { return x.second < y.second; });
+      f.channel = it->first;
+      f.where += ", channel " + std::to_string(it->first);
+      f.evidence += "; channel " + std::to_string(it->first) +
+                    fmt(" was the slowest in %.0f%% of ops", 100.0 * static_cast<double>(it->second) / static_cast<double>(a.ratio.size())) +
+                    fmt(", %.2fx the median channel", median_of(a.ratio));
+    }
+    out.findings.push_back(std::move(f));
+  }
+}
+
+void hcas(const CollectSink& c, const ReadResult& res, const AnomalyOptions& o, AnomalyResult& out) {
+  if (c.extra.empty()) return;
+  // Normalised latency of each op within its (comm, func, bucket, kind).
+  std::map<std::tuple<std::uint64_t, Func, int>, std::vector<double>> durs;
+  for (const auto& op : c.ops) durs[{op.comm_hash, op.func, size_bucket(op.bytes)}].push_back(op.dur_us);
+  std::map<std::tuple<std::uint64_t, Func, int>, double> med;
+  for (auto& [k, v] : durs) med[k] = median_of(v);
+  std::map<std::pair<std::string, std::string>, std::vector<double>> per_hca;            // (host, dev) -> ratios
+  std::map<std::uint32_t, std::map<std::string, std::uint64_t>> bytes;                     // file -> dev -> bytes
+  for (std::size_t i = 0; i < c.ops.size() && i < c.extra.size(); ++i) {
+    const OpRecord& op = c.ops[i];
+    if (c.extra[i].hcas.empty()) continue;
+    const double m = med[{op.comm_hash, op.func, size_bucket(op.bytes)}];
+    const std::string host = op.file_idx < res.files.size() ? res.files[op.file_idx].host : "";
+    for (const auto& h : c.extra[i].hcas) {
+      if (h.bytes == 0) continue;
+      if (m > 0) per_hca[{host, h.dev}].push_back(op.dur_us / m);
+      bytes[op.file_idx][h.dev] += h.bytes;
+    }
+  }
+  if (per_hca.size() >= 2) {
+    std::vector<std::pair<std::pair<std::string, std::string>, double>> meds;
+    std::vector<double> all;
+    for (auto& [k, v] : per_hca) {
+      if (v.size() < 10) continue;
+      std::sort(v.begin(), v.end());
+      // P25: even the better ops through a slow HCA are slow; an HCA that is only
+      // a peer of the slow one has half its ops at normal speed.
+      meds.emplace_back(k, sorted_quantile(v, 0.25));
+      all.push_back(meds.back().second);
+    }
+    if (all.size() >= 2) {
+      const double typical = median_of(all);
+      for (auto& [k, m] : meds) {
+        if (m < o.hca_slow_ratio * typical) continue;
+        Finding f;
+        f.kind = "hca_slow";
+        f.host = k.first;
+        f.hca = k.second;
+        f.where = "HCA " + k.second + " on " + k.first;
+        f.when = std::to_string(per_hca[k].size()) + " ops";
+        f.magnitude = m / typical;
+        f.evidence = fmt("even its faster ops (P25) take %.2fx", m) + fmt(" their group median; typical HCA %.2fx", typical);
+        out.findings.push_back(std::move(f));
+      }
+    }
+  }
+  for (auto& [file, devs] : bytes) {
+    if (devs.size() < 2) continue;
+    std::uint64_t mn = UINT64_MAX, mx = 0;
+    std::string mn_dev, mx_dev;
+    for (auto& [d, b] : devs) {
+      if (b < mn) { mn = b; mn_dev = d; }
+      if (b > mx) { mx = b; mx_dev = d; }
+    }
+    const double share = mx ? static_cast<double>(mn) / static_cast<double>(mx) : 1;
+    if (share >= o.hca_min_share) continue;
+    Finding f;
+    f.kind = "hca_imbalance";
+    f.host = file < res.files.size() ? res.files[file].host : "";
+    f.hca = mn_dev;
+    f.where = "process " + f.host + " pid " + std::to_string(file < res.files.size() ? res.files[file].pid : -1) + ", HCA " + mn_dev;
+    f.when = "whole file";
+    f.magnitude = share;
+    f.evidence = "HCA " + mn_dev + " carried " + format_bytes(static_cast<double>(mn)) + " vs " + format_bytes(static_cast<double>(mx)) +
+                 " on " + mx_dev + fmt(" (%.2f of the busiest)", share);
+    out.findings.push_back(std::move(f));
+  }
+}
+
+}  // namespace
+
+AnomalyResult find_anomalies(const CollectSink& c, const ReadResult& res, const AnomalyOptions& o) {
+  AnomalyResult out;
+  outliers(c.ops, res, o, out);
+  std::vector<Instance> ins = instances(c.ops);
+  change_points(ins, res, o, out);
+  bimodal(ins, res, o, out);
+  channels(c, res, o, out);
+  hcas(c, res, o, out);
+  return out;
+}
+
+Report anomalies_report(const AnomalyResult& r) {
+  Report rep;
+  Section& f = rep.add("findings", "Findings");
+  f.table.columns = {"kind", "comm", "where", "when", "magnitude", "evidence"};
+  for (const auto& x : r.findings)
+    f.table.rows.push_back({x.kind, x.comm_label, x.where, x.when, Cell(x.magnitude, 2), x.evidence});
+  f.notes.push_back("magnitude: x times the baseline (change_point, bimodal, hca_slow), or a balance 0..1 (channel/hca imbalance)");
+  Section& o = rep.add("outliers", "Worst single-op outliers (robust z of latency within comm/op/size)");
+  o.table.columns = {"comm", "where", "when", "x_median", "evidence"};
+  for (const auto& x : r.outliers)
+    o.table.rows.push_back({x.comm_label, x.where, x.when, Cell(x.magnitude, 2), x.evidence});
+  o.notes.push_back(std::to_string(r.outlier_count) + " outlier ops in total");
+  return rep;
+}
+
+}  // namespace nccl_inspector::analysis

@@ -1,0 +1,56 @@
+// `anomalies`: robust outliers (median/MAD z-scores of latency within
+// (comm, op, size bucket)), change points over time per communicator (rolling
+// median shift: a degradation window with a start and an end), bimodal latency
+// (an Otsu two-cluster split on log latency, interleaved in time), channel
+// imbalance (ch_balance, slowest channel from ch_times) and HCA imbalance/slowness
+// (hcas). Every finding says what, where, when, how big, and the evidence.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "reader.h"
+#include "table.h"
+
+namespace nccl_inspector::analysis {
+
+struct AnomalyOptions {
+  double z_threshold = 6.0;      // robust z of latency
+  double min_outlier_ratio = 1.5; // and at least this many times the group median
+  std::size_t top = 20;
+  double shift_ratio = 1.3;      // change point: rolling median of latency / baseline
+  std::size_t min_window = 8;    // ops in a change window, at least
+  double bimodal_eta = 0.85;     // between-cluster / total variance of log latency
+  double bimodal_ratio = 1.3;    // slow cluster median / fast cluster median
+  double min_ch_balance = 0.7;   // channel imbalance
+  double hca_slow_ratio = 1.25;  // HCA slowness: its ops' normalised latency vs all HCAs
+  double hca_min_share = 0.5;    // HCA traffic imbalance: min/max bytes across a process's HCAs
+};
+
+struct Finding {
+  std::string kind;       // outlier | change_point | bimodal | channel_imbalance | hca_slow | hca_imbalance
+  std::uint64_t comm = 0;
+  std::string comm_label;
+  std::string where;      // ranks, host, channel, HCA
+  std::string when;       // time / seq range
+  double magnitude = 0;   // ratio (x times the baseline) or balance
+  std::string evidence;
+  // machine-readable extras
+  int rank = -1;
+  std::string host;
+  int channel = -1;
+  std::string hca;
+  std::int64_t start_ns = 0, end_ns = 0;
+  std::uint64_t seq_first = 0, seq_last = 0;
+};
+
+struct AnomalyResult {
+  std::vector<Finding> findings;   // everything but single outliers
+  std::vector<Finding> outliers;   // worst single-op outliers (top N)
+  std::uint64_t outlier_count = 0;
+};
+
+AnomalyResult find_anomalies(const CollectSink& ops, const ReadResult& res, const AnomalyOptions& o);
+Report anomalies_report(const AnomalyResult& r);
+
+}  // namespace nccl_inspector::analysis

@@ -1,0 +1,33 @@
+// `compare BASE RUN`: per (op, size bucket, nranks, algo/proto) the change of
+// busbw (or latency when busbw is unknown) P50 between two runs, with a
+// noise-aware verdict: a change counts only when it is beyond --threshold
+// percent AND beyond 3 standard errors of the two medians (sigma from the
+// IQR, se(median) = 1.2533 sigma / sqrt(n)).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "reader.h"
+#include "table.h"
+
+namespace nccl_inspector::analysis {
+
+struct CompareOptions {
+  double threshold_pct = 5.0;
+  std::uint64_t min_count = 5;  // per side, else "too few"
+};
+
+struct CompareResult {
+  Report report;
+  std::size_t regressions = 0, improvements = 0, compared = 0;
+  std::string error;
+};
+
+CompareResult compare_runs(const std::vector<std::string>& base, const std::vector<std::string>& run, int threads,
+                           const ReadOptions& ro, const CompareOptions& o);
+
+// Per-iteration statistics between consecutive `mark` records of each process.
+void add_iteration_section(Report& r, const std::vector<OpRecord>& ops, const ReadResult& res);
+
+}  // namespace nccl_inspector::analysis

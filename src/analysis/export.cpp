@@ -1,0 +1,139 @@
+#include "export.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <mutex>
+
+#include "table.h"
+
+namespace nccl_inspector::analysis {
+
+const std::vector<std::string>& export_columns() {
+  static const std::vector<std::string> cols = {
+      "host", "pid", "kind", "comm_hash", "comm_name", "rank", "nranks", "nnodes", "func", "seq",
+      "peer", "bytes", "size_bucket", "algo", "proto", "nchannels", "start_wall_ns", "dur_us",
+      "busbw_gbs", "ch_balance", "timing", "reclaimed", "partial", "file"};
+  return cols;
+}
+
+namespace {
+class ExportSink : public Sink {
+ public:
+  ExportSink(ExportFormat f, std::ostream& out, std::mutex& mu) : f_(f), out_(out), mu_(mu) {}
+  ~ExportSink() override { flush(); }
+  void merge(ExportSink&&) {}
+  void on_op(const OpRecord& op, const OpDetail*, const FileInfo& file) override {
+    if (op.file_idx != file_) {
+      file_ = op.file_idx;
+      host_ = f_ == ExportFormat::kCsv ? csv_escape(file.host) : json_escape(file.host);
+      path_ = f_ == ExportFormat::kCsv ? csv_escape(file.path) : json_escape(file.path);
+    }
+    std::string name;
+    for (const auto& c : file.comms)
+      if (c.comm_hash == op.comm_hash) {
+        name = c.name;
+        break;
+      }
+    char num[512];
+    const std::string hash = hex_hash(op.comm_hash);
+    const bool bw = op.has_busbw();
+    const bool chb = op.ch_balance >= 0;
+    if (f_ == ExportFormat::kCsv) {
+      buf_ += host_;
+      std::snprintf(num, sizeof num, ",%lld,%s,%s,", static_cast<long long>(file.pid),
+                    std::string(to_string(op.kind)).c_str(), hash.c_str());
+      buf_ += num;
+      buf_ += csv_escape(name);
+      std::snprintf(num, sizeof num, ",%d,%d,%d,%s,%llu,%d,%llu,%d,%s,%s,%d,%s,%.3f,", op.rank, op.nranks,
+                    op.nnodes, std::string(to_string(op.func)).c_str(),
+                    static_cast<unsigned long long>(op.seq), op.peer,
+                    static_cast<unsigned long long>(op.bytes), size_bucket(op.bytes),
+                    std::string(to_string(op.algo)).c_str(), std::string(to_string(op.proto)).c_str(),
+                    op.nchannels, op.has_start() ? std::to_string(op.start_wall_ns).c_str() : "", op.dur_us);
+      buf_ += num;
+      if (bw) {
+        std::snprintf(num, sizeof num, "%.6g", op.busbw_gbs);
+        buf_ += num;
+      }
+      buf_ += ',';
+      if (chb) {
+        std::snprintf(num, sizeof num, "%.4f", static_cast<double>(op.ch_balance));
+        buf_ += num;
+      }
+      std::snprintf(num, sizeof num, ",%s,%d,%d,", std::string(to_string(op.timing)).c_str(),
+                    (op.flags & kFlagReclaimed) ? 1 : 0, (op.flags & kFlagPartial) ? 1 : 0);
+      buf_ += num;
+      buf_ += path_;
+      buf_ += '\n';
+    } else {
+      buf_ += "{\"host\":\"" + host_;
+      std::snprintf(num, sizeof num, "\",\"pid\":%lld,\"kind\":\"%s\",\"comm_hash\":\"%s\",\"comm_name\":\"",
+                    static_cast<long long>(file.pid), std::string(to_string(op.kind)).c_str(), hash.c_str());
+      buf_ += num;
+      buf_ += json_escape(name);
+      std::snprintf(num, sizeof num,
+                    "\",\"rank\":%d,\"nranks\":%d,\"nnodes\":%d,\"func\":\"%s\",\"seq\":%llu,\"peer\":%d,"
+                    "\"bytes\":%llu,\"size_bucket\":%d,\"algo\":\"%s\",\"proto\":\"%s\",\"nchannels\":%d,"
+                    "\"start_wall_ns\":%s,\"dur_us\":%.3f,",
+                    op.rank, op.nranks, op.nnodes, std::string(to_string(op.func)).c_str(),
+                    static_cast<unsigned long long>(op.seq), op.peer, static_cast<unsigned long long>(op.bytes),
+                    size_bucket(op.bytes), std::string(to_string(op.algo)).c_str(),
+                    std::string(to_string(op.proto)).c_str(), op.nchannels,
+                    op.has_start() ? std::to_string(op.start_wall_ns).c_str() : "null", op.dur_us);
+      buf_ += num;
+      if (bw) std::snprintf(num, sizeof num, "\"busbw_gbs\":%.6g,", op.busbw_gbs);
+      else std::snprintf(num, sizeof num, "\"busbw_gbs\":null,");
+      buf_ += num;
+      if (chb) std::snprintf(num, sizeof num, "\"ch_balance\":%.4f,", static_cast<double>(op.ch_balance));
+      else std::snprintf(num, sizeof num, "\"ch_balance\":null,");
+      buf_ += num;
+      std::snprintf(num, sizeof num, "\"timing\":\"%s\",\"reclaimed\":%s,\"partial\":%s,\"file\":\"",
+                    std::string(to_string(op.timing)).c_str(), (op.flags & kFlagReclaimed) ? "true" : "false",
+                    (op.flags & kFlagPartial) ? "true" : "false");
+      buf_ += num;
+      buf_ += path_;
+      buf_ += "\"}\n";
+    }
+    if (buf_.size() > (1u << 20)) flush();
+  }
+  void flush() {
+    if (buf_.empty()) return;
+    std::lock_guard<std::mutex> g(mu_);
+    out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+    buf_.clear();
+  }
+
+ private:
+  ExportFormat f_;
+  std::ostream& out_;
+  std::mutex& mu_;
+  std::string buf_;
+  std::uint32_t file_ = ~0u;
+  std::string host_, path_;
+};
+}  // namespace
+
+ReadResult export_ops(const std::vector<std::string>& files, ExportFormat f, int threads,
+                      const ReadOptions& ro, std::ostream& out) {
+  std::mutex mu;
+  if (f == ExportFormat::kCsv) {
+    const auto& cols = export_columns();
+    for (std::size_t i = 0; i < cols.size(); ++i) out << (i ? "," : "") << cols[i];
+    out << "\n";
+  }
+  ReadResult res;
+  {
+    std::vector<std::unique_ptr<ExportSink>> sinks;
+    std::vector<Sink*> ptrs;
+    for (int i = 0; i < std::max(1, threads); ++i) {
+      sinks.push_back(std::make_unique<ExportSink>(f, out, mu));
+      ptrs.push_back(sinks.back().get());
+    }
+    res = read_logs(files, ro, ptrs);
+  }
+  out.flush();
+  return res;
+}
+
+}  // namespace nccl_inspector::analysis

@@ -1,0 +1,165 @@
+// The analyzer's record model: one compact struct per op (coll, p2p, ce) and
+// per-file information (meta, comms, stats, marks, end). Strings that repeat on
+// every op (func, algo, proto, timing) become small enums; host/pid live in
+// FileInfo and ops point at their file by index.
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace nccl_inspector::analysis {
+
+enum class OpKind : std::uint8_t { kColl, kP2p, kCe };
+
+// Known NCCL function names; anything else is kOther (the raw name is lost on
+// purpose: ops are compact; validate reports unknown names).
+enum class Func : std::uint8_t {
+  kAllReduce, kAllGather, kReduceScatter, kBroadcast, kReduce, kAllToAll, kAllGatherV,
+  kGather, kScatter, kSendRecv, kSend, kRecv, kOther, kCount_
+};
+enum class Algo : std::uint8_t {
+  kRing, kTree, kCollnetDirect, kCollnetChain, kNvls, kNvlsTree, kPat, kUnknown, kCount_
+};
+enum class Proto : std::uint8_t { kLL, kLL128, kSimple, kUnknown, kCount_ };
+enum class Timing : std::uint8_t {
+  kGpu, kProxyCpu, kNetCpu, kEnqueueCpu, kNone,
+  kKernelGpu, kKernelCpu, kCollectiveCpu,  // upstream Inspector v4.0 sources
+  kUnknown, kCount_
+};
+
+std::string_view to_string(Func f);
+std::string_view to_string(Algo a);
+std::string_view to_string(Proto p);
+std::string_view to_string(Timing t);
+std::string_view to_string(OpKind k);
+Func parse_func(std::string_view s);
+Algo parse_algo(std::string_view s);
+Proto parse_proto(std::string_view s);
+Timing parse_timing(std::string_view s);
+
+// Op flags.
+inline constexpr std::uint8_t kFlagReclaimed = 1;
+inline constexpr std::uint8_t kFlagPartial = 2;
+inline constexpr std::uint8_t kFlagGraph = 4;
+inline constexpr std::uint8_t kFlagHasStart = 8;  // start_wall_ns is an op time (not upstream dump time)
+inline constexpr std::uint8_t kFlagUpstream = 16;  // read from an upstream Inspector v4.0 .log
+
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+struct OpRecord {
+  std::uint64_t comm_hash = 0;
+  std::int64_t start_wall_ns = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t seq = 0;
+  double dur_us = kNaN;
+  double busbw_gbs = kNaN;   // NaN when absent (n=1, unknown dtype, ...)
+  float ch_balance = -1.0f;  // <0 when absent
+  std::int32_t rank = -1;
+  std::int32_t nranks = 0;
+  std::int32_t peer = -1;
+  std::uint32_t file_idx = 0;  // index into the reader's FileInfo list
+  std::uint16_t nchannels = 0; // number of channels that ran (channels array) or nchannels
+  std::uint16_t nnodes = 0;
+  OpKind kind = OpKind::kColl;
+  Func func = Func::kOther;
+  Algo algo = Algo::kUnknown;
+  Proto proto = Proto::kUnknown;
+  Timing timing = Timing::kUnknown;
+  std::uint8_t flags = 0;
+
+  bool has_start() const { return (flags & kFlagHasStart) != 0; }
+  bool has_busbw() const { return !std::isnan(busbw_gbs); }
+};
+
+// Transient per-op detail, valid only during the sink callback; filled only when
+// the sink asks for it (Sink::wants_detail), so the fast path skips it.
+struct HcaUse {
+  std::string dev;
+  std::uint64_t bytes = 0;
+};
+struct ChTime {
+  int channel = 0;
+  double start_off_us = 0;
+  double dur_us = 0;
+};
+struct OpDetail {
+  std::vector<HcaUse> hcas;
+  std::vector<ChTime> ch_times;
+  double net_wait_us = kNaN;
+  void clear() { hcas.clear(); ch_times.clear(); net_wait_us = kNaN; }
+};
+
+struct StatsInfo {  // last (cumulative) stats record of a file
+  std::int64_t wall_ns = 0;
+  std::uint64_t records_written = 0;
+  std::uint64_t ops_completed = 0;
+  std::uint64_t reclaimed_ops = 0;
+  std::map<std::string, std::uint64_t> dropped;   // reason -> count
+  std::map<std::string, std::uint64_t> filtered;  // reason -> count
+  std::map<std::string, std::uint64_t> faults;
+  bool present = false;
+};
+
+struct MarkInfo {
+  std::int64_t wall_ns = 0;
+  std::string label;
+};
+
+struct CommInfo {
+  std::uint64_t comm_hash = 0;
+  std::string name;
+  int rank = -1;
+  int nranks = 0;
+  int nnodes = 0;
+};
+
+enum class FileFormat : std::uint8_t { kUnknown, kOurs, kUpstreamV4 };
+
+struct FileInfo {
+  std::string path;
+  FileFormat format = FileFormat::kUnknown;
+  int format_version = 0;             // ours: format_version; upstream: 4
+  std::string format_string;          // ours: "nccl-inspector-log"; upstream: "v4.0"
+  std::string plugin_version;
+  std::string host;
+  std::int64_t pid = -1;
+  std::int64_t file_seq = 0;
+  int abi_version = 0;
+  std::string job_id;
+  bool gzip = false;
+  bool truncated = false;             // gzip stream ended early or last line cut
+  bool corrupt = false;               // gzip data error (rest of the file unreadable)
+  bool has_end = false;               // clean shutdown "end" record seen
+  bool meta_first = false;            // first line was a meta record (ours)
+  std::uint64_t dropped_total_end = 0;
+  std::uint64_t lines = 0;
+  std::uint64_t ops = 0;
+  std::uint64_t truncated_lines = 0;  // a cut last line (counted, not a bad line)
+  std::uint64_t bad_lines = 0;        // not JSON or not an object or missing required fields
+  std::uint64_t unknown_records = 0;  // valid JSON with an unknown "type"
+  std::uint64_t compressed_bytes = 0;
+  std::uint64_t uncompressed_bytes = 0;
+  std::map<std::string, std::uint64_t> unknown_types;
+  std::vector<CommInfo> comms;
+  std::vector<MarkInfo> marks;
+  StatsInfo stats;
+  std::string error;                  // why reading stopped early ("" when fine)
+  std::vector<std::string> problems;  // schema problems (validate), capped
+};
+
+// Power-of-two size bucket: bucket b holds bytes in [2^b, 2^(b+1)); bytes 0 -> -1.
+inline int size_bucket(std::uint64_t bytes) {
+  if (bytes == 0) return -1;
+  return 63 - __builtin_clzll(bytes);
+}
+std::string size_bucket_label(int bucket);  // "1MiB" (lower bound), "0B" for -1
+std::string format_bytes(double bytes);
+std::string hex_hash(std::uint64_t h);       // "0x%016x"
+
+}  // namespace nccl_inspector::analysis

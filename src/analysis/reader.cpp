@@ -1,0 +1,952 @@
+#include "reader.h"
+
+#include <fcntl.h>
+#include <libdeflate.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <simdjson.h>
+#include <thread>
+
+#include "nccl_inspector/schema.h"
+
+namespace nccl_inspector::analysis {
+
+namespace fs = std::filesystem;
+namespace dom = simdjson::dom;
+namespace sc = nccl_inspector::schema;
+
+namespace {
+
+constexpr std::size_t kPad = simdjson::SIMDJSON_PADDING;
+constexpr std::size_t kChunk = 1u << 20;           // zlib / plain text chunk
+constexpr std::size_t kMemberCap = 16u << 20;      // libdeflate whole-member output
+constexpr std::size_t kMaxProblems = 50;
+
+bool ends_with(std::string_view s, std::string_view suf) {
+  return s.size() >= suf.size() && s.substr(s.size() - suf.size()) == suf;
+}
+bool is_log_name(std::string_view n) {
+  return ends_with(n, ".jsonl.gz") || ends_with(n, ".jsonl") || ends_with(n, ".log") ||
+         ends_with(n, ".log.gz");
+}
+
+// Read-only mapping of a whole file.
+struct Mapping {
+  const unsigned char* data = nullptr;
+  std::size_t size = 0;
+  std::string error;
+  explicit Mapping(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      error = std::string("cannot open: ") + std::strerror(errno);
+      return;
+    }
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+      error = std::string("cannot stat: ") + std::strerror(errno);
+      ::close(fd);
+      return;
+    }
+    size = static_cast<std::size_t>(st.st_size);
+    if (size > 0) {
+      void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+      if (p == MAP_FAILED) {
+        error = std::string("cannot map: ") + std::strerror(errno);
+        size = 0;
+      } else {
+        data = static_cast<const unsigned char*>(p);
+        ::madvise(p, size, MADV_SEQUENTIAL);
+      }
+    }
+    ::close(fd);
+  }
+  ~Mapping() {
+    if (data) ::munmap(const_cast<unsigned char*>(data), size);
+  }
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+};
+
+// Fields of one line, the union over record types. Reset per line.
+struct Line {
+  std::string_view type;
+  bool has_type = false;
+  // common / op
+  std::uint64_t comm_hash = 0;
+  bool has_hash = false;
+  std::string_view comm_name;
+  bool has_comm_name = false;
+  std::int64_t rank = -1, nranks = 0, nnodes = 0, peer = -1, abi = 0;
+  std::int64_t wall_ns = 0;
+  bool has_wall = false;
+  std::uint64_t seq = 0;
+  bool has_seq = false;
+  std::string_view func, algo, proto, timing;
+  bool has_func = false;
+  std::uint64_t bytes = 0;
+  bool has_bytes = false;
+  std::int64_t nchannels = 0, channels_len = -1;
+  std::int64_t start_wall_ns = 0;
+  bool has_start = false;
+  double dur_us = kNaN, busbw = kNaN, ch_balance = -1;
+  bool reclaimed = false, partial = false, graph = false;
+  // meta
+  std::string_view format, plugin_version, host, job_id;
+  std::int64_t format_version = 0, pid = -1, file_seq = 0;
+  // stats
+  std::uint64_t records_written = 0, ops_completed = 0, reclaimed_ops = 0;
+  std::vector<std::pair<std::string, std::uint64_t>> dropped, filtered, faults;
+  // mark / end
+  std::string_view label;
+  std::uint64_t dropped_total = 0;
+  // upstream v4.0
+  bool upstream = false;
+  std::string_view up_version;
+  // owned copies for string_views that must outlive the parse of nested objects
+  void reset() { *this = Line{}; }
+};
+
+class FileReader {
+ public:
+  FileReader(FileInfo& info, std::uint32_t idx, Sink& sink, bool validate,
+             std::atomic<std::uint64_t>& progress_bytes)
+      : info_(info), idx_(idx), sink_(sink), validate_(validate), progress_(progress_bytes) {
+    want_detail_ = sink.wants_detail();
+  }
+
+  void run() {
+    Mapping m(info_.path);
+    if (!m.error.empty()) {
+      info_.error = m.error;
+      info_.corrupt = true;
+      return;
+    }
+    info_.compressed_bytes = m.size;
+    if (m.size >= 2 && m.data[0] == 0x1f && m.data[1] == 0x8b) {
+      info_.gzip = true;
+      read_gzip(m.data, m.size);
+    } else {
+      read_plain(m.data, m.size);
+    }
+    finish_carry();
+    progress_.fetch_add(m.size - reported_, std::memory_order_relaxed);
+  }
+
+ private:
+  // ---- decompression
+  void read_plain(const unsigned char* d, std::size_t n) {
+    std::vector<char> buf(kChunk + kPad);
+    for (std::size_t off = 0; off < n; off += kChunk) {
+      const std::size_t len = std::min(kChunk, n - off);
+      std::memcpy(buf.data(), d + off, len);
+      feed(buf.data(), len, buf.size());
+      report(off + len);
+    }
+  }
+
+  void read_gzip(const unsigned char* d, std::size_t n) {
+    libdeflate_decompressor* dec = libdeflate_alloc_decompressor();
+    std::vector<char> out(kMemberCap + kPad);
+    std::size_t pos = 0;
+    while (pos < n) {
+      if (n - pos < 18 || d[pos] != 0x1f || d[pos + 1] != 0x8b) {
+        if (std::all_of(d + pos, d + n, [](unsigned char c) { return c == 0; })) break;
+        if (n - pos < 18 && d[pos] == 0x1f) {
+          info_.truncated = true;
+          info_.error = "truncated gzip member at offset " + std::to_string(pos);
+        } else {
+          info_.corrupt = true;
+          info_.error = "garbage after gzip member at offset " + std::to_string(pos);
+        }
+        break;
+      }
+      std::size_t in_used = 0, out_used = 0;
+      const libdeflate_result r = libdeflate_gzip_decompress_ex(
+          dec, d + pos, n - pos, out.data(), kMemberCap, &in_used, &out_used);
+      if (r == LIBDEFLATE_SUCCESS) {
+        feed(out.data(), out_used, out.size());
+        pos += in_used;
+        report(pos);
+        continue;
+      }
+      // Too big for one buffer, or damaged (truncated member, bad data): stream
+      // the rest with zlib, which salvages everything up to the damage.
+      read_zlib(d + pos, n - pos, pos);
+      break;
+    }
+    libdeflate_free_decompressor(dec);
+  }
+
+  void read_zlib(const unsigned char* d, std::size_t n, std::size_t base) {
+    z_stream zs{};
+    if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) {
+      info_.error = "zlib init failed";
+      info_.corrupt = true;
+      return;
+    }
+    std::vector<char> out(kChunk + kPad);
+    std::size_t pos = 0;
+    bool ended = false;
+    while (true) {
+      if (zs.avail_in == 0 && pos < n) {
+        const std::size_t len = std::min<std::size_t>(n - pos, 1u << 30);
+        zs.next_in = const_cast<Bytef*>(d + pos);
+        zs.avail_in = static_cast<uInt>(len);
+        pos += len;
+      }
+      zs.next_out = reinterpret_cast<Bytef*>(out.data());
+      zs.avail_out = static_cast<uInt>(kChunk);
+      const int rc = inflate(&zs, Z_NO_FLUSH);
+      const std::size_t produced = kChunk - zs.avail_out;
+      if (produced) feed(out.data(), produced, out.size());
+      report(base + pos - zs.avail_in);
+      if (rc == Z_STREAM_END) {
+        // Another member follows?
+        const std::size_t consumed = pos - zs.avail_in;
+        if (consumed >= n) {
+          ended = true;
+          break;
+        }
+        const unsigned char* next = d + consumed;
+        if (n - consumed >= 2 && next[0] == 0x1f && next[1] == 0x8b) {
+          inflateReset(&zs);
+          continue;
+        }
+        if (!std::all_of(next, d + n, [](unsigned char c) { return c == 0; })) {
+          info_.corrupt = true;
+          info_.error = "garbage after gzip member at offset " + std::to_string(base + consumed);
+        }
+        ended = true;
+        break;
+      }
+      if (rc == Z_OK) continue;
+      if (rc == Z_BUF_ERROR && zs.avail_in == 0 && pos >= n) break;  // input ended early
+      if (rc == Z_BUF_ERROR) continue;
+      info_.corrupt = true;
+      info_.error = std::string("gzip data error: ") + (zs.msg ? zs.msg : "unknown") +
+                    " near offset " + std::to_string(base + pos - zs.avail_in);
+      ended = true;
+      break;
+    }
+    if (!ended) {
+      info_.truncated = true;
+      if (info_.error.empty()) info_.error = "truncated gzip stream (killed writer?)";
+    }
+    inflateEnd(&zs);
+  }
+
+  void report(std::size_t done) {
+    if (done > reported_) {
+      progress_.fetch_add(done - reported_, std::memory_order_relaxed);
+      reported_ = done;
+    }
+  }
+
+  // ---- line splitting. buf has cap bytes allocated (>= n + kPad).
+  void feed(char* buf, std::size_t n, std::size_t cap) {
+    info_.uncompressed_bytes += n;
+    std::size_t s = 0;
+    while (s < n) {
+      const char* nl = static_cast<const char*>(std::memchr(buf + s, '\n', n - s));
+      if (!nl) break;
+      const std::size_t e = static_cast<std::size_t>(nl - buf);
+      if (!carry_.empty()) {
+        carry_.insert(carry_.end(), buf + s, buf + e);
+        parse_carry();
+      } else {
+        parse_line(buf + s, e - s, cap - s);
+      }
+      s = e + 1;
+    }
+    if (s < n) carry_.insert(carry_.end(), buf + s, buf + n);
+  }
+
+  void parse_carry() {
+    const std::size_t len = carry_.size();
+    carry_.resize(len + kPad, '\0');
+    parse_line(carry_.data(), len, carry_.size());
+    carry_.clear();
+  }
+
+  void finish_carry() {
+    if (carry_.empty()) return;
+    // A last line without '\n': complete JSON (a hand-written .log) is fine; a cut one is truncation.
+    const bool all_space = std::all_of(carry_.begin(), carry_.end(), [](char c) {
+      return c == ' ' || c == '\r' || c == '\t';
+    });
+    if (all_space) {
+      carry_.clear();
+      return;
+    }
+    const std::uint64_t bad_before = info_.bad_lines;
+    last_line_ = true;
+    parse_carry();
+    last_line_ = false;
+    if (info_.bad_lines != bad_before) {
+      // Not a bad line: the writer was cut mid-line.
+      --info_.bad_lines;
+      info_.truncated = true;
+      ++info_.truncated_lines;
+      if (info_.error.empty()) info_.error = "last line cut (killed writer?)";
+    }
+  }
+
+  void problem(const std::string& what) {
+    if (!validate_ || info_.problems.size() >= kMaxProblems) return;
+    info_.problems.push_back("line " + std::to_string(info_.lines) + ": " + what);
+  }
+
+  // ---- parsing
+  static bool get_i64(dom::element v, std::int64_t& out) {
+    std::int64_t i;
+    if (!v.get_int64().get(i)) {
+      out = i;
+      return true;
+    }
+    double d;
+    if (!v.get_double().get(d) && std::isfinite(d)) {
+      out = static_cast<std::int64_t>(d);
+      return true;
+    }
+    return false;
+  }
+  static bool get_u64(dom::element v, std::uint64_t& out) {
+    std::uint64_t u;
+    if (!v.get_uint64().get(u)) {
+      out = u;
+      return true;
+    }
+    double d;
+    if (!v.get_double().get(d) && std::isfinite(d) && d >= 0) {
+      out = static_cast<std::uint64_t>(d);
+      return true;
+    }
+    return false;
+  }
+  static bool get_f64(dom::element v, double& out) {
+    double d;
+    if (!v.get_double().get(d)) {
+      out = d;
+      return true;
+    }
+    return false;  // upstream writes NaN as a string: treated as absent
+  }
+  static bool get_str(dom::element v, std::string_view& out) {
+    return !v.get_string().get(out);
+  }
+  static void get_counts(dom::element v, std::vector<std::pair<std::string, std::uint64_t>>& out) {
+    dom::object o;
+    if (v.get_object().get(o)) return;
+    for (dom::key_value_pair f : o) {
+      std::string_view k = f.key;
+      std::uint64_t n = 0;
+      if (get_u64(f.value, n)) out.emplace_back(std::string(k), n);
+    }
+  }
+
+  void parse_line(const char* p, std::size_t len, std::size_t cap) {
+    (void)cap;  // the caller guarantees cap >= len + SIMDJSON_PADDING readable bytes
+    // Skip blank lines (and a trailing '\r').
+    while (len > 0 && (p[len - 1] == '\r' || p[len - 1] == ' ')) --len;
+    if (len == 0) return;
+    ++info_.lines;
+    L_.reset();
+    bool ok = false;
+    dom::element root;
+    dom::object obj;
+    auto err = parser_.parse(p, len, false).get(root);
+    if (!err) err = root.get_object().get(obj);
+    if (err) {
+      if (!last_line_) problem(std::string("invalid JSON: ") + simdjson::error_message(err));
+    } else {
+      ok = true;
+      for (dom::key_value_pair f : obj) parse_field(f.key, f.value);
+    }
+    if (!ok) {
+      ++info_.bad_lines;
+      return;
+    }
+    dispatch();
+  }
+
+  void parse_field(std::string_view k, dom::element v) {
+    Line& L = L_;
+    switch (k.empty() ? '\0' : k[0]) {
+      case 'a':
+        if (k == sc::kAlgo) get_str(v, L.algo);
+        else if (k == sc::kAbiVersion) get_i64(v, L.abi);
+        break;
+      case 'b':
+        if (k == sc::kBytes) L.has_bytes = get_u64(v, L.bytes);
+        else if (k == sc::kBusbwGbs) get_f64(v, L.busbw);
+        break;
+      case 'c':
+        if (k == sc::kCommHash) {
+          std::string_view s;
+          if (get_str(v, s)) L.has_hash = parse_hash(s, L.comm_hash);
+          else L.has_hash = get_u64(v, L.comm_hash);
+        } else if (k == sc::kCommName) {
+          L.has_comm_name = get_str(v, L.comm_name);
+        } else if (k == sc::kChannels) {
+          dom::array a;
+          if (!v.get_array().get(a)) {
+            L.channels_len = static_cast<std::int64_t>(a.size());
+          }
+        } else if (k == sc::kChBalance) {
+          get_f64(v, L.ch_balance);
+        } else if (k == sc::kChTimes && want_detail_) {
+          parse_ch_times(v);
+        } else if (k == "coll_perf") {
+          parse_upstream_perf(v, false);
+        }
+        break;
+      case 'd':
+        if (k == sc::kDurUs) get_f64(v, L.dur_us);
+        else if (k == sc::kDropped) get_counts(v, L.dropped);
+        else if (k == sc::kDroppedTotal) get_u64(v, L.dropped_total);
+        break;
+      case 'e':
+        break;
+      case 'f':
+        if (k == sc::kFunc) L.has_func = get_str(v, L.func);
+        else if (k == sc::kFormat) get_str(v, L.format);
+        else if (k == sc::kFormatVersionField) get_i64(v, L.format_version);
+        else if (k == sc::kFileSeq) get_i64(v, L.file_seq);
+        else if (k == sc::kFiltered) get_counts(v, L.filtered);
+        else if (k == sc::kFaults) get_counts(v, L.faults);
+        break;
+      case 'g':
+        if (k == sc::kGraph) {
+          bool b = false;
+          if (!v.get_bool().get(b)) L.graph = b;
+        }
+        break;
+      case 'h':
+        if (k == sc::kHost) get_str(v, L.host);
+        else if (k == sc::kHcas && want_detail_) parse_hcas(v);
+        else if (k == "header") parse_upstream_header(v);
+        break;
+      case 'j':
+        if (k == sc::kJob) {
+          dom::object o;
+          if (!v.get_object().get(o)) {
+            for (dom::key_value_pair f : o) {
+              if (f.key == "job_id") get_str(f.value, L.job_id);
+            }
+          }
+        }
+        break;
+      case 'l':
+        if (k == sc::kLabel) get_str(v, L.label);
+        break;
+      case 'm':
+        if (k == "metadata") parse_upstream_meta(v);
+        break;
+      case 'n':
+        if (k == sc::kNranks) get_i64(v, L.nranks);
+        else if (k == sc::kNnodes) get_i64(v, L.nnodes);
+        else if (k == sc::kNchannels) get_i64(v, L.nchannels);
+        else if (k == sc::kNet && want_detail_) parse_net(v);
+        break;
+      case 'o':
+        if (k == sc::kOpsCompleted) get_u64(v, L.ops_completed);
+        break;
+      case 'p':
+        if (k == sc::kProto) get_str(v, L.proto);
+        else if (k == sc::kPeer) get_i64(v, L.peer);
+        else if (k == sc::kPid) get_i64(v, L.pid);
+        else if (k == sc::kPluginVersion) get_str(v, L.plugin_version);
+        else if (k == sc::kPartial) {
+          bool b = false;
+          if (!v.get_bool().get(b)) L.partial = b;
+        } else if (k == "p2p_perf") {
+          parse_upstream_perf(v, true);
+        }
+        break;
+      case 'r':
+        if (k == sc::kRank) get_i64(v, L.rank);
+        else if (k == sc::kReclaimed) {
+          bool b = false;
+          if (!v.get_bool().get(b)) L.reclaimed = b;
+        } else if (k == sc::kRecordsWritten) get_u64(v, L.records_written);
+        else if (k == sc::kReclaimedOps) get_u64(v, L.reclaimed_ops);
+        break;
+      case 's':
+        if (k == sc::kSeq) L.has_seq = get_u64(v, L.seq);
+        else if (k == sc::kStartWallNs) L.has_start = get_i64(v, L.start_wall_ns);
+        break;
+      case 't':
+        if (k == sc::kType) L.has_type = get_str(v, L.type);
+        else if (k == sc::kTiming) get_str(v, L.timing);
+        break;
+      case 'w':
+        if (k == sc::kWallNs) L.has_wall = get_i64(v, L.wall_ns);
+        break;
+      default:
+        break;
+    }
+  }
+
+  void parse_hcas(dom::element v) {
+    dom::array a;
+    if (v.get_array().get(a)) return;
+    for (auto e : a) {
+      dom::object o;
+      if (e.get_object().get(o)) continue;
+      HcaUse h;
+      for (dom::key_value_pair f : o) {
+        std::string_view k = f.key;
+        if (k == sc::kHcaDev) {
+          std::string_view s;
+          std::int64_t i;
+          dom::element fv = f.value;
+          if (!fv.get_string().get(s)) h.dev = std::string(s);
+          else if (get_i64(fv, i)) h.dev = std::to_string(i);
+        } else if (k == sc::kBytes) {
+          get_u64(f.value, h.bytes);
+        }
+      }
+      detail_.hcas.push_back(std::move(h));
+    }
+  }
+  void parse_ch_times(dom::element v) {
+    dom::array a;
+    if (v.get_array().get(a)) return;
+    for (auto e : a) {
+      dom::array t;
+      if (e.get_array().get(t)) continue;
+      double vals[3] = {0, 0, 0};
+      int i = 0;
+      for (auto x : t) {
+        double d;
+        if (i < 3 && !x.get_double().get(d)) vals[i] = d;
+        ++i;
+      }
+      if (i >= 3) detail_.ch_times.push_back({static_cast<int>(vals[0]), vals[1], vals[2]});
+    }
+  }
+  void parse_net(dom::element v) {
+    dom::object o;
+    if (v.get_object().get(o)) return;
+    for (dom::key_value_pair f : o) {
+      if (f.key == sc::kNetWaitUs) get_f64(f.value, detail_.net_wait_us);
+    }
+  }
+
+  // Upstream Inspector v4.0: {"header":{...},"metadata":{...},"coll_perf"|"p2p_perf":{...}}
+  void parse_upstream_header(dom::element v) {
+    dom::object o;
+    if (v.get_object().get(o)) return;
+    L_.upstream = true;
+    for (dom::key_value_pair f : o) {
+      std::string_view k = f.key;
+      dom::element fv = f.value;
+      if (k == "id") {
+        std::string_view s;
+        if (get_str(fv, s)) L_.has_hash = parse_hash(s, L_.comm_hash);
+        else L_.has_hash = get_u64(fv, L_.comm_hash);
+      } else if (k == "comm_name") {
+        L_.has_comm_name = get_str(fv, L_.comm_name);
+        if (L_.comm_name == "unknown") L_.comm_name = {};
+      } else if (k == "rank") {
+        get_i64(fv, L_.rank);
+      } else if (k == "n_ranks") {
+        get_i64(fv, L_.nranks);
+      } else if (k == "nnodes") {
+        get_i64(fv, L_.nnodes);
+      }
+    }
+  }
+  void parse_upstream_meta(dom::element v) {
+    dom::object o;
+    if (v.get_object().get(o)) return;
+    L_.upstream = true;
+    for (dom::key_value_pair f : o) {
+      std::string_view k = f.key;
+      dom::element fv = f.value;
+      if (k == "inspector_output_format_version") get_str(fv, L_.up_version);
+      else if (k == "hostname") get_str(fv, L_.host);
+      else if (k == "pid") get_i64(fv, L_.pid);
+      else if (k == "git_rev") get_str(fv, L_.plugin_version);
+    }
+  }
+  void parse_upstream_perf(dom::element v, bool p2p) {
+    dom::object o;
+    if (v.get_object().get(o)) return;
+    L_.upstream = true;
+    L_.type = p2p ? sc::kTypeP2p : sc::kTypeColl;
+    L_.has_type = true;
+    for (dom::key_value_pair f : o) {
+      std::string_view k = f.key;
+      dom::element fv = f.value;
+      // Strip the "coll_" / "p2p_" prefix.
+      const std::size_t pre = p2p ? 4 : 5;
+      if (k.size() <= pre) {
+        if (k == "coll" || k == "p2p") L_.has_func = get_str(fv, L_.func);
+        continue;
+      }
+      const std::string_view s = k.substr(pre);
+      if (s == "sn") L_.has_seq = get_u64(fv, L_.seq);
+      else if (s == "msg_size_bytes") L_.has_bytes = get_u64(fv, L_.bytes);
+      else if (s == "exec_time_us") get_f64(fv, L_.dur_us);
+      else if (s == "timing_source") get_str(fv, L_.timing);
+      else if (s == "busbw_gbs") get_f64(fv, L_.busbw);
+      else if (s == "peer") get_i64(fv, L_.peer);
+    }
+  }
+
+  const CommInfo* find_comm(std::uint64_t h) {
+    if (last_comm_ && last_comm_->comm_hash == h) return last_comm_;
+    for (const auto& c : info_.comms)
+      if (c.comm_hash == h) return last_comm_ = &c;
+    return nullptr;
+  }
+
+  void dispatch() {
+    Line& L = L_;
+    if (!L.has_type) {
+      ++info_.bad_lines;
+      problem("no \"type\" field");
+      return;
+    }
+    const std::string_view t = L.type;
+    if (t == sc::kTypeColl || t == sc::kTypeP2p || t == sc::kTypeCe) {
+      on_op();
+    } else if (t == sc::kTypeMeta) {
+      if (info_.lines == 1) info_.meta_first = true;
+      else problem("meta record not on the first line");
+      info_.format = FileFormat::kOurs;
+      info_.format_string = std::string(L.format);
+      info_.format_version = static_cast<int>(L.format_version);
+      info_.plugin_version = std::string(L.plugin_version);
+      info_.host = std::string(L.host);
+      info_.pid = L.pid;
+      info_.file_seq = L.file_seq;
+      info_.abi_version = static_cast<int>(L.abi);
+      info_.job_id = std::string(L.job_id);
+      if (validate_) {
+        if (L.format != sc::kFormatName) problem("meta.format is not \"" + std::string(sc::kFormatName) + "\"");
+        if (L.format_version < 1 || L.format_version > sc::kFormatVersion)
+          problem("unsupported format_version " + std::to_string(L.format_version));
+        if (L.host.empty()) problem("meta without host");
+      }
+    } else if (t == sc::kTypeComm) {
+      if (!L.has_hash) {
+        problem("comm record without comm_hash");
+        return;
+      }
+      CommInfo c{L.comm_hash, std::string(L.comm_name), static_cast<int>(L.rank),
+                 static_cast<int>(L.nranks), static_cast<int>(L.nnodes)};
+      last_comm_ = nullptr;
+      info_.comms.push_back(std::move(c));
+    } else if (t == sc::kTypeStats) {
+      StatsInfo& s = info_.stats;
+      if (!s.present || L.wall_ns >= s.wall_ns) {
+        s.present = true;
+        s.wall_ns = L.wall_ns;
+        s.records_written = L.records_written;
+        s.ops_completed = L.ops_completed;
+        s.reclaimed_ops = L.reclaimed_ops;
+        s.dropped.clear();
+        s.filtered.clear();
+        s.faults.clear();
+        for (auto& [k, n] : L.dropped) s.dropped[k] = n;
+        for (auto& [k, n] : L.filtered) s.filtered[k] = n;
+        for (auto& [k, n] : L.faults) s.faults[k] = n;
+      }
+    } else if (t == sc::kTypeMark) {
+      info_.marks.push_back({L.wall_ns, std::string(L.label)});
+    } else if (t == sc::kTypeEnd) {
+      info_.has_end = true;
+      info_.dropped_total_end = L.dropped_total;
+    } else if (t == sc::kTypeClock || t == sc::kTypeCommEnd) {
+      // known, nothing the analyzer needs yet
+    } else {
+      ++info_.unknown_records;
+      if (info_.unknown_types.size() < 64) ++info_.unknown_types[std::string(t)];
+    }
+  }
+
+  void on_op() {
+    Line& L = L_;
+    if (!L.has_hash || !L.has_func || std::isnan(L.dur_us)) {
+      ++info_.bad_lines;
+      problem(std::string("op record without ") +
+              (!L.has_hash ? "comm_hash" : !L.has_func ? "func" : "dur_us"));
+      return;
+    }
+    if (L.upstream && info_.format == FileFormat::kUnknown) {
+      info_.format = FileFormat::kUpstreamV4;
+      info_.format_string = std::string(L.up_version);
+      info_.format_version = 4;
+      info_.plugin_version = std::string(L.plugin_version);
+      info_.host = std::string(L.host);
+      info_.pid = L.pid;
+    }
+    OpRecord op;
+    op.comm_hash = L.comm_hash;
+    op.kind = L.type == sc::kTypeColl ? OpKind::kColl : L.type == sc::kTypeP2p ? OpKind::kP2p : OpKind::kCe;
+    op.func = parse_func(L.func);
+    op.algo = parse_algo(L.algo);
+    op.proto = parse_proto(L.proto);
+    op.timing = L.timing.empty() ? Timing::kUnknown : parse_timing(L.timing);
+    op.bytes = L.bytes;
+    op.seq = L.seq;
+    op.dur_us = L.dur_us;
+    op.busbw_gbs = L.busbw;
+    op.ch_balance = static_cast<float>(L.ch_balance);
+    op.rank = static_cast<std::int32_t>(L.rank);
+    op.nranks = static_cast<std::int32_t>(L.nranks);
+    op.nnodes = static_cast<std::uint16_t>(std::clamp<std::int64_t>(L.nnodes, 0, 65535));
+    op.peer = static_cast<std::int32_t>(L.peer);
+    op.file_idx = idx_;
+    const std::int64_t nch = L.channels_len >= 0 ? L.channels_len : L.nchannels;
+    op.nchannels = static_cast<std::uint16_t>(std::clamp<std::int64_t>(nch, 0, 65535));
+    if (op.rank < 0 || op.nranks == 0 || op.nnodes == 0) {
+      if (const CommInfo* c = find_comm(op.comm_hash)) {
+        if (op.rank < 0) op.rank = c->rank;
+        if (op.nranks == 0) op.nranks = c->nranks;
+        if (op.nnodes == 0) op.nnodes = static_cast<std::uint16_t>(std::clamp(c->nnodes, 0, 65535));
+      }
+    }
+    if (L.has_comm_name && !L.comm_name.empty() && !find_comm(op.comm_hash)) {
+      info_.comms.push_back({op.comm_hash, std::string(L.comm_name), op.rank, op.nranks, op.nnodes});
+      last_comm_ = nullptr;
+    }
+    if (L.reclaimed) op.flags |= kFlagReclaimed;
+    if (L.partial) op.flags |= kFlagPartial;
+    if (L.graph) op.flags |= kFlagGraph;
+    if (L.upstream) op.flags |= kFlagUpstream;
+    if (L.has_start && !L.upstream) {
+      op.start_wall_ns = L.start_wall_ns;
+      op.flags |= kFlagHasStart;
+    }
+    if (validate_) {
+      if (!L.has_seq) problem("op record without seq");
+      if (!L.has_bytes) problem("op record without bytes");
+      if (!L.upstream && !L.has_start) problem("op record without start_wall_ns");
+      if (op.func == Func::kOther) problem("unknown func \"" + std::string(L.func) + "\"");
+      if (L.dur_us < 0) problem("negative dur_us");
+      if (op.kind == OpKind::kP2p && op.peer < 0) problem("p2p record without peer");
+    }
+    ++info_.ops;
+    sink_.on_op(op, want_detail_ ? &detail_ : nullptr, info_);
+    if (want_detail_) detail_.clear();
+  }
+
+  FileInfo& info_;
+  std::uint32_t idx_;
+  Sink& sink_;
+  bool validate_;
+  bool want_detail_ = false;
+  bool last_line_ = false;
+  std::atomic<std::uint64_t>& progress_;
+  std::size_t reported_ = 0;
+  std::vector<char> carry_;
+  dom::parser parser_;
+  Line L_;
+  OpDetail detail_;
+  const CommInfo* last_comm_ = nullptr;
+};
+
+}  // namespace
+
+bool parse_hash(std::string_view s, std::uint64_t& out) {
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    std::uint64_t v = 0;
+    if (s.size() > 18) return false;
+    for (char c : s.substr(2)) {
+      int d;
+      if (c >= '0' && c <= '9') d = c - '0';
+      else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
+      else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
+      else return false;
+      v = (v << 4) | static_cast<std::uint64_t>(d);
+    }
+    out = v;
+    return true;
+  }
+  if (s.empty() || s.size() > 20) return false;
+  std::uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  out = v;
+  return true;
+}
+
+int default_threads() {
+  const unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : static_cast<int>(std::min(n, 64u));
+}
+
+Discovery discover_files(const std::vector<std::string>& inputs) {
+  Discovery d;
+  if (inputs.empty()) {
+    d.error = "no input given";
+    return d;
+  }
+  for (const auto& in : inputs) {
+    std::error_code ec;
+    const fs::file_status st = fs::status(in, ec);
+    if (ec || !fs::exists(st)) {
+      d.error = "no such file or directory: " + in;
+      return d;
+    }
+    if (fs::is_directory(st)) {
+      const std::size_t before = d.files.size();
+      for (auto it = fs::recursive_directory_iterator(in, fs::directory_options::skip_permission_denied, ec);
+           !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+        if (it->is_regular_file(ec) && is_log_name(it->path().filename().string()))
+          d.files.push_back(it->path().string());
+      }
+      if (ec) {
+        d.error = "cannot list " + in + ": " + ec.message();
+        return d;
+      }
+      std::sort(d.files.begin() + static_cast<std::ptrdiff_t>(before), d.files.end());
+    } else {
+      d.files.push_back(in);
+    }
+  }
+  if (d.files.empty())
+    d.error = "no log files (*.jsonl.gz, *.jsonl, *.log, *.log.gz) found in the input";
+  return d;
+}
+
+namespace {
+class Progress {
+ public:
+  Progress(bool on, std::uint64_t total, std::atomic<std::uint64_t>& done)
+      : on_(on), total_(total), done_(done) {
+    if (on_) th_ = std::thread([this] { loop(); });
+  }
+  ~Progress() {
+    if (!on_) return;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      stop_ = true;
+    }
+    cv_.notify_one();
+    th_.join();
+    std::fprintf(stderr, "\r%60s\r", "");
+  }
+
+ private:
+  void loop() {
+    std::unique_lock<std::mutex> g(mu_);
+    while (!cv_.wait_for(g, std::chrono::milliseconds(200), [this] { return stop_; })) {
+      const double f = total_ ? static_cast<double>(done_.load(std::memory_order_relaxed)) /
+                                    static_cast<double>(total_)
+                              : 1.0;
+      const int w = 30, filled = static_cast<int>(std::min(1.0, f) * w);
+      std::fprintf(stderr, "\rreading [%.*s%*s] %5.1f%%", filled,
+                   "##############################", w - filled, "", 100.0 * std::min(1.0, f));
+      std::fflush(stderr);
+    }
+  }
+  bool on_;
+  std::uint64_t total_;
+  std::atomic<std::uint64_t>& done_;
+  std::thread th_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+};
+}  // namespace
+
+ReadResult read_logs(const std::vector<std::string>& files, const ReadOptions& options,
+                     const std::vector<Sink*>& sinks) {
+  ReadResult res;
+  res.files.resize(files.size());
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    res.files[i].path = files[i];
+    std::error_code ec;
+    const auto sz = fs::file_size(files[i], ec);
+    if (!ec) total += sz;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  std::atomic<std::uint64_t> done{0};
+  std::atomic<std::size_t> next{0};
+  {
+    const bool show = options.progress == 1 || (options.progress < 0 && ::isatty(2));
+    Progress progress(show, total, done);
+    auto worker = [&](Sink* sink) {
+      for (std::size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < files.size();) {
+        FileReader r(res.files[i], static_cast<std::uint32_t>(i), *sink, options.validate, done);
+        r.run();
+      }
+    };
+    const std::size_t nthreads = std::max<std::size_t>(1, std::min(sinks.size(), files.size()));
+    std::vector<std::thread> threads;
+    for (std::size_t t = 1; t < nthreads; ++t) threads.emplace_back(worker, sinks[t]);
+    worker(sinks[0]);
+    for (auto& t : threads) t.join();
+  }
+  res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (const auto& f : res.files) {
+    res.ops += f.ops;
+    res.lines += f.lines;
+    res.bad_lines += f.bad_lines;
+    res.unknown_records += f.unknown_records;
+    res.truncated_files += f.truncated ? 1 : 0;
+    res.corrupt_files += f.corrupt ? 1 : 0;
+    res.uncompressed_bytes += f.uncompressed_bytes;
+    res.compressed_bytes += f.compressed_bytes;
+    for (const auto& c : f.comms) {
+      auto& n = res.comm_names[c.comm_hash];
+      if (n.empty()) n = c.name;
+    }
+  }
+  return res;
+}
+
+}  // namespace nccl_inspector::analysis
+
+namespace nccl_inspector::analysis {
+
+void CollectSink::on_op(const OpRecord& op, const OpDetail* d, const FileInfo&) {
+  ops.push_back(op);
+  if (!detail_) return;
+  Extra e;
+  if (d) {
+    e.hcas = d->hcas;
+    if (d->ch_times.size() >= 2) {
+      std::vector<double> durs;
+      double mx = -1;
+      for (const auto& c : d->ch_times) {
+        durs.push_back(c.dur_us);
+        if (c.dur_us > mx) {
+          mx = c.dur_us;
+          e.slowest_channel = c.channel;
+        }
+      }
+      std::nth_element(durs.begin(), durs.begin() + static_cast<std::ptrdiff_t>(durs.size() / 2), durs.end());
+      const double med = durs[durs.size() / 2];
+      e.slowest_ratio = med > 0 ? mx / med : 0;
+    }
+  }
+  extra.push_back(std::move(e));
+}
+
+void CollectSink::merge(CollectSink&& o) {
+  ops.insert(ops.end(), o.ops.begin(), o.ops.end());
+  extra.insert(extra.end(), std::make_move_iterator(o.extra.begin()), std::make_move_iterator(o.extra.end()));
+  o.ops.clear();
+  o.extra.clear();
+}
+
+}  // namespace nccl_inspector::analysis

@@ -1,0 +1,112 @@
+// Streaming reader for nccl-inspector logs (*.jsonl.gz, *.jsonl, gzip multi-member,
+// possibly truncated) and upstream NCCL Inspector "v4.0" logs (*.log, *.log.gz).
+//
+// Contract: read_logs() reads files in parallel, one worker thread per sink;
+// every op of a file goes to the sink of the worker that reads that file, so a
+// sink is only ever called from one thread and needs no locking. Memory is
+// bounded by the sinks: the reader holds one decompressed gzip member (or 1 MiB
+// chunk) and one parser per worker. Damage (truncated member, cut last line, bad
+// JSON, gzip data errors) is counted in FileInfo, never fatal.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "model.h"
+
+namespace nccl_inspector::analysis {
+
+class Sink {
+ public:
+  virtual ~Sink() = default;
+  // Ask for OpDetail (hcas, ch_times, net) on every op; costs parse time.
+  virtual bool wants_detail() const { return false; }
+  // detail is nullptr unless wants_detail(). file is the op's file (being read).
+  virtual void on_op(const OpRecord& op, const OpDetail* detail, const FileInfo& file) = 0;
+};
+
+struct ReadOptions {
+  int progress = -1;   // -1: when stderr is a TTY; 0 never; 1 always
+  bool validate = false;  // collect schema problems per file (slower)
+};
+
+struct ReadResult {
+  std::vector<FileInfo> files;                       // same order as the input list
+  std::map<std::uint64_t, std::string> comm_names;   // comm_hash -> name ("" unknown)
+  std::uint64_t ops = 0;
+  std::uint64_t lines = 0;
+  std::uint64_t bad_lines = 0;
+  std::uint64_t unknown_records = 0;
+  std::uint64_t truncated_files = 0;
+  std::uint64_t corrupt_files = 0;
+  std::uint64_t uncompressed_bytes = 0;
+  std::uint64_t compressed_bytes = 0;
+  double seconds = 0;
+};
+
+struct Discovery {
+  std::vector<std::string> files;
+  std::string error;  // non-empty: a missing path or no log files found
+};
+
+// Expands each input (file or directory, searched recursively) to log files:
+// *.jsonl.gz, *.jsonl, *.log, *.log.gz. Sorted for determinism.
+Discovery discover_files(const std::vector<std::string>& inputs);
+
+// Reads every file; sinks.size() worker threads (>= 1).
+ReadResult read_logs(const std::vector<std::string>& files, const ReadOptions& options,
+                     const std::vector<Sink*>& sinks);
+
+// Convenience: one sink per hardware thread made by a factory, merged by the caller.
+int default_threads();
+
+// Parses "0x..." (any number of hex digits) or a decimal string; false if neither.
+bool parse_hash(std::string_view s, std::uint64_t& out);
+
+}  // namespace nccl_inspector::analysis
+
+#include <memory>
+#include <utility>
+
+namespace nccl_inspector::analysis {
+
+// Reads with `threads` sinks of type S (constructed from args), then merges them
+// into the first with S::merge(S&&). S is only ever touched by one thread at a time.
+template <class S, class... A>
+std::unique_ptr<S> read_merged(const std::vector<std::string>& files, const ReadOptions& options,
+                               int threads, ReadResult& result, const A&... args) {
+  std::vector<std::unique_ptr<S>> sinks;
+  std::vector<Sink*> ptrs;
+  const int n = threads < 1 ? 1 : threads;
+  for (int i = 0; i < n; ++i) {
+    sinks.push_back(std::make_unique<S>(args...));
+    ptrs.push_back(sinks.back().get());
+  }
+  result = read_logs(files, options, ptrs);
+  for (std::size_t i = 1; i < sinks.size(); ++i) sinks[0]->merge(std::move(*sinks[i]));
+  return std::move(sinks[0]);
+}
+
+// Holds every op (80 bytes each) for the commands that need cross-rank views.
+class CollectSink : public Sink {
+ public:
+  explicit CollectSink(bool detail = false) : detail_(detail) {}
+  bool wants_detail() const override { return detail_; }
+  void on_op(const OpRecord& op, const OpDetail* d, const FileInfo&) override;
+  void merge(CollectSink&& o);
+  std::vector<OpRecord> ops;
+  // With detail: per op index, its HCA use and slowest channel (-1 unknown).
+  struct Extra {
+    std::vector<HcaUse> hcas;
+    int slowest_channel = -1;
+    double slowest_ratio = 0;  // slowest channel time / median channel time
+  };
+  std::vector<Extra> extra;
+
+ private:
+  bool detail_;
+};
+
+}  // namespace nccl_inspector::analysis

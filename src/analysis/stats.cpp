@@ -1,0 +1,130 @@
+#include "stats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace nccl_inspector::analysis {
+namespace {
+// Buckets cover [kLow, kLow * gamma^kBuckets) ~ [1e-6, 1e12); values outside are
+// clamped into the first/last bucket (min/max stay exact).
+constexpr double kLow = 1e-6;
+constexpr int kBuckets = 2800;
+const double kGamma = (1 + QuantileSketch::kAlpha) / (1 - QuantileSketch::kAlpha);
+const double kLogGamma = std::log(kGamma);
+}  // namespace
+
+int QuantileSketch::index(double v) const {
+  if (v <= 0) return 0;
+  const double i = std::ceil(std::log(v / kLow) / kLogGamma);
+  return 1 + static_cast<int>(std::clamp(i, 0.0, static_cast<double>(kBuckets - 2)));
+}
+double QuantileSketch::value_of(int idx) const {
+  if (idx == 0) return 0;
+  // Bucket i covers (kLow*g^(i-1), kLow*g^i]; this representative is within alpha of both ends.
+  return kLow * std::pow(kGamma, idx - 2) * 2 * kGamma / (kGamma + 1);
+}
+
+void QuantileSketch::add(double v) {
+  if (std::isnan(v)) return;
+  if (count_ == 0) {
+    min_ = max_ = v;
+  } else {
+    min_ = std::min(min_, v);
+    max_ = std::max(max_, v);
+  }
+  ++count_;
+  sum_ += v;
+  if (hist_.empty()) {
+    exact_.push_back(static_cast<float>(v));
+    sorted_ = false;
+    if (exact_.size() > kExactMax) to_hist();
+  } else {
+    add_hist(v, 1);
+  }
+}
+
+void QuantileSketch::add_hist(double v, std::uint32_t n) {
+  hist_[static_cast<std::size_t>(index(v))] += n;
+}
+
+void QuantileSketch::to_hist() {
+  hist_.assign(kBuckets, 0);
+  for (float f : exact_) add_hist(f, 1);
+  exact_.clear();
+  exact_.shrink_to_fit();
+}
+
+void QuantileSketch::merge(const QuantileSketch& o) {
+  if (o.count_ == 0) return;
+  if (count_ == 0) {
+    min_ = o.min_;
+    max_ = o.max_;
+  } else {
+    min_ = std::min(min_, o.min_);
+    max_ = std::max(max_, o.max_);
+  }
+  count_ += o.count_;
+  sum_ += o.sum_;
+  if (hist_.empty() && o.hist_.empty() && exact_.size() + o.exact_.size() <= kExactMax) {
+    exact_.insert(exact_.end(), o.exact_.begin(), o.exact_.end());
+    sorted_ = false;
+    return;
+  }
+  if (hist_.empty()) to_hist();
+  for (float f : o.exact_) add_hist(f, 1);
+  for (std::size_t i = 0; i < o.hist_.size(); ++i) hist_[i] += o.hist_[i];
+}
+
+double QuantileSketch::quantile(double q) const {
+  if (count_ == 0) return std::numeric_limits<double>::quiet_NaN();
+  q = std::clamp(q, 0.0, 1.0);
+  if (q == 0) return min_;
+  if (q == 1) return max_;
+  if (hist_.empty()) {
+    if (!sorted_) {
+      std::sort(exact_.begin(), exact_.end());
+      sorted_ = true;
+    }
+    const double pos = q * static_cast<double>(exact_.size() - 1);
+    const std::size_t lo = static_cast<std::size_t>(pos);
+    const std::size_t hi = std::min(lo + 1, exact_.size() - 1);
+    const double frac = pos - static_cast<double>(lo);
+    return static_cast<double>(exact_[lo]) +
+           frac * (static_cast<double>(exact_[hi]) - static_cast<double>(exact_[lo]));
+  }
+  const double rank = q * static_cast<double>(count_ - 1);
+  std::uint64_t seen = 0;
+  for (std::size_t i = 0; i < hist_.size(); ++i) {
+    seen += hist_[i];
+    if (static_cast<double>(seen) > rank) return std::clamp(value_of(static_cast<int>(i)), min_, max_);
+  }
+  return max_;
+}
+
+double sorted_quantile(const std::vector<double>& s, double q) {
+  if (s.empty()) return std::numeric_limits<double>::quiet_NaN();
+  const double pos = std::clamp(q, 0.0, 1.0) * static_cast<double>(s.size() - 1);
+  const std::size_t lo = static_cast<std::size_t>(pos);
+  const std::size_t hi = std::min(lo + 1, s.size() - 1);
+  return s[lo] + (pos - static_cast<double>(lo)) * (s[hi] - s[lo]);
+}
+
+double median_of(std::vector<double>& v) {
+  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
+  const std::size_t n = v.size(), m = n / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(m), v.end());
+  const double hi = v[m];
+  if (n % 2) return hi;
+  const double lo = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(m));
+  return (lo + hi) / 2;
+}
+
+double mad_of(const std::vector<double>& v, double med) {
+  std::vector<double> d;
+  d.reserve(v.size());
+  for (double x : v) d.push_back(std::fabs(x - med));
+  return median_of(d);
+}
+
+}  // namespace nccl_inspector::analysis

@@ -1,0 +1,51 @@
+// Statistics helpers: exact-then-sketched quantiles, median/MAD.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace nccl_inspector::analysis {
+
+// Quantiles of a stream of non-negative values.
+//
+// Exact (linear interpolation between order statistics, the definition of
+// pandas' quantile() and DuckDB's quantile_cont) while at most kExactMax values
+// were added; beyond that the values move into a log-bucketed histogram
+// (DDSketch-style, gamma = (1+a)/(1-a) with a = 1%), so any quantile is
+// returned with a relative error of at most 1% and memory is a fixed ~11 KiB
+// per series, whatever the number of records. min, max, count and sum stay exact.
+class QuantileSketch {
+ public:
+  static constexpr std::size_t kExactMax = 4096;
+  static constexpr double kAlpha = 0.01;
+
+  void add(double v);
+  void merge(const QuantileSketch& o);
+  double quantile(double q) const;  // q in [0,1]; NaN when empty
+  std::uint64_t count() const { return count_; }
+  double min() const { return min_; }
+  double max() const { return max_; }
+  double sum() const { return sum_; }
+  bool exact() const { return hist_.empty(); }
+
+ private:
+  void to_hist();
+  void add_hist(double v, std::uint32_t n);
+  int index(double v) const;
+  double value_of(int idx) const;
+
+  std::uint64_t count_ = 0;
+  double min_ = 0, max_ = 0, sum_ = 0;
+  mutable std::vector<float> exact_;
+  mutable bool sorted_ = true;
+  std::vector<std::uint32_t> hist_;  // bucket counts; index 0 holds zeros
+};
+
+// Linear-interpolated quantile of a sorted vector.
+double sorted_quantile(const std::vector<double>& sorted, double q);
+// Median of an unsorted vector (partially reorders it).
+double median_of(std::vector<double>& v);
+// Median absolute deviation (unscaled) around med.
+double mad_of(const std::vector<double>& v, double med);
+
+}  // namespace nccl_inspector::analysis

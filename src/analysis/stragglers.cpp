@@ -1,0 +1,215 @@
+#include "stragglers.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "stats.h"
+
+namespace nccl_inspector::analysis {
+
+std::string comm_display(std::uint64_t h, const ReadResult& res) {
+  auto it = res.comm_names.find(h);
+  const std::string hex = hex_hash(h);
+  if (it == res.comm_names.end() || it->second.empty()) return hex;
+  return it->second + " (" + hex.substr(0, 10) + ")";
+}
+
+StragglerResult find_stragglers(const std::vector<OpRecord>& ops, const ReadResult& res,
+                                const StragglerOptions& o) {
+  StragglerResult out;
+  std::vector<std::uint32_t> idx;
+  std::vector<std::uint32_t> p2p;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const OpRecord& op = ops[i];
+    if (!op.has_start()) {
+      ++out.no_start;
+      continue;
+    }
+    if (op.kind == OpKind::kColl) idx.push_back(static_cast<std::uint32_t>(i));
+    else if (op.kind == OpKind::kP2p) p2p.push_back(static_cast<std::uint32_t>(i));
+  }
+  std::sort(idx.begin(), idx.end(), [&](std::uint32_t a, std::uint32_t b) {
+    const OpRecord &x = ops[a], &y = ops[b];
+    return std::tie(x.comm_hash, x.func, x.seq, x.rank) < std::tie(y.comm_hash, y.func, y.seq, y.rank);
+  });
+  struct Acc {
+    RankLateness r;
+    double margin_sum = 0, late_sum = 0;
+  };
+  std::map<std::pair<std::uint64_t, int>, Acc> acc;
+  std::map<std::uint64_t, std::vector<double>> spreads;
+  std::map<std::uint64_t, int> comm_nranks;
+  for (std::size_t b = 0; b < idx.size();) {
+    std::size_t e = b + 1;
+    const OpRecord& first = ops[idx[b]];
+    while (e < idx.size() && ops[idx[e]].comm_hash == first.comm_hash && ops[idx[e]].func == first.func &&
+           ops[idx[e]].seq == first.seq)
+      ++e;
+    const std::size_t n = e - b;
+    if (n < 2) {
+      ++out.single_rank;
+      b = e;
+      continue;
+    }
+    ++out.aligned;
+    std::int64_t mn = INT64_MAX, mx = INT64_MIN, second = INT64_MIN;
+    std::size_t last = b, shortest = b;
+    for (std::size_t i = b; i < e; ++i) {
+      const OpRecord& op = ops[idx[i]];
+      mn = std::min(mn, op.start_wall_ns);
+      if (op.start_wall_ns > mx) {
+        second = mx;
+        mx = op.start_wall_ns;
+        last = i;
+      } else {
+        second = std::max(second, op.start_wall_ns);
+      }
+      if (op.dur_us < ops[idx[shortest]].dur_us) shortest = i;
+    }
+    const double spread = static_cast<double>(mx - mn) / 1000.0;
+    spreads[first.comm_hash].push_back(spread);
+    int& cn = comm_nranks[first.comm_hash];
+    cn = std::max(cn, std::max(first.nranks, static_cast<int>(n)));
+    for (std::size_t i = b; i < e; ++i) {
+      const OpRecord& op = ops[idx[i]];
+      Acc& a = acc[{op.comm_hash, op.rank}];
+      if (a.r.ops == 0) {
+        a.r.comm = op.comm_hash;
+        a.r.rank = op.rank;
+        a.r.host = op.file_idx < res.files.size() ? res.files[op.file_idx].host : "";
+      }
+      a.r.nranks = std::max(a.r.nranks, std::max(op.nranks, static_cast<int>(n)));
+      ++a.r.ops;
+      a.late_sum += static_cast<double>(op.start_wall_ns - mn) / 1000.0;
+      auto& h = out.hosts[a.r.host];
+      ++h.second;
+      if (i == last) {
+        ++a.r.last;
+        ++h.first;
+        a.margin_sum += static_cast<double>(mx - second) / 1000.0;
+        if (shortest == last) ++a.r.confirmed;
+      }
+    }
+    b = e;
+  }
+  for (auto& [key, a] : acc) {
+    RankLateness r = a.r;
+    r.mean_lateness_us = r.ops ? a.late_sum / static_cast<double>(r.ops) : 0;
+    r.last_margin_us = r.last ? a.margin_sum / static_cast<double>(r.last) : 0;
+    const double p = 1.0 / std::max(2, r.nranks);
+    const double N = static_cast<double>(r.ops);
+    r.z = N > 0 ? (static_cast<double>(r.last) - N * p) / std::sqrt(N * p * (1 - p)) : 0;
+    const double frac = N > 0 ? static_cast<double>(r.last) / N : 0;
+    r.flagged = r.z > 4 && frac >= o.min_last_fraction && r.last_margin_us > o.threshold_us;
+    out.ranks.push_back(std::move(r));
+  }
+  std::sort(out.ranks.begin(), out.ranks.end(), [](const RankLateness& a, const RankLateness& b) {
+    if (a.flagged != b.flagged) return a.flagged;
+    return a.last_margin_us * static_cast<double>(a.last) > b.last_margin_us * static_cast<double>(b.last);
+  });
+  for (auto& [comm, v] : spreads) {
+    std::sort(v.begin(), v.end());
+    CommSkew s;
+    s.comm = comm;
+    s.nranks = comm_nranks[comm];
+    s.instances = v.size();
+    s.p50 = sorted_quantile(v, 0.5);
+    s.p90 = sorted_quantile(v, 0.9);
+    s.p99 = sorted_quantile(v, 0.99);
+    s.max = v.back();
+    s.hist.assign(6, 0);
+    std::size_t over = 0;
+    for (double x : v) {
+      over += x > o.threshold_us;
+      const int bk = x < 1 ? 0 : x < 5 ? 1 : x < 20 ? 2 : x < 100 ? 3 : x < 1000 ? 4 : 5;
+      ++s.hist[static_cast<std::size_t>(bk)];
+    }
+    s.frac_over = static_cast<double>(over) / static_cast<double>(v.size());
+    out.comms.push_back(std::move(s));
+  }
+  // P2P: the k-th send from r to p pairs with the k-th recv on p from r (seq is the per-peer counter).
+  std::map<std::tuple<std::uint64_t, int, int, std::uint64_t>, std::pair<std::int64_t, std::int64_t>> pairs;
+  for (std::uint32_t i : p2p) {
+    const OpRecord& op = ops[i];
+    if (op.func == Func::kSend) {
+      auto& pr = pairs[{op.comm_hash, op.rank, op.peer, op.seq}];
+      pr.first = op.start_wall_ns;
+    } else if (op.func == Func::kRecv) {
+      auto& pr = pairs[{op.comm_hash, op.peer, op.rank, op.seq}];
+      pr.second = op.start_wall_ns;
+    }
+  }
+  std::map<std::tuple<std::uint64_t, int, int>, std::vector<double>> skews;
+  for (const auto& [k, v] : pairs)
+    if (v.first && v.second)
+      skews[{std::get<0>(k), std::get<1>(k), std::get<2>(k)}].push_back(static_cast<double>(v.second - v.first) / 1000.0);
+  for (auto& [k, v] : skews) {
+    P2pSkew s;
+    s.comm = std::get<0>(k);
+    s.sender = std::get<1>(k);
+    s.receiver = std::get<2>(k);
+    s.pairs = v.size();
+    std::vector<double> c = v;
+    s.p50_us = median_of(c);
+    for (double& x : v) x = std::fabs(x);
+    std::sort(v.begin(), v.end());
+    s.p90_abs_us = sorted_quantile(v, 0.9);
+    out.p2p.push_back(s);
+  }
+  return out;
+}
+
+Report stragglers_report(const StragglerResult& r, const ReadResult& res, const StragglerOptions& o) {
+  Report rep;
+  Section& f = rep.add("stragglers", "Late ranks (flagged first)");
+  f.table.columns = {"comm", "rank", "host", "ops", "last", "last_pct", "chance_pct", "z", "margin_when_last_us",
+                     "mean_lateness_us", "confirmed_pct", "flagged"};
+  std::size_t shown = 0;
+  for (const auto& k : r.ranks) {
+    if (!k.flagged && shown >= 20) break;
+    ++shown;
+    f.table.rows.push_back({comm_display(k.comm, res), k.rank, k.host, k.ops, k.last,
+                            Cell(100.0 * static_cast<double>(k.last) / static_cast<double>(std::max<std::uint64_t>(1, k.ops)), 1),
+                            Cell(100.0 / std::max(2, k.nranks), 1), Cell(k.z, 1), Cell(k.last_margin_us, 2),
+                            Cell(k.mean_lateness_us, 2),
+                            Cell(k.last ? 100.0 * static_cast<double>(k.confirmed) / static_cast<double>(k.last) : kNaN, 1),
+                            k.flagged ? "LATE" : ""});
+  }
+  char buf[200];
+  std::snprintf(buf, sizeof buf,
+                "flagged: last far more often than chance (binomial z > 4), in >= %.0f%% of its ops, by > %.1f us",
+                100 * o.min_last_fraction, o.threshold_us);
+  f.notes.push_back(buf);
+  f.notes.push_back("confirmed_pct: when last, its kernel was also the shortest (it waited least): clock-free evidence");
+  f.notes.push_back(std::to_string(r.aligned) + " aligned collectives, " + std::to_string(r.single_rank) +
+                    " seen on one rank only, " + std::to_string(r.no_start) + " ops without start time");
+  Section& h = rep.add("hosts", "Hosts");
+  h.table.columns = {"host", "instances", "last", "last_pct", "flagged_ranks"};
+  for (const auto& [host, v] : r.hosts) {
+    std::string fl;
+    for (const auto& k : r.ranks)
+      if (k.flagged && k.host == host) fl += (fl.empty() ? "" : " ") + std::to_string(k.rank);
+    h.table.rows.push_back({host, v.second, v.first,
+                            Cell(100.0 * static_cast<double>(v.first) / static_cast<double>(std::max<std::uint64_t>(1, v.second)), 1), fl});
+  }
+  Section& s = rep.add("skew", "Start skew per communicator (max - min kernel start)");
+  s.table.columns = {"comm", "nranks", "instances", "p50_us", "p90_us", "p99_us", "max_us", "over_threshold_pct",
+                     "<1us", "1-5us", "5-20us", "20-100us", "0.1-1ms", ">=1ms"};
+  for (const auto& c : r.comms) {
+    std::vector<Cell> row = {comm_display(c.comm, res), c.nranks, c.instances, Cell(c.p50, 2), Cell(c.p90, 2),
+                             Cell(c.p99, 2), Cell(c.max, 2), Cell(100 * c.frac_over, 1)};
+    for (auto x : c.hist) row.push_back(x);
+    s.table.rows.push_back(std::move(row));
+  }
+  if (!r.p2p.empty()) {
+    Section& p = rep.add("p2p", "P2P send/recv start skew (recv start - send start)");
+    p.table.columns = {"comm", "sender", "receiver", "pairs", "p50_us", "p90_abs_us"};
+    for (const auto& x : r.p2p)
+      p.table.rows.push_back({comm_display(x.comm, res), x.sender, x.receiver, x.pairs, Cell(x.p50_us, 2),
+                              Cell(x.p90_abs_us, 2)});
+  }
+  return rep;
+}
+
+}  // namespace nccl_inspector::analysis

@@ -1,0 +1,378 @@
+#include "summary.h"
+
+#include <algorithm>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <sstream>
+
+namespace nccl_inspector::analysis {
+
+std::size_t GroupKeyHash::operator()(const GroupKey& k) const {
+  std::uint64_t h = k.group * 0x9E3779B97F4A7C15ULL;
+  auto mix = [&h](std::uint64_t v) { h = (h ^ v) * 0xff51afd7ed558ccdULL; h ^= h >> 32; };
+  mix(static_cast<std::uint64_t>(static_cast<std::uint32_t>(k.nranks)) << 32 |
+      static_cast<std::uint32_t>(k.rank));
+  mix(static_cast<std::uint64_t>(k.nnodes) << 40 | static_cast<std::uint64_t>(static_cast<std::uint8_t>(k.bucket)) << 32 |
+      static_cast<std::uint64_t>(k.func) << 24 | static_cast<std::uint64_t>(k.algo) << 16 |
+      static_cast<std::uint64_t>(k.proto) << 8 | static_cast<std::uint64_t>(k.kind));
+  return static_cast<std::size_t>(h);
+}
+
+void GroupAcc::add(const OpRecord& op) {
+  ++count;
+  bytes += op.bytes;
+  lat.add(op.dur_us);
+  if (op.has_busbw()) bw.add(op.busbw_gbs);
+}
+void GroupAcc::merge(const GroupAcc& o) {
+  count += o.count;
+  bytes += o.bytes;
+  lat.merge(o.lat);
+  bw.merge(o.bw);
+}
+
+void OpHealth::add(const OpRecord& op) {
+  ++by_timing[static_cast<int>(op.timing)];
+  ++by_kind[static_cast<int>(op.kind)];
+  if (op.flags & kFlagReclaimed) ++reclaimed;
+  if (op.flags & kFlagPartial) ++partial;
+  if (op.flags & kFlagGraph) ++graph;
+  if (!op.has_busbw()) ++no_busbw;
+  if (!op.has_start()) ++no_start;
+}
+void OpHealth::merge(const OpHealth& o) {
+  for (int i = 0; i < static_cast<int>(Timing::kCount_); ++i) by_timing[i] += o.by_timing[i];
+  for (int i = 0; i < 3; ++i) by_kind[i] += o.by_kind[i];
+  reclaimed += o.reclaimed;
+  partial += o.partial;
+  no_busbw += o.no_busbw;
+  no_start += o.no_start;
+  graph += o.graph;
+}
+
+bool load_host_map(const std::string& path, std::map<std::string, std::string>& out, std::string& error) {
+  std::ifstream in(path);
+  if (!in) {
+    error = "cannot open host map " + path;
+    return false;
+  }
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (auto c = line.find('#'); c != std::string::npos) line.resize(c);
+    for (char& ch : line)
+      if (ch == ',' || ch == '=' || ch == ':' || ch == '\t') ch = ' ';
+    std::istringstream ss(line);
+    std::string host, rack;
+    if (!(ss >> host)) continue;
+    if (!(ss >> rack)) {
+      error = path + ":" + std::to_string(n) + ": expected 'host rack'";
+      return false;
+    }
+    out[host] = rack;
+  }
+  return true;
+}
+
+bool parse_peak(const std::string& s, std::map<std::string, double>& out) {
+  std::string key = "*", val = s;
+  if (auto eq = s.find('='); eq != std::string::npos) {
+    key = s.substr(0, eq);
+    val = s.substr(eq + 1);
+  }
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(val, &used);
+    if (used != val.size() || !(v > 0)) return false;
+    if (key != "*") {
+      const Func f = parse_func(key);
+      if (f == Func::kOther) return false;
+      key = std::string(to_string(f));
+    }
+    out[key] = v;
+  } catch (...) {
+    return false;
+  }
+  return true;
+}
+
+void SummarySink::on_op(const OpRecord& op, const OpDetail*, const FileInfo& file) {
+  health.add(op);
+  GroupKey k;
+  if (opt_->group_by == GroupBy::kComm) {
+    k.group = op.comm_hash;
+  } else {
+    if (op.file_idx != last_file_) {
+      std::string label = file.host.empty() ? "(unknown host)" : file.host;
+      if (opt_->group_by == GroupBy::kRack) {
+        auto it = opt_->host_map.find(file.host);
+        label = it == opt_->host_map.end() ? "(unmapped)" : it->second;
+      }
+      last_group_ = std::hash<std::string>{}(label);
+      labels.emplace(last_group_, std::move(label));
+      last_file_ = op.file_idx;
+    }
+    k.group = last_group_;
+  }
+  k.nranks = op.nranks;
+  k.nnodes = op.nnodes;
+  k.bucket = static_cast<std::int8_t>(size_bucket(op.bytes));
+  k.func = op.func;
+  k.algo = op.algo;
+  k.proto = op.proto;
+  k.kind = op.kind;
+  k.rank = opt_->per_rank ? op.rank : -1;
+  groups[k].add(op);
+  if (opt_->advice && op.kind == OpKind::kColl) {
+    GroupKey a = k;
+    a.group = 0;
+    a.rank = -1;
+    advice[a].add(op);
+  }
+}
+
+void SummarySink::merge(SummarySink&& o) {
+  for (auto& [k, v] : o.groups) groups[k].merge(v);
+  for (auto& [k, v] : o.advice) advice[k].merge(v);
+  labels.merge(o.labels);
+  health.merge(o.health);
+}
+
+DropTotals drop_totals(const ReadResult& res) {
+  DropTotals t;
+  struct Proc {
+    const StatsInfo* last = nullptr;
+    bool end = false;
+  };
+  std::map<std::pair<std::string, std::int64_t>, Proc> procs;
+  for (const auto& f : res.files) {
+    if (f.format != FileFormat::kOurs) continue;
+    Proc& p = procs[{f.host, f.pid}];
+    p.end = p.end || f.has_end;
+    if (f.stats.present && (!p.last || f.stats.wall_ns >= p.last->wall_ns)) p.last = &f.stats;
+  }
+  for (const auto& [key, p] : procs) {
+    ++t.processes;
+    if (!p.end) ++t.processes_without_end;
+    if (!p.last) continue;
+    ++t.processes_with_stats;
+    for (const auto& [k, n] : p.last->dropped) t.dropped[k] += n;
+    for (const auto& [k, n] : p.last->filtered) t.filtered[k] += n;
+    for (const auto& [k, n] : p.last->faults) t.faults[k] += n;
+    t.reclaimed_ops += p.last->reclaimed_ops;
+  }
+  return t;
+}
+
+void add_health_section(Report& r, const ReadResult& res, const OpHealth* ops) {
+  Section& s = r.add("health", "Health");
+  s.table.columns = {"item", "value", "detail"};
+  auto row = [&s](std::string item, Cell v, std::string detail = "") {
+    s.table.rows.push_back({std::move(item), std::move(v), std::move(detail)});
+  };
+  std::size_t ours = 0, up = 0, unknown = 0;
+  std::set<int> versions;
+  for (const auto& f : res.files) {
+    if (f.format == FileFormat::kOurs) {
+      ++ours;
+      versions.insert(f.format_version);
+    } else if (f.format == FileFormat::kUpstreamV4) {
+      ++up;
+    } else {
+      ++unknown;
+    }
+  }
+  std::string vs;
+  for (int v : versions) vs += (vs.empty() ? "v" : ", v") + std::to_string(v);
+  row("files", static_cast<std::uint64_t>(res.files.size()),
+      std::to_string(ours) + " nccl-inspector" + (vs.empty() ? "" : " (" + vs + ")") + ", " +
+          std::to_string(up) + " upstream v4.0, " + std::to_string(unknown) + " unrecognised");
+  row("ops", res.ops);
+  row("lines", res.lines, format_bytes(static_cast<double>(res.uncompressed_bytes)) + " of JSON from " +
+                              format_bytes(static_cast<double>(res.compressed_bytes)) + " on disk");
+  std::string trunc;
+  for (const auto& f : res.files)
+    if (f.truncated && trunc.size() < 300) trunc += (trunc.empty() ? "" : "; ") + f.path + ": " + f.error;
+  row("truncated files", res.truncated_files, trunc);
+  std::string corrupt;
+  for (const auto& f : res.files)
+    if (f.corrupt && corrupt.size() < 300) corrupt += (corrupt.empty() ? "" : "; ") + f.path + ": " + f.error;
+  row("corrupt files", res.corrupt_files, corrupt);
+  row("bad lines", res.bad_lines, "not JSON objects or op records missing comm_hash/func/dur_us");
+  std::map<std::string, std::uint64_t> ut;
+  for (const auto& f : res.files)
+    for (const auto& [k, n] : f.unknown_types) ut[k] += n;
+  std::string uts;
+  for (const auto& [k, n] : ut) uts += (uts.empty() ? "" : ", ") + k + "=" + std::to_string(n);
+  row("unknown records (skipped)", res.unknown_records, uts);
+  const DropTotals d = drop_totals(res);
+  std::uint64_t dropped = 0;
+  std::string ds;
+  for (const auto& [k, n] : d.dropped) {
+    dropped += n;
+    ds += (ds.empty() ? "" : ", ") + k + "=" + std::to_string(n);
+  }
+  row("dropped records", dropped,
+      ds + (d.processes ? " (last stats of " + std::to_string(d.processes_with_stats) + "/" +
+                               std::to_string(d.processes) + " processes)"
+                         : ""));
+  std::string fs;
+  std::uint64_t filtered = 0;
+  for (const auto& [k, n] : d.filtered) {
+    filtered += n;
+    fs += (fs.empty() ? "" : ", ") + k + "=" + std::to_string(n);
+  }
+  row("filtered by configuration", filtered, fs);
+  std::string flt;
+  std::uint64_t faults = 0;
+  for (const auto& [k, n] : d.faults) {
+    faults += n;
+    if (n) flt += (flt.empty() ? "" : ", ") + k + "=" + std::to_string(n);
+  }
+  row("profiler faults", faults, flt);
+  row("processes without end record", d.processes_without_end, "killed or still running");
+  if (ops) {
+    row("reclaimed ops", ops->reclaimed, "stats say " + std::to_string(d.reclaimed_ops));
+    row("partial ops", ops->partial, "some channel never stopped");
+    row("ops without busbw", ops->no_busbw);
+    std::string ts;
+    for (int i = 0; i < static_cast<int>(Timing::kCount_); ++i)
+      if (ops->by_timing[i])
+        ts += (ts.empty() ? "" : ", ") + std::string(to_string(static_cast<Timing>(i))) + "=" +
+              std::to_string(ops->by_timing[i]);
+    row("timing sources", ops->by_timing[static_cast<int>(Timing::kGpu)] +
+                              ops->by_timing[static_cast<int>(Timing::kKernelGpu)],
+        "GPU-timed ops; all: " + ts);
+    row("ops by kind", ops->by_kind[0] + ops->by_kind[1] + ops->by_kind[2],
+        "coll=" + std::to_string(ops->by_kind[0]) + ", p2p=" + std::to_string(ops->by_kind[1]) +
+            ", ce=" + std::to_string(ops->by_kind[2]));
+  }
+}
+
+namespace {
+std::string comm_label(std::uint64_t h, const ReadResult& res) {
+  auto it = res.comm_names.find(h);
+  const std::string hex = hex_hash(h);
+  if (it == res.comm_names.end() || it->second.empty()) return hex;
+  return it->second + " (" + hex.substr(0, 10) + ")";
+}
+std::string algo_env(Algo a) {
+  switch (a) {
+    case Algo::kRing: return "Ring";
+    case Algo::kTree: return "Tree";
+    case Algo::kCollnetDirect: return "CollnetDirect";
+    case Algo::kCollnetChain: return "CollnetChain";
+    case Algo::kNvls: return "NVLS";
+    case Algo::kNvlsTree: return "NVLSTree";
+    case Algo::kPat: return "PAT";
+    default: return "";
+  }
+}
+}  // namespace
+
+void add_summary_sections(Report& r, const SummarySink& s, const ReadResult& res, const SummaryOptions& o) {
+  struct Row {
+    std::string label;
+    const GroupKey* k;
+    const GroupAcc* a;
+  };
+  std::vector<Row> rows;
+  for (const auto& [k, a] : s.groups) {
+    std::string label;
+    if (o.group_by == GroupBy::kComm) label = comm_label(k.group, res);
+    else if (auto it = s.labels.find(k.group); it != s.labels.end()) label = it->second;
+    rows.push_back({std::move(label), &k, &a});
+  }
+  std::sort(rows.begin(), rows.end(), [](const Row& x, const Row& y) {
+    return std::tie(x.label, x.k->func, x.k->bucket, x.k->algo, x.k->proto, x.k->nranks, x.k->rank) <
+           std::tie(y.label, y.k->func, y.k->bucket, y.k->algo, y.k->proto, y.k->nranks, y.k->rank);
+  });
+  // Best observed busbw (max of group medians) per (op, nranks, nnodes), for utilisation.
+  std::map<std::tuple<Func, int, int>, double> best;
+  for (const auto& [k, a] : s.groups) {
+    if (a.bw.count() == 0) continue;
+    double& b = best[{k.func, k.nranks, k.nnodes}];
+    b = std::max(b, a.bw.quantile(0.5));
+  }
+  const char* group_col = o.group_by == GroupBy::kComm ? "comm" : o.group_by == GroupBy::kHost ? "host" : "rack";
+  Section& sec = r.add("summary", "Summary");
+  sec.table.columns = {group_col, "op", "algo", "proto", "size", "nranks", "nnodes"};
+  if (o.per_rank) sec.table.columns.push_back("rank");
+  for (const char* c : {"count", "bytes", "lat_p50_us", "lat_p90_us", "lat_p99_us", "lat_max_us",
+                        "busbw_p50_gbs", "busbw_p10_gbs", "busbw_min_gbs", "util_pct"})
+    sec.table.columns.push_back(c);
+  bool any_sketch = false;
+  for (const auto& row : rows) {
+    const GroupKey& k = *row.k;
+    const GroupAcc& a = *row.a;
+    std::vector<Cell> c = {row.label, std::string(to_string(k.func)), std::string(to_string(k.algo)),
+                           std::string(to_string(k.proto)), size_bucket_label(k.bucket), k.nranks,
+                           static_cast<int>(k.nnodes)};
+    if (o.per_rank) c.push_back(k.rank);
+    c.push_back(a.count);
+    c.push_back(a.bytes);
+    c.push_back(Cell(a.lat.quantile(0.5), 2));
+    c.push_back(Cell(a.lat.quantile(0.9), 2));
+    c.push_back(Cell(a.lat.quantile(0.99), 2));
+    c.push_back(Cell(a.lat.max(), 2));
+    c.push_back(Cell(a.bw.quantile(0.5), 2));
+    c.push_back(Cell(a.bw.quantile(0.1), 2));
+    c.push_back(Cell(a.bw.count() ? a.bw.min() : kNaN, 2));
+    double peak = kNaN;
+    if (auto it = o.peak_busbw.find(std::string(to_string(k.func))); it != o.peak_busbw.end()) peak = it->second;
+    else if (auto st = o.peak_busbw.find("*"); st != o.peak_busbw.end()) peak = st->second;
+    else if (auto b = best.find({k.func, k.nranks, k.nnodes}); b != best.end()) peak = b->second;
+    c.push_back(Cell(a.bw.count() && peak > 0 ? 100.0 * a.bw.quantile(0.5) / peak : kNaN, 1));
+    any_sketch = any_sketch || !a.lat.exact() || !a.bw.exact();
+    sec.table.rows.push_back(std::move(c));
+  }
+  sec.notes.push_back(o.peak_busbw.empty()
+                          ? "util_pct: busbw P50 / best P50 observed for the same (op, nranks, nnodes)"
+                          : "util_pct: busbw P50 / --peak-busbw");
+  sec.notes.push_back("busbw per record and per rank (nccl-tests factors); never averaged across ranks");
+  if (any_sketch)
+    sec.notes.push_back("groups with more than 4096 records use a log-bucketed sketch: percentiles within 1%");
+
+  if (!o.advice) return;
+  // Advice: several (algo, proto) for the same (op, size bucket, nranks, nnodes).
+  std::map<std::tuple<Func, int, int, int>, std::vector<std::pair<const GroupKey*, const GroupAcc*>>> choices;
+  for (const auto& [k, a] : s.advice) {
+    if (k.algo == Algo::kUnknown && k.proto == Proto::kUnknown) continue;
+    if (a.lat.count() < 5) continue;
+    choices[{k.func, k.bucket, k.nranks, k.nnodes}].push_back({&k, &a});
+  }
+  Section& adv = r.add("advice", "Advice (observations, not guarantees)");
+  adv.table.columns = {"op", "size", "nranks", "nnodes", "best", "best_lat_p50_us", "best_busbw_p50_gbs",
+                       "other", "other_lat_p50_us", "speedup", "pin_with"};
+  for (auto& [key, v] : choices) {
+    if (v.size() < 2) continue;
+    std::sort(v.begin(), v.end(), [](const auto& x, const auto& y) {
+      return x.second->lat.quantile(0.5) < y.second->lat.quantile(0.5);
+    });
+    const auto* bk = v.front().first;
+    const auto* ba = v.front().second;
+    for (std::size_t i = 1; i < v.size(); ++i) {
+      const auto* ok = v[i].first;
+      const auto* oa = v[i].second;
+      const double speedup = oa->lat.quantile(0.5) / ba->lat.quantile(0.5);
+      if (!(speedup > 1.05)) continue;
+      std::string pin;
+      if (bk->algo != ok->algo && !algo_env(bk->algo).empty()) pin += "NCCL_ALGO=" + algo_env(bk->algo);
+      if (bk->proto != ok->proto && bk->proto != Proto::kUnknown)
+        pin += std::string(pin.empty() ? "" : " ") + "NCCL_PROTO=" + std::string(to_string(bk->proto));
+      adv.table.rows.push_back({std::string(to_string(std::get<0>(key))), size_bucket_label(std::get<1>(key)),
+                                std::get<2>(key), std::get<3>(key),
+                                std::string(to_string(bk->algo)) + "/" + std::string(to_string(bk->proto)),
+                                Cell(ba->lat.quantile(0.5), 2), Cell(ba->bw.quantile(0.5), 2),
+                                std::string(to_string(ok->algo)) + "/" + std::string(to_string(ok->proto)),
+                                Cell(oa->lat.quantile(0.5), 2), Cell(speedup, 2), pin});
+    }
+  }
+  adv.notes.push_back(
+      "observed in this run for the same op, size bucket and job shape; pinning affects every size: "
+      "check with the full size range (and NCCL_TUNER) before relying on it");
+}
+
+}  // namespace nccl_inspector::analysis

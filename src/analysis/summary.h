@@ -1,0 +1,95 @@
+// `summary`: per group (communicator, host or rack) x op x algo/proto x size
+// bucket: counts, bytes, latency and busbw percentiles, utilisation; health;
+// advice on algorithm/protocol choices. Memory is bounded by the number of
+// groups (QuantileSketch), not by the number of records.
+#pragma once
+
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "reader.h"
+#include "stats.h"
+#include "table.h"
+
+namespace nccl_inspector::analysis {
+
+enum class GroupBy { kComm, kHost, kRack };
+
+struct SummaryOptions {
+  GroupBy group_by = GroupBy::kComm;
+  std::map<std::string, std::string> host_map;  // host -> rack/switch (GroupBy::kRack)
+  bool per_rank = false;
+  std::map<std::string, double> peak_busbw;      // func name or "*" -> GB/s
+  bool advice = true;
+};
+
+// Parses "host rack" / "host,rack" / "host=rack" lines ('#' comments). false + error on failure.
+bool load_host_map(const std::string& path, std::map<std::string, std::string>& out, std::string& error);
+// Parses "300" or "AllReduce=300" into the map.
+bool parse_peak(const std::string& s, std::map<std::string, double>& out);
+
+struct GroupKey {
+  std::uint64_t group = 0;  // comm hash or hash of the host/rack label
+  std::int32_t nranks = 0;
+  std::int32_t rank = -1;
+  std::uint16_t nnodes = 0;
+  std::int8_t bucket = -1;
+  Func func = Func::kOther;
+  Algo algo = Algo::kUnknown;
+  Proto proto = Proto::kUnknown;
+  OpKind kind = OpKind::kColl;
+  bool operator==(const GroupKey&) const = default;
+};
+struct GroupKeyHash {
+  std::size_t operator()(const GroupKey& k) const;
+};
+struct GroupAcc {
+  std::uint64_t count = 0;
+  std::uint64_t bytes = 0;
+  QuantileSketch lat;
+  QuantileSketch bw;
+  void add(const OpRecord& op);
+  void merge(const GroupAcc& o);
+};
+
+// Counters about the ops themselves (the file-level health is in ReadResult).
+struct OpHealth {
+  std::uint64_t by_timing[static_cast<int>(Timing::kCount_)] = {};
+  std::uint64_t reclaimed = 0, partial = 0, no_busbw = 0, no_start = 0, graph = 0;
+  std::uint64_t by_kind[3] = {};
+  void add(const OpRecord& op);
+  void merge(const OpHealth& o);
+};
+
+class SummarySink : public Sink {
+ public:
+  explicit SummarySink(const SummaryOptions& o) : opt_(&o) {}
+  void on_op(const OpRecord& op, const OpDetail*, const FileInfo& file) override;
+  void merge(SummarySink&& o);
+
+  std::unordered_map<GroupKey, GroupAcc, GroupKeyHash> groups;
+  std::unordered_map<GroupKey, GroupAcc, GroupKeyHash> advice;  // group=0, rank=-1: across comms
+  std::map<std::uint64_t, std::string> labels;  // group id -> label (host/rack modes)
+  OpHealth health;
+
+ private:
+  const SummaryOptions* opt_;
+  std::uint32_t last_file_ = ~0u;
+  std::uint64_t last_group_ = 0;
+};
+
+// Adds the health section (files, formats, drops, truncation, timing sources, ...).
+void add_health_section(Report& r, const ReadResult& res, const OpHealth* ops);
+// Adds the summary, utilisation and advice sections.
+void add_summary_sections(Report& r, const SummarySink& s, const ReadResult& res, const SummaryOptions& o);
+
+// Aggregated drop counters: per (host,pid) the last cumulative stats, summed.
+struct DropTotals {
+  std::map<std::string, std::uint64_t> dropped, filtered, faults;
+  std::uint64_t reclaimed_ops = 0, processes = 0, processes_with_stats = 0, processes_without_end = 0;
+};
+DropTotals drop_totals(const ReadResult& res);
+
+}  // namespace nccl_inspector::analysis

@@ -1,0 +1,81 @@
+// Benchmark (not a test): `summary` records/s on a generated multi-million-record dump.
+// Usage: bench_summary [records=4000000] [files=8] [dir=/tmp/ni_bench]
+#include <libdeflate.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "reader.h"
+#include "summary.h"
+
+namespace ana = nccl_inspector::analysis;
+
+int main(int argc, char** argv) {
+  const long records = argc > 1 ? std::atol(argv[1]) : 4000000;
+  const int files = argc > 2 ? std::atoi(argv[2]) : 8;
+  const std::string dir = argc > 3 ? argv[3] : "/tmp/ni_bench";
+  std::filesystem::create_directories(dir);
+  libdeflate_compressor* c = libdeflate_alloc_compressor(1);
+  std::size_t on_disk = 0, raw = 0;
+  for (int f = 0; f < files; ++f) {
+    const std::string path = dir + "/host" + std::to_string(f / 4) + "-pid" + std::to_string(f) + ".jsonl.gz";
+    std::ofstream out(path, std::ios::binary);
+    std::string chunk;
+    auto flush = [&] {
+      std::string buf(libdeflate_gzip_compress_bound(c, chunk.size()), '\0');
+      const std::size_t n = libdeflate_gzip_compress(c, chunk.data(), chunk.size(), buf.data(), buf.size());
+      out.write(buf.data(), static_cast<std::streamsize>(n));
+      on_disk += n;
+      raw += chunk.size();
+      chunk.clear();
+    };
+    char line[1024];
+    std::snprintf(line, sizeof line,
+                  "{\"type\":\"meta\",\"wall_ns\":1,\"format\":\"nccl-inspector-log\",\"format_version\":1,\"host\":\"host%d\",\"pid\":%d}\n",
+                  f / 4, f);
+    chunk += line;
+    const long per = records / files;
+    for (long i = 0; i < per; ++i) {
+      const char* funcs[] = {"AllReduce", "AllGather", "ReduceScatter", "Broadcast"};
+      const unsigned long long bytes = 1ULL << (10 + (i % 17));
+      const double dur = 10.0 + static_cast<double>(bytes) / 2e4 * (1.0 + static_cast<double>(i % 13) / 50.0);
+      std::snprintf(line, sizeof line,
+                    "{\"type\":\"coll\",\"wall_ns\":%ld,\"comm_id\":1,\"comm_hash\":\"0x%016llx\",\"comm_name\":\"dp\","
+                    "\"rank\":%d,\"nranks\":16,\"nnodes\":2,\"seq\":%ld,\"func\":\"%s\",\"dtype\":\"float32\","
+                    "\"count\":%llu,\"bytes\":%llu,\"algo\":\"RING\",\"proto\":\"%s\",\"nchannels\":8,"
+                    "\"channels\":[0,1,2,3,4,5,6,7],\"start_wall_ns\":%ld,\"dur_us\":%.3f,\"max_ch_us\":%.3f,"
+                    "\"timing\":\"gpu\",\"algbw_gbs\":%.3f,\"busbw_gbs\":%.3f,\"ch_util\":0.91,\"ch_balance\":0.95,"
+                    "\"transport\":\"network\"}\n",
+                    1767225600000000000L + i * 1000, 0x8d3a5c7e91b20f44ULL + static_cast<unsigned long long>(i % 3), f, i,
+                    funcs[i % 4], bytes / 4, bytes, (i % 2) ? "SIMPLE" : "LL128", 1767225600000000000L + i * 1000, dur,
+                    dur * 0.98, static_cast<double>(bytes) / dur / 1e3, static_cast<double>(bytes) / dur / 1e3 * 1.875);
+      chunk += line;
+      if (chunk.size() > (1u << 20)) flush();
+    }
+    flush();
+  }
+  libdeflate_free_compressor(c);
+  std::printf("generated %ld records in %d files: %.1f MB JSON, %.1f MB gzip (%.0f B/record JSON)\n", records, files,
+              static_cast<double>(raw) / 1e6, static_cast<double>(on_disk) / 1e6,
+              static_cast<double>(raw) / static_cast<double>(records));
+  const auto d = ana::discover_files({dir});
+  for (int threads : {1, 2}) {
+    ana::ReadOptions ro;
+    ro.progress = 0;
+    ana::SummaryOptions so;
+    ana::ReadResult res;
+    const auto t0 = std::chrono::steady_clock::now();
+    auto s = ana::read_merged<ana::SummarySink>(d.files, ro, threads, res, so);
+    ana::Report r;
+    ana::add_summary_sections(r, *s, res, so);
+    const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("summary, %d thread(s): %llu ops in %.3f s = %.2f M records/s (%.2f M/s per thread), %zu groups\n",
+                threads, static_cast<unsigned long long>(res.ops), sec, static_cast<double>(res.ops) / sec / 1e6,
+                static_cast<double>(res.ops) / sec / 1e6 / threads, s->groups.size());
+  }
+  return 0;
+}

@@ -1,0 +1,205 @@
+// Each detector finds its planted fault, and nothing on the clean job.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <sstream>
+
+#include "anomalies.h"
+#include "compare.h"
+#include "fixtures.h"
+#include "reader.h"
+#include "stragglers.h"
+#include "summary.h"
+
+namespace ana = nccl_inspector::analysis;
+using ni_test::Fault;
+using ni_test::JobSpec;
+
+namespace {
+
+struct Loaded {
+  ana::ReadResult res;
+  std::unique_ptr<ana::CollectSink> ops;
+};
+
+Loaded load(const std::string& dir) {
+  Loaded l;
+  ana::ReadOptions ro;
+  ro.progress = 0;
+  l.ops = ana::read_merged<ana::CollectSink>(ana::discover_files({dir}).files, ro, 2, l.res, true);
+  return l;
+}
+
+Loaded job(const std::string& name, Fault f, JobSpec s = {}) {
+  s.fault = f;
+  const auto dir = ni_test::temp_dir(name);
+  ni_test::write_job(dir, s);
+  return load(dir);
+}
+
+std::vector<ana::Finding> of_kind(const ana::AnomalyResult& r, const std::string& kind) {
+  std::vector<ana::Finding> v;
+  for (const auto& f : r.findings)
+    if (f.kind == kind) v.push_back(f);
+  return v;
+}
+
+int cli_rc(const std::string& args) {
+  const int st = std::system((std::string(NI_CLI) + " " + args + " >/dev/null 2>&1").c_str());
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+}  // namespace
+
+TEST(Detectors, CleanJobHasNoFindings) {
+  const Loaded l = job("det_clean", Fault::kNone);
+  const auto a = ana::find_anomalies(*l.ops, l.res, {});
+  for (const auto& f : a.findings) ADD_FAILURE() << f.kind << " " << f.where << " " << f.evidence;
+  EXPECT_EQ(a.outlier_count, 0u);
+  const auto s = ana::find_stragglers(l.ops->ops, l.res, {});
+  EXPECT_GT(s.aligned, 0u);
+  for (const auto& r : s.ranks) EXPECT_FALSE(r.flagged) << r.rank << " z " << r.z;
+  for (const auto& c : s.comms) EXPECT_LT(c.p99, 5.0);
+}
+
+TEST(Detectors, StragglerRankFlaggedWithConfirmation) {
+  JobSpec s;
+  s.straggler_rank = 5;
+  const Loaded l = job("det_straggler", Fault::kStraggler, s);
+  const auto r = ana::find_stragglers(l.ops->ops, l.res, {});
+  int flagged = 0;
+  for (const auto& k : r.ranks) {
+    if (!k.flagged) continue;
+    ++flagged;
+    EXPECT_EQ(k.rank, 5);
+    EXPECT_EQ(k.host, "host1");
+    EXPECT_EQ(k.comm, 0x8d3a5c7e91b20f44ULL);
+    EXPECT_GT(k.last_margin_us, 30.0);
+    EXPECT_GT(static_cast<double>(k.confirmed) / static_cast<double>(k.last), 0.9);  // its kernel is the shortest
+  }
+  EXPECT_EQ(flagged, 1);
+  bool dp = false;
+  for (const auto& c : r.comms)
+    if (c.comm == 0x8d3a5c7e91b20f44ULL) {
+      dp = true;
+      EXPECT_GT(c.p50, 35.0);
+      EXPECT_GT(c.frac_over, 0.99);
+    }
+  EXPECT_TRUE(dp);
+  std::ostringstream os;
+  ana::render(ana::stragglers_report(r, l.res, {}), ana::Format::kTable, os);
+  EXPECT_NE(os.str().find("LATE"), std::string::npos);
+}
+
+TEST(Detectors, SlowHcaFound) {
+  JobSpec s;
+  s.straggler_rank = 6;  // host1, mlx5_2
+  const Loaded l = job("det_hca", Fault::kSlowHca, s);
+  const auto a = ana::find_anomalies(*l.ops, l.res, {});
+  const auto h = of_kind(a, "hca_slow");
+  ASSERT_EQ(h.size(), 1u);
+  EXPECT_EQ(h[0].host, "host1");
+  EXPECT_EQ(h[0].hca, "mlx5_2");
+  EXPECT_GT(h[0].magnitude, 1.5);
+  // P2P send/recv pairs are aligned too.
+  const auto r = ana::find_stragglers(l.ops->ops, l.res, {});
+  EXPECT_EQ(r.p2p.size(), 8u);
+}
+
+TEST(Detectors, DegradedChannelFound) {
+  JobSpec s;
+  s.straggler_rank = 2;
+  const Loaded l = job("det_channel", Fault::kDegradedChannel, s);
+  const auto a = ana::find_anomalies(*l.ops, l.res, {});
+  const auto c = of_kind(a, "channel_imbalance");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].rank, 2);
+  EXPECT_EQ(c[0].host, "host0");
+  EXPECT_EQ(c[0].channel, 6);  // ch_times index 3 is real channel id 6
+  EXPECT_LT(c[0].magnitude, 0.6);
+}
+
+TEST(Detectors, CongestionWindowChangePoint) {
+  JobSpec s;
+  s.congestion_first = 150;
+  s.congestion_last = 210;
+  const Loaded l = job("det_congestion", Fault::kCongestion, s);
+  const auto a = ana::find_anomalies(*l.ops, l.res, {});
+  const auto c = of_kind(a, "change_point");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].comm, 0x8d3a5c7e91b20f44ULL);
+  EXPECT_NEAR(static_cast<double>(c[0].seq_first), 150, 4);
+  EXPECT_NEAR(static_cast<double>(c[0].seq_last), 210, 4);
+  EXPECT_NEAR(c[0].magnitude, 2.2, 0.3);
+  EXPECT_LT(c[0].start_ns, c[0].end_ns);
+  EXPECT_TRUE(of_kind(a, "bimodal").empty());  // a window, not switching
+}
+
+TEST(Detectors, ProtocolBimodality) {
+  const Loaded l = job("det_bimodal", Fault::kBimodal);
+  const auto a = ana::find_anomalies(*l.ops, l.res, {});
+  const auto b = of_kind(a, "bimodal");
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(b[0].comm, 0x8d3a5c7e91b20f44ULL);
+  EXPECT_NE(b[0].evidence.find("NCCL is switching"), std::string::npos);
+  EXPECT_NEAR(b[0].magnitude, 95.0 / 40.0, 0.3);
+  EXPECT_TRUE(of_kind(a, "change_point").empty());
+}
+
+TEST(Advice, BestAlgoProtoAndPinning) {
+  const auto dir = ni_test::temp_dir("advice");
+  JobSpec js;
+  js.fault = Fault::kBimodal;
+  ni_test::write_job(dir, js);
+  ana::SummaryOptions so;
+  ana::ReadResult res;
+  ana::ReadOptions ro;
+  ro.progress = 0;
+  auto s = ana::read_merged<ana::SummarySink>(ana::discover_files({dir}).files, ro, 2, res, so);
+  ana::Report r;
+  ana::add_summary_sections(r, *s, res, so);
+  const auto& adv = r.sections.back();
+  ASSERT_EQ(adv.name, "advice");
+  ASSERT_EQ(adv.table.rows.size(), 1u);
+  EXPECT_EQ(adv.table.rows[0][4].text(), "TREE/LL");
+  EXPECT_EQ(adv.table.rows[0][10].text(), "NCCL_ALGO=Tree NCCL_PROTO=LL");
+  EXPECT_GT(adv.table.rows[0][9].d, 2.0);
+}
+
+TEST(Iterations, PerIterationFromMarks) {
+  const auto dir = ni_test::temp_dir("marks");
+  JobSpec js;
+  js.iterations = 12;
+  js.marks = true;
+  ni_test::write_job(dir, js);
+  const Loaded l = load(dir);
+  ana::Report r;
+  ana::add_iteration_section(r, l.ops->ops, l.res);
+  ASSERT_EQ(r.sections.size(), 1u);
+  ASSERT_EQ(r.sections[0].table.rows.size(), 12u);
+  EXPECT_EQ(r.sections[0].table.rows[0][1].text(), "step");
+  EXPECT_EQ(r.sections[0].table.rows[0][3].i, 16);  // 8 AllReduce + 8 AllGather records
+  EXPECT_NEAR(r.sections[0].table.rows[0][2].d, 1.0, 1e-6);  // 1 ms between marks
+}
+
+TEST(Compare, RegressionExitsThree) {
+  const auto base = ni_test::temp_dir("cmp_base"), same = ni_test::temp_dir("cmp_same"),
+             slow = ni_test::temp_dir("cmp_slow");
+  JobSpec s;
+  s.iterations = 100;
+  ni_test::write_job(base, s);
+  s.seed = 2;
+  ni_test::write_job(same, s);
+  s.slowdown = 1.2;
+  ni_test::write_job(slow, s);
+  EXPECT_EQ(cli_rc("compare " + base + " " + same), 0);
+  EXPECT_EQ(cli_rc("compare " + base + " " + slow), 3);
+  EXPECT_EQ(cli_rc("compare --threshold 30 " + base + " " + slow), 0);
+  ana::ReadOptions ro;
+  ro.progress = 0;
+  const auto cr = ana::compare_runs(ana::discover_files({base}).files, ana::discover_files({slow}).files, 2, ro, {});
+  EXPECT_EQ(cr.regressions, 2u);  // dp AllReduce and tp AllGather
+  EXPECT_EQ(cli_rc("stragglers " + base), 0);
+  EXPECT_EQ(cli_rc("anomalies -f json " + base), 0);
+}
