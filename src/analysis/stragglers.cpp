@@ -12,7 +12,7 @@ std::string comm_display(std::uint64_t h, const ReadResult& res) {
   auto it = res.comm_names.find(h);
   const std::string hex = hex_hash(h);
   if (it == res.comm_names.end() || it->second.empty()) return hex;
-  return it->second + " (" + hex.substr(0, 10) + ")";
+  return it->second + " (" + hex + ")";
 }
 
 StragglerResult find_stragglers(const std::vector<OpRecord>& ops, const ReadResult& res,

@@ -256,7 +256,7 @@ std::string comm_label(std::uint64_t h, const ReadResult& res) {
   auto it = res.comm_names.find(h);
   const std::string hex = hex_hash(h);
   if (it == res.comm_names.end() || it->second.empty()) return hex;
-  return it->second + " (" + hex.substr(0, 10) + ")";
+  return it->second + " (" + hex + ")";
 }
 std::string algo_env(Algo a) {
   switch (a) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <sstream>
 
 namespace nccl_inspector::analysis {
 
@@ -95,15 +96,21 @@ void render_text(const Section& s, std::ostream& out, bool markdown) {
         w[c] = std::max(w[c], txt.back().back().size());
       }
     }
-    auto line = [&](const std::vector<std::string>& cells, const std::vector<Cell>* types) {
-      if (markdown) out << "|";
+    auto line_impl = [&](std::ostream& o, const std::vector<std::string>& cells, const std::vector<Cell>* types) {
+      if (markdown) o << "|";
       for (std::size_t c = 0; c < cells.size(); ++c) {
         const bool right = types && c < types->size() && numeric((*types)[c]);
         const std::string pad(w[c] - cells[c].size(), ' ');
-        out << (markdown ? " " : (c ? "  " : "")) << (right ? pad + cells[c] : cells[c] + pad)
+        o << (markdown ? " " : (c ? "  " : "")) << (right ? pad + cells[c] : cells[c] + pad)
             << (markdown ? " |" : "");
       }
-      out << "\n";
+    };
+    auto line = [&](const std::vector<std::string>& cells, const std::vector<Cell>* types) {
+      std::ostringstream os;
+      line_impl(os, cells, types);
+      std::string l = os.str();
+      while (!l.empty() && l.back() == ' ') l.pop_back();
+      out << l << "\n";
     };
     line(t.columns, nullptr);
     if (markdown) {

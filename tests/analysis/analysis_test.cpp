@@ -241,7 +241,7 @@ TEST(Summary, ExactPercentilesAndGroups) {
   std::ostringstream os;
   ana::render(r, ana::Format::kJson, os);
   const auto j = nlohmann::json::parse(os.str());
-  EXPECT_EQ(j["summary"]["rows"][0]["comm"], "dp (0x00000000)");
+  EXPECT_EQ(j["summary"]["rows"][0]["comm"], "dp (0x000000000000000a)");
   EXPECT_EQ(j["summary"]["rows"][0]["size"], "2KiB");
   EXPECT_DOUBLE_EQ(j["summary"]["rows"][0]["util_pct"].get<double>(), 100.0);
 }
