@@ -97,6 +97,15 @@ void teardown_locked(Runtime* rt) {
 
 Runtime* runtime() noexcept { return g_rt.load(std::memory_order_acquire); }
 
+Runtime::~Runtime() {
+  for (auto& c : contexts) delete c.load(std::memory_order_relaxed);
+  for (ThreadRing* t = rings; t != nullptr;) {
+    ThreadRing* n = t->next;
+    delete t;
+    t = n;
+  }
+}
+
 Context* context_from_arg(Runtime* rt, void* ctx) noexcept {
   auto v = reinterpret_cast<uintptr_t>(ctx);
   if (v == 0) return nullptr;  // disabled comm: silently nothing

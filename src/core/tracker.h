@@ -329,6 +329,10 @@ struct Runtime {
   std::atomic<uint64_t> n_rings{0};
   std::atomic<uint32_t> wake_pending{0};
   uint64_t high_water_mark = 0;         // records; a push past it wakes the sink
+  Runtime() = default;
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+  ~Runtime();  // frees contexts and rings; only once no callback can run
 };
 
 // The current runtime, or nullptr outside [first init, last finalize].
