@@ -45,7 +45,7 @@ uint64_t slope(uint64_t dt, uint64_t dm) noexcept {
 }  // namespace
 
 void calibrate() noexcept {
-  uint64_t t1, m1, t2, m2;
+  uint64_t t1 = 0, m1 = 0, t2 = 0, m2 = 0;
   sample(&t1, &m1);
   do {
     sample(&t2, &m2);
@@ -56,7 +56,7 @@ void calibrate() noexcept {
 }
 
 void refine() noexcept {
-  uint64_t t, m;
+  uint64_t t = 0, m = 0;
   sample(&t, &m);
   if (t <= g_base_t || m <= g_base_m) return;
   publish(t, m, slope(t - g_base_t, m - g_base_m));

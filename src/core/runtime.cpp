@@ -16,15 +16,15 @@
 
 namespace ni::core {
 
+// The live runtime (see runtime() in tracker.h).
+std::atomic<Runtime*> g_rt{nullptr};
+
 size_t reclaim_ops(Context& c, uint64_t older_than_ticks) noexcept;
 
 namespace {
 
 // Guards runtime creation/teardown and context allocation (cold paths).
 std::mutex g_mu;
-// The live runtime. Acquire loads on the event path pair with the release
-// store in comm_init (creation) and teardown (reset to nullptr).
-std::atomic<Runtime*> g_rt{nullptr};
 // A torn-down runtime is kept one generation (or until the library is
 // unloaded) so that a straggling callback can never touch freed memory.
 std::unique_ptr<Runtime> g_graveyard;
@@ -95,8 +95,6 @@ void teardown_locked(Runtime* rt) {
 
 }  // namespace
 
-Runtime* runtime() noexcept { return g_rt.load(std::memory_order_acquire); }
-
 Runtime::~Runtime() {
   for (auto& c : contexts) delete c.load(std::memory_order_relaxed);
   for (ThreadRing* t = rings; t != nullptr;) {
@@ -141,34 +139,53 @@ ThreadRing* this_thread() noexcept {
   return tr;
 }
 
-void publish(const OpRecord& r) noexcept {
-  Runtime* rt = runtime();
-  if (rt == nullptr) return;
-  ThreadRing* tr = this_thread();
-  if (tr == &g_dummy_ring) return;
-  bump(tr->counters.ops_completed);
+namespace {
+SpscRing<OpRecord>* ring_of(Runtime* rt, ThreadRing* tr) noexcept {
   // Only this thread writes the pointer; relaxed read of our own store.
   SpscRing<OpRecord>* ring = tr->ring.load(std::memory_order_relaxed);
-  if (ring == nullptr) {
-    ring = new (std::nothrow) SpscRing<OpRecord>(static_cast<size_t>(rt->cfg.ring_records));
-    if (ring == nullptr) {
-      bump(tr->counters.dropped_ring_full);
-      return;
-    }
-    // Release pairs with the dump thread's acquire load in drain_records().
-    tr->ring.store(ring, std::memory_order_release);
+  if (ring != nullptr) [[likely]] return ring;
+  ring = new (std::nothrow) SpscRing<OpRecord>(static_cast<size_t>(rt->cfg.ring_records));
+  if (ring != nullptr && ring->capacity() == 0) {
+    delete ring;
+    ring = nullptr;
   }
-  if (!ring->try_push(r)) {
-    bump(tr->counters.dropped_ring_full);
-    return;
-  }
+  // Release pairs with the dump thread's acquire load in drain_records().
+  if (ring != nullptr) tr->ring.store(ring, std::memory_order_release);
+  return ring;
+}
+}  // namespace
+
+OpRecord* publish_begin() noexcept {
+  Runtime* rt = runtime();
+  if (rt == nullptr) return nullptr;
+  ThreadRing* tr = this_thread();
+  if (tr == &g_dummy_ring) return nullptr;
+  bump(tr->counters.ops_completed);
+  SpscRing<OpRecord>* ring = ring_of(rt, tr);
+  OpRecord* slot = ring ? ring->try_reserve() : nullptr;
+  if (slot == nullptr) bump(tr->counters.dropped_ring_full);
+  return slot;
+}
+
+void publish_commit() noexcept {
+  Runtime* rt = runtime();
+  ThreadRing* tr = this_thread();
+  SpscRing<OpRecord>* ring = tr->ring.load(std::memory_order_relaxed);  // our own store
+  ring->commit();
   const size_t fill = ring->size();
   if (fill > tr->counters.high_water.load(std::memory_order_relaxed)) tr->counters.high_water.store(fill, std::memory_order_relaxed);
-  if (fill >= rt->high_water_mark && rt->sink) {
+  if (fill >= rt->high_water_mark && rt->sink) [[unlikely]] {
     // One wake per drain cycle: the dump thread clears the flag (release)
     // after draining; acq_rel here pairs with that store.
     if (rt->wake_pending.exchange(1, std::memory_order_acq_rel) == 0) rt->sink->wake();
   }
+}
+
+void publish(const OpRecord& r) noexcept {
+  OpRecord* slot = publish_begin();
+  if (slot == nullptr) return;
+  *slot = r;
+  publish_commit();
 }
 
 // ===================================================================== init

@@ -42,21 +42,17 @@ inline void* filtered_handle() noexcept {
 }
 
 // Validates an op handle; returns the slot or nullptr (counting why).
-OpSlot* op_of(Runtime* rt, const Handle& h, Context** out_ctx = nullptr) noexcept {
+inline OpSlot* op_of(Runtime* rt, const Handle& h, Context** out_ctx = nullptr) noexcept {
   Context* c = context_of(rt, h.ctx);
-  if (c == nullptr || !c->ops.valid(h.slot)) {
-    bump(counters().fault_stale_handle);
-    return nullptr;
-  }
-  OpSlot& s = c->ops.at(h.slot);
+  OpSlot* s = c ? c->ops.find(h.slot) : nullptr;
   // Acquire pairs with the release bump of gen in free_op(): if the
   // generation still matches, the slot has not been recycled.
-  if ((s.gen.load(std::memory_order_acquire) & kGenMask) != h.gen) {
+  if (s == nullptr || (s->gen.load(std::memory_order_acquire) & kGenMask) != h.gen) [[unlikely]] {
     bump(counters().fault_stale_handle);
     return nullptr;
   }
   if (out_ctx) *out_ctx = c;
-  return &s;
+  return s;
 }
 
 // Adds one to remaining unless the op already reached zero (completed).
@@ -98,7 +94,8 @@ inline uint32_t sat32(uint64_t v) noexcept { return v > UINT32_MAX ? UINT32_MAX 
 
 }  // namespace
 
-// Builds the record from the op's state and publishes it; frees the slot.
+// Builds the record in place in this thread's ring slot and publishes it;
+// frees the op slot.
 bool complete(Context& c, const Handle& oh, OpSlot& s, bool reclaimed) noexcept {
   // Exactly once per generation: the reclaimer and the last child may race
   // here, and the reclaimer may hold an older generation. acq_rel: acquire
@@ -106,11 +103,18 @@ bool complete(Context& c, const Handle& oh, OpSlot& s, bool reclaimed) noexcept 
   uint64_t expected = static_cast<uint64_t>(oh.gen) << 1;
   if (!s.claim.compare_exchange_strong(expected, expected | 1, std::memory_order_acq_rel, std::memory_order_relaxed))
     return false;
-  const uint32_t slot = oh.slot;
-  OpRecord r = s.rec;
-  const uint64_t now_ticks = clk::read_ticks();
-  r.complete_ns = clk::ticks_to_ns(now_ticks);
-  if (reclaimed) r.flags |= kFlagReclaimed;
+  if (reclaimed) bump(this_thread()->counters.reclaimed);
+  OpRecord* out = publish_begin();
+  if (out == nullptr) {  // ring full: the drop is counted; the op is released
+    free_op(c, oh.slot, s);
+    return true;
+  }
+  OpRecord& r = *out;
+  std::memcpy(static_cast<void*>(&r), &s.rec, offsetof(OpRecord, channels));
+  if (reclaimed) {
+    r.flags |= kFlagReclaimed;
+    r.complete_ns = clk::now_ns();
+  }
 
   const uint64_t started = s.started_mask.load(std::memory_order_acquire);
   const uint64_t stopped = s.stopped_mask.load(std::memory_order_acquire);
@@ -120,14 +124,14 @@ bool complete(Context& c, const Handle& oh, OpSlot& s, bool reclaimed) noexcept 
   r.channels_stopped = static_cast<uint8_t>(std::popcount(stopped));
   if (started & ~stopped) r.flags |= kFlagPartialChannels;
 
-  const bool gpu = c.abi >= 4;
   if (mask != 0) {
     // Per-channel times. v4+: GPU pTimer ns. v3: ticks observed by the proxy.
+    const bool gpu = c.abi >= 4;
     uint64_t lo = UINT64_MAX, hi = 0, busy = 0;
-    uint64_t st[nccl_abi::kMaxChannels], en[nccl_abi::kMaxChannels];
     uint32_t maxd = 0, mind = UINT32_MAX;
+    int i = 0;
     for (uint64_t m = mask; m != 0; m &= m - 1) {
-      int ch = std::countr_zero(m);
+      const int ch = std::countr_zero(m);
       uint64_t a = s.ch_start[ch].load(std::memory_order_relaxed);
       uint64_t b = s.ch_stop[ch].load(std::memory_order_relaxed);
       if (!gpu) {
@@ -135,37 +139,36 @@ bool complete(Context& c, const Handle& oh, OpSlot& s, bool reclaimed) noexcept 
         b = b ? clk::ticks_to_ns(b) : 0;
       }
       if (b < a) b = a;  // never stopped (or no stop stamp): zero length
-      st[ch] = a;
-      en[ch] = b;
       lo = a < lo ? a : lo;
       hi = b > hi ? b : hi;
-      uint32_t d = sat32(b - a);
+      const uint32_t d = sat32(b - a);
       busy += d;
       maxd = d > maxd ? d : maxd;
       mind = d < mind ? d : mind;
+      if (i < kRecordChannels) {
+        // Absolute start for now; made relative to `lo` below.
+        r.channels[i].start_off_ns = static_cast<uint32_t>(a);
+        r.channels[i].dur_ns = d;
+        ++i;
+      }
     }
+    for (int k = 0; k < i; ++k) r.channels[k].start_off_ns -= static_cast<uint32_t>(lo);  // modulo 2^32: exact
     r.start_ns = lo;
     r.end_ns = hi;
     r.busy_ns = busy;
     r.max_channel_ns = maxd;
     r.min_channel_ns = mind == UINT32_MAX ? 0 : mind;
     r.timing = static_cast<uint8_t>(gpu ? TimingSource::kGpu : TimingSource::kProxyCpu);
-    int i = 0;
-    for (uint64_t m = mask; m != 0 && i < kRecordChannels; m &= m - 1, ++i) {
-      int ch = std::countr_zero(m);
-      r.channels[i].start_off_ns = sat32(st[ch] - lo);
-      r.channels[i].dur_ns = sat32(en[ch] - st[ch]);
-    }
     if (std::popcount(mask) > kRecordChannels) r.flags |= kFlagChannelsTruncated;
   } else {
-    const uint64_t net_first = s.net_first.load(std::memory_order_relaxed);
-    const uint64_t net_last = s.net_last.load(std::memory_order_relaxed);
+    const uint64_t net_first = c.net ? s.net_first.load(std::memory_order_relaxed) : UINT64_MAX;
+    const uint64_t net_last = c.net ? s.net_last.load(std::memory_order_relaxed) : 0;
     if (net_first != UINT64_MAX && net_last >= net_first) {
       r.start_ns = clk::ticks_to_ns(net_first);
       r.end_ns = clk::ticks_to_ns(net_last);
       r.timing = static_cast<uint8_t>(TimingSource::kNetCpu);
     } else {
-      uint64_t stop_t = s.stop_ticks.load(std::memory_order_relaxed);
+      const uint64_t stop_t = s.stop_ticks.load(std::memory_order_relaxed);
       r.start_ns = clk::ticks_to_ns(s.start_ticks.load(std::memory_order_relaxed));
       r.end_ns = stop_t ? clk::ticks_to_ns(stop_t) : r.start_ns;
       r.timing = static_cast<uint8_t>(stop_t ? TimingSource::kEnqueueCpu : TimingSource::kNone);
@@ -175,47 +178,44 @@ bool complete(Context& c, const Handle& oh, OpSlot& s, bool reclaimed) noexcept 
   // Network.
   const uint32_t nops = s.net_ops.load(std::memory_order_relaxed);
   r.net_ops = nops;
-  if (nops != 0) {
+  if (nops != 0) [[unlikely]] {
     r.net_send_bytes = s.net_send_bytes.load(std::memory_order_relaxed);
     r.net_recv_bytes = s.net_recv_bytes.load(std::memory_order_relaxed);
     r.net_steps = s.net_steps.load(std::memory_order_relaxed);
     r.net_gpu_wait_ns = clk::ticks_to_ns(s.net_gpu_wait.load(std::memory_order_relaxed)) - clk::ticks_to_ns(0);
     r.net_wait_ns = clk::ticks_to_ns(s.net_wait.load(std::memory_order_relaxed)) - clk::ticks_to_ns(0);
     r.net_flush_ns = clk::ticks_to_ns(s.net_flush.load(std::memory_order_relaxed)) - clk::ticks_to_ns(0);
-    uint64_t f = s.net_first.load(std::memory_order_relaxed);
-    uint64_t l = s.net_last.load(std::memory_order_relaxed);
+    const uint64_t f = s.net_first.load(std::memory_order_relaxed);
+    const uint64_t l = s.net_last.load(std::memory_order_relaxed);
     r.net_first_ns = f == UINT64_MAX ? 0 : clk::ticks_to_ns(f);
     r.net_last_ns = l ? clk::ticks_to_ns(l) : 0;
-    uint32_t peers = s.net_peers_hash.load(std::memory_order_relaxed);
+    const uint32_t peers = s.net_peers_hash.load(std::memory_order_relaxed);
     r.net_peers_hash = peers;
     r.net_peer_count = static_cast<uint16_t>(std::popcount(peers));
     r.net_first_peer = s.net_first_peer.load(std::memory_order_relaxed);
     r.transport = static_cast<uint8_t>(Transport::kNetwork);
-  } else if (mask != 0) {
-    r.transport = static_cast<uint8_t>(Transport::kIntraNode);
   } else {
-    r.transport = static_cast<uint8_t>(Transport::kUnknown);
+    r.transport = static_cast<uint8_t>(mask != 0 ? Transport::kIntraNode : Transport::kUnknown);
   }
   int nh = 0;
-  for (auto& h : s.hca) {
-    uint32_t dev = h.dev.load(std::memory_order_relaxed);
-    if (dev == UINT32_MAX) continue;
-    r.hcas[nh].device = static_cast<uint16_t>(dev);
-    r.hcas[nh].bytes = h.bytes.load(std::memory_order_relaxed);
-    r.hcas[nh].wrs = h.wrs.load(std::memory_order_relaxed);
-    r.hcas[nh].qps = static_cast<uint16_t>(std::popcount(h.qp_bits.load(std::memory_order_relaxed)));
-    ++nh;
+  if (c.net) {
+    for (auto& h : s.hca) {
+      const uint32_t dev = h.dev.load(std::memory_order_relaxed);
+      if (dev == UINT32_MAX) continue;
+      r.hcas[nh].device = static_cast<uint16_t>(dev);
+      r.hcas[nh].bytes = h.bytes.load(std::memory_order_relaxed);
+      r.hcas[nh].wrs = h.wrs.load(std::memory_order_relaxed);
+      r.hcas[nh].qps = static_cast<uint16_t>(std::popcount(h.qp_bits.load(std::memory_order_relaxed)));
+      ++nh;
+    }
   }
   r.n_hcas = static_cast<uint8_t>(nh);
   if (r.kind == static_cast<uint8_t>(OpKind::kCe)) {
-    uint64_t ce = s.ce_bytes.load(std::memory_order_relaxed);
+    const uint64_t ce = s.ce_bytes.load(std::memory_order_relaxed);
     if (ce != 0) r.net_send_bytes = ce;  // CE batches' total bytes moved
   }
-
-  ThreadRing* tr = this_thread();
-  if (reclaimed) bump(tr->counters.reclaimed);
-  free_op(c, slot, s);
-  publish(r);
+  free_op(c, oh.slot, s);
+  publish_commit();
   return true;
 }
 
@@ -237,6 +237,7 @@ void reset_slot(Context& c, OpSlot& s, OpKind kind, int rank, int32_t remaining)
   const uint64_t t = clk::read_ticks();
   s.start_ticks.store(t, std::memory_order_relaxed);
   s.rec.enqueue_ns = clk::ticks_to_ns(t);
+  s.rec.complete_ns = 0;  // set for reclaimed ops; otherwise completion ~ end_ns
   s.coll_stopped.store(0, std::memory_order_relaxed);
   s.started_mask.store(0, std::memory_order_relaxed);
   s.stopped_mask.store(0, std::memory_order_relaxed);
@@ -519,14 +520,21 @@ void* start_kernel_ch(void* ctx, void* parent, uint8_t channel, uint64_t ptimer,
   Context* c = nullptr;
   OpSlot* s = op_of(rt, p, &c);
   if (s == nullptr) return nullptr;
-  const uint64_t t = clk::read_ticks();
   const uint64_t bit = 1ull << channel;
   s->ch_stop[channel].store(0, std::memory_order_relaxed);
   if (has_ptimer) {
     s->ch_start[channel].store(ptimer, std::memory_order_relaxed);
-    // Clock alignment: the CPU saw this start no earlier than the GPU made it,
-    // so (observed - ptimer) is an upper bound of the offset; keep the least.
-    const int64_t d = static_cast<int64_t>(clk::ticks_to_ns(t)) - static_cast<int64_t>(ptimer);
+  } else {
+    s->ch_start[channel].store(clk::read_ticks(), std::memory_order_relaxed);
+  }
+  // acq_rel: publishes the channel start with the bit; pairs with the
+  // completer's acquire load of started_mask.
+  const uint64_t old = s->started_mask.fetch_or(bit, std::memory_order_acq_rel);
+  if (has_ptimer && old == 0) {
+    // Clock alignment, sampled on each op's first channel: the CPU saw this
+    // start no earlier than the GPU made it, so (observed - ptimer) bounds
+    // the offset from above; keep the least.
+    const int64_t d = static_cast<int64_t>(clk::now_ns()) - static_cast<int64_t>(ptimer);
     int64_t cur = c->clk_min.load(std::memory_order_relaxed);
     // Relaxed: the estimate is read by the dump thread as a statistic.
     while (d < cur && !c->clk_min.compare_exchange_weak(cur, d, std::memory_order_relaxed)) {
@@ -536,13 +544,8 @@ void* start_kernel_ch(void* ctx, void* parent, uint8_t channel, uint64_t ptimer,
     // Relaxed load/store pairs: racing updaters may lose a sample; harmless.
     c->clk_typical.store(n == 0 ? d : typ + (d - typ) / 16, std::memory_order_relaxed);
     c->clk_samples.store(n + 1, std::memory_order_relaxed);
-  } else {
-    s->ch_start[channel].store(t, std::memory_order_relaxed);
   }
-  // acq_rel: publishes the channel start with the bit; pairs with the
-  // completer's acquire load of started_mask.
-  const uint64_t old = s->started_mask.fetch_or(bit, std::memory_order_acq_rel);
-  if (old & bit) {
+  if (old & bit) [[unlikely]] {
     bump(counters().fault_double_stop);  // same channel started twice
   } else if (!s->channels_exact) {
     if (!hold(*s)) {
@@ -718,9 +721,37 @@ void* start_unknown(void* ctx) noexcept {
 
 // ============================================================== stop/record
 
+namespace {
+__attribute__((noinline, cold)) void stop_slow(Runtime* rt, void* handle) noexcept;
+__attribute__((noinline)) void record_slow(Runtime* rt, void* handle, int state, const StateArgs& a) noexcept;
+}  // namespace
+
 void stop(void* handle) noexcept {
   Runtime* rt = runtime();
-  if (rt == nullptr) return;
+  if (rt == nullptr) [[unlikely]] return;
+  const Handle h = decode(handle);
+  if (h.tag == Tag::kKernelCh) [[likely]] {
+    Context* c = nullptr;
+    OpSlot* s = op_of(rt, h, &c);
+    if (s == nullptr) return;
+    if (c->abi < 4) s->ch_stop[h.extra].store(clk::read_ticks(), std::memory_order_relaxed);
+    const uint64_t bit = 1ull << h.extra;
+    // acq_rel: publishes the channel's stop stamp; pairs with the
+    // completer's acquire load of stopped_mask.
+    if (s->stopped_mask.fetch_or(bit, std::memory_order_acq_rel) & bit) [[unlikely]] {
+      bump(counters().fault_double_stop);
+      return;
+    }
+    Handle oh = h;
+    oh.tag = Tag::kOp;
+    release(*c, oh, *s);
+    return;
+  }
+  stop_slow(rt, handle);
+}
+
+namespace {
+void stop_slow(Runtime* rt, void* handle) noexcept {
   if (handle == nullptr) {
     bump(counters().fault_null_handle);
     return;
@@ -738,26 +769,6 @@ void stop(void* handle) noexcept {
       }
       s->stop_ticks.store(clk::read_ticks(), std::memory_order_relaxed);
       release(*c, h, *s);
-      return;
-    }
-    case Tag::kKernelCh: {
-      Context* c = nullptr;
-      OpSlot* s = op_of(rt, h, &c);
-      if (s == nullptr) return;
-      const uint32_t ch = h.extra;
-      if (c->abi < 4) {
-        s->ch_stop[ch].store(clk::read_ticks(), std::memory_order_relaxed);
-      }
-      const uint64_t bit = 1ull << ch;
-      // acq_rel: publishes the channel's stop stamp; pairs with the
-      // completer's acquire load of stopped_mask.
-      if (s->stopped_mask.fetch_or(bit, std::memory_order_acq_rel) & bit) {
-        bump(counters().fault_double_stop);
-        return;
-      }
-      Handle oh = h;
-      oh.tag = Tag::kOp;
-      release(*c, oh, *s);
       return;
     }
     case Tag::kProxyOp: {
@@ -811,24 +822,31 @@ void stop(void* handle) noexcept {
     default: bump(counters().fault_stale_handle); return;
   }
 }
+}  // namespace
 
 void record_state(void* handle, int state, const StateArgs& a) noexcept {
   Runtime* rt = runtime();
-  if (rt == nullptr) return;
+  if (rt == nullptr) [[unlikely]] return;
+  const Handle h = decode(handle);
+  if (h.tag == Tag::kKernelCh) [[likely]] {
+    if (state != nccl_abi::kKernelChStop || !a.has_ptimer) return;
+    OpSlot* s = op_of(rt, h);
+    if (s == nullptr) return;
+    // Published to the completer by the stop's acq_rel fetch_or.
+    s->ch_stop[h.extra].store(a.ptimer, std::memory_order_relaxed);
+    return;
+  }
+  record_slow(rt, handle, state, a);
+}
+
+namespace {
+void record_slow(Runtime* rt, void* handle, int state, const StateArgs& a) noexcept {
   if (handle == nullptr) {
     bump(counters().fault_null_handle);
     return;
   }
   Handle h = decode(handle);
   switch (h.tag) {
-    case Tag::kKernelCh: {
-      if (state != nccl_abi::kKernelChStop || !a.has_ptimer) return;
-      OpSlot* s = op_of(rt, h);
-      if (s == nullptr) return;
-      // Published to the completer by the stop's acq_rel fetch_or.
-      s->ch_stop[h.extra].store(a.ptimer, std::memory_order_relaxed);
-      return;
-    }
     case Tag::kProxyOp: {
       if (state > nccl_abi::kProxyOpRecvDone || !a.has_trans_size) return;
       Context* c = nullptr;
@@ -865,6 +883,7 @@ void record_state(void* handle, int state, const StateArgs& a) noexcept {
     default: return;  // markers (23, 24, ProxyCtrl states), NetPlugin (21), CE children
   }
 }
+}  // namespace
 
 // ====================================================== helpers for runtime
 

@@ -166,6 +166,13 @@ class Pool {
     // Pairs with the release store of the chunk pointer in grow().
     return chunks_[i / kChunk].load(std::memory_order_acquire)[i % kChunk];
   }
+  // at() for an index that came from outside (a handle): nullptr if no such slot.
+  Slot* find(uint32_t i) noexcept {
+    if (i / kChunk >= max_chunks_) return nullptr;
+    // Pairs with the release store of the chunk pointer in grow().
+    Slot* c = chunks_[i / kChunk].load(std::memory_order_acquire);
+    return c ? &c[i % kChunk] : nullptr;
+  }
 
   // Returns a slot index, or UINT32_MAX when the pool is at its maximum.
   uint32_t alloc() noexcept {
@@ -311,6 +318,10 @@ struct ThreadRing {
 ThreadRing* this_thread() noexcept;
 // Push a completed record into this thread's ring; counts a drop when full.
 void publish(const OpRecord& r) noexcept;
+// In-place variant: a slot of this thread's ring to fill (nullptr when full,
+// drop already counted), then publish_commit().
+OpRecord* publish_begin() noexcept;
+void publish_commit() noexcept;
 
 // ------------------------------------------------------------------ runtime
 
@@ -336,8 +347,12 @@ struct Runtime {
 };
 
 // The current runtime, or nullptr outside [first init, last finalize].
-// Acquire pairs with the release store in comm_init.
-Runtime* runtime() noexcept;
+extern std::atomic<Runtime*> g_rt;
+inline Runtime* runtime() noexcept {
+  // Acquire pairs with the release stores in comm_init (creation) and
+  // teardown (reset to nullptr).
+  return g_rt.load(std::memory_order_acquire);
+}
 
 inline Context* context_of(Runtime* rt, uint32_t id) noexcept {
   if (rt == nullptr || id >= kMaxContexts) return nullptr;
