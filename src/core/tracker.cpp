@@ -42,17 +42,20 @@ inline void* filtered_handle() noexcept {
 }
 
 // Validates an op handle; returns the slot or nullptr (counting why).
-inline OpSlot* op_of(Runtime* rt, const Handle& h, Context** out_ctx = nullptr) noexcept {
-  Context* c = context_of(rt, h.ctx);
-  OpSlot* s = c ? c->ops.find(h.slot) : nullptr;
+inline OpSlot* op_of(Runtime* rt, uint64_t v, Context** out_ctx = nullptr) noexcept {
+  Context* c = context_of(rt, ctx_of(v));
+  OpSlot* s = c ? c->ops.find(slot_of(v)) : nullptr;
   // Acquire pairs with the release bump of gen in free_op(): if the
   // generation still matches, the slot has not been recycled.
-  if (s == nullptr || (s->gen.load(std::memory_order_acquire) & kGenMask) != h.gen) [[unlikely]] {
+  if (s == nullptr || (s->gen.load(std::memory_order_acquire) & kGenMask) != gen_of(v)) [[unlikely]] {
     bump(counters().fault_stale_handle);
     return nullptr;
   }
   if (out_ctx) *out_ctx = c;
   return s;
+}
+inline OpSlot* op_of(Runtime* rt, const Handle& h, Context** out_ctx = nullptr) noexcept {
+  return op_of(rt, hv(encode(h)), out_ctx);
 }
 
 // Adds one to remaining unless the op already reached zero (completed).
@@ -67,15 +70,19 @@ bool hold(OpSlot& s) noexcept {
 }
 
 }  // namespace
-bool complete(Context& c, const Handle& oh, OpSlot& s, bool reclaimed) noexcept;
+bool complete(Context& c, uint32_t slot, uint32_t gen, OpSlot& s, bool reclaimed) noexcept;
 namespace {
 
 // Subtracts one; the caller that reaches zero completes the op.
-void release(Context& c, const Handle& oh, OpSlot& s) noexcept {
+inline void release(Context& c, uint64_t op_v, OpSlot& s) noexcept {
   // acq_rel: release publishes this thread's writes to the op; acquire (for
   // the thread reaching zero) makes every other child's writes visible.
   int32_t prev = s.remaining.fetch_sub(1, std::memory_order_acq_rel);
-  if (prev == 1) complete(c, oh, s, false);
+  if (prev == 1) complete(c, slot_of(op_v), gen_of(op_v), s, false);
+}
+inline void release(Context& c, const Handle& oh, OpSlot& s) noexcept {
+  int32_t prev = s.remaining.fetch_sub(1, std::memory_order_acq_rel);  // as above
+  if (prev == 1) complete(c, oh.slot, oh.gen, s, false);
 }
 
 void free_op(Context& c, uint32_t slot, OpSlot& s) noexcept {
@@ -96,17 +103,17 @@ inline uint32_t sat32(uint64_t v) noexcept { return v > UINT32_MAX ? UINT32_MAX 
 
 // Builds the record in place in this thread's ring slot and publishes it;
 // frees the op slot.
-bool complete(Context& c, const Handle& oh, OpSlot& s, bool reclaimed) noexcept {
+bool complete(Context& c, uint32_t slot, uint32_t gen, OpSlot& s, bool reclaimed) noexcept {
   // Exactly once per generation: the reclaimer and the last child may race
   // here, and the reclaimer may hold an older generation. acq_rel: acquire
   // pairs with reset_slot()'s release store (the header is visible).
-  uint64_t expected = static_cast<uint64_t>(oh.gen) << 1;
+  uint64_t expected = static_cast<uint64_t>(gen) << 1;
   if (!s.claim.compare_exchange_strong(expected, expected | 1, std::memory_order_acq_rel, std::memory_order_relaxed))
     return false;
   if (reclaimed) bump(this_thread()->counters.reclaimed);
   OpRecord* out = publish_begin();
   if (out == nullptr) {  // ring full: the drop is counted; the op is released
-    free_op(c, oh.slot, s);
+    free_op(c, slot, s);
     return true;
   }
   OpRecord& r = *out;
@@ -214,7 +221,7 @@ bool complete(Context& c, const Handle& oh, OpSlot& s, bool reclaimed) noexcept 
     const uint64_t ce = s.ce_bytes.load(std::memory_order_relaxed);
     if (ce != 0) r.net_send_bytes = ce;  // CE batches' total bytes moved
   }
-  free_op(c, oh.slot, s);
+  free_op(c, slot, s);
   publish_commit();
   return true;
 }
@@ -506,27 +513,23 @@ void* start_ce_child(void* ctx, void* parent, EvType type, uint64_t bytes) noexc
 void* start_kernel_ch(void* ctx, void* parent, uint8_t channel, uint64_t ptimer, bool has_ptimer) noexcept {
   (void)ctx;
   Runtime* rt = runtime();
-  if (rt == nullptr) return nullptr;
-  Handle p = decode(parent);
-  if (p.tag == Tag::kFiltered) return filtered_handle();
-  if (p.tag != Tag::kOp) {
+  if (rt == nullptr) [[unlikely]] return nullptr;
+  const uint64_t pv = hv(parent);
+  if (tag_of(pv) != Tag::kOp) [[unlikely]] {
+    if (tag_of(pv) == Tag::kFiltered) return filtered_handle();
     bump(counters().fault_null_handle);
     return nullptr;
   }
-  if (channel >= nccl_abi::kMaxChannels) {
+  if (channel >= nccl_abi::kMaxChannels) [[unlikely]] {
     bump(counters().fault_bad_channel);
     return nullptr;
   }
   Context* c = nullptr;
-  OpSlot* s = op_of(rt, p, &c);
+  OpSlot* s = op_of(rt, pv, &c);
   if (s == nullptr) return nullptr;
   const uint64_t bit = 1ull << channel;
   s->ch_stop[channel].store(0, std::memory_order_relaxed);
-  if (has_ptimer) {
-    s->ch_start[channel].store(ptimer, std::memory_order_relaxed);
-  } else {
-    s->ch_start[channel].store(clk::read_ticks(), std::memory_order_relaxed);
-  }
+  s->ch_start[channel].store(has_ptimer ? ptimer : clk::read_ticks(), std::memory_order_relaxed);
   // acq_rel: publishes the channel start with the bit; pairs with the
   // completer's acquire load of started_mask.
   const uint64_t old = s->started_mask.fetch_or(bit, std::memory_order_acq_rel);
@@ -539,8 +542,8 @@ void* start_kernel_ch(void* ctx, void* parent, uint8_t channel, uint64_t ptimer,
     // Relaxed: the estimate is read by the dump thread as a statistic.
     while (d < cur && !c->clk_min.compare_exchange_weak(cur, d, std::memory_order_relaxed)) {
     }
-    int64_t typ = c->clk_typical.load(std::memory_order_relaxed);
-    uint64_t n = c->clk_samples.load(std::memory_order_relaxed);
+    const int64_t typ = c->clk_typical.load(std::memory_order_relaxed);
+    const uint64_t n = c->clk_samples.load(std::memory_order_relaxed);
     // Relaxed load/store pairs: racing updaters may lose a sample; harmless.
     c->clk_typical.store(n == 0 ? d : typ + (d - typ) / 16, std::memory_order_relaxed);
     c->clk_samples.store(n + 1, std::memory_order_relaxed);
@@ -552,18 +555,15 @@ void* start_kernel_ch(void* ctx, void* parent, uint8_t channel, uint64_t ptimer,
       bump(counters().fault_late_child);
       return nullptr;
     }
-    if (old == 0) release(*c, p, *s);  // first child removes the gate
-  } else if (std::popcount(old | bit) > s->rec.n_channels) {
+    if (old == 0) release(*c, pv, *s);  // first child removes the gate
+  } else if (std::popcount(old | bit) > s->rec.n_channels) [[unlikely]] {
     // More channels than NCCL announced: account this one too.
     if (!hold(*s)) {
       bump(counters().fault_late_child);
       return nullptr;
     }
   }
-  Handle h = p;
-  h.tag = Tag::kKernelCh;
-  h.extra = channel;
-  return encode(h);
+  return reinterpret_cast<void*>(retag(pv, Tag::kKernelCh, channel));
 }
 
 // ============================================================ network events
@@ -729,22 +729,21 @@ __attribute__((noinline)) void record_slow(Runtime* rt, void* handle, int state,
 void stop(void* handle) noexcept {
   Runtime* rt = runtime();
   if (rt == nullptr) [[unlikely]] return;
-  const Handle h = decode(handle);
-  if (h.tag == Tag::kKernelCh) [[likely]] {
+  const uint64_t v = hv(handle);
+  if (tag_of(v) == Tag::kKernelCh) [[likely]] {
     Context* c = nullptr;
-    OpSlot* s = op_of(rt, h, &c);
+    OpSlot* s = op_of(rt, v, &c);
     if (s == nullptr) return;
-    if (c->abi < 4) s->ch_stop[h.extra].store(clk::read_ticks(), std::memory_order_relaxed);
-    const uint64_t bit = 1ull << h.extra;
+    const uint32_t ch = extra_of(v);
+    if (c->abi < 4) s->ch_stop[ch].store(clk::read_ticks(), std::memory_order_relaxed);
+    const uint64_t bit = 1ull << ch;
     // acq_rel: publishes the channel's stop stamp; pairs with the
     // completer's acquire load of stopped_mask.
     if (s->stopped_mask.fetch_or(bit, std::memory_order_acq_rel) & bit) [[unlikely]] {
       bump(counters().fault_double_stop);
       return;
     }
-    Handle oh = h;
-    oh.tag = Tag::kOp;
-    release(*c, oh, *s);
+    release(*c, v, *s);
     return;
   }
   stop_slow(rt, handle);
@@ -827,13 +826,13 @@ void stop_slow(Runtime* rt, void* handle) noexcept {
 void record_state(void* handle, int state, const StateArgs& a) noexcept {
   Runtime* rt = runtime();
   if (rt == nullptr) [[unlikely]] return;
-  const Handle h = decode(handle);
-  if (h.tag == Tag::kKernelCh) [[likely]] {
+  const uint64_t v = hv(handle);
+  if (tag_of(v) == Tag::kKernelCh) [[likely]] {
     if (state != nccl_abi::kKernelChStop || !a.has_ptimer) return;
-    OpSlot* s = op_of(rt, h);
+    OpSlot* s = op_of(rt, v);
     if (s == nullptr) return;
     // Published to the completer by the stop's acq_rel fetch_or.
-    s->ch_stop[h.extra].store(a.ptimer, std::memory_order_relaxed);
+    s->ch_stop[extra_of(v)].store(a.ptimer, std::memory_order_relaxed);
     return;
   }
   record_slow(rt, handle, state, a);
@@ -915,7 +914,7 @@ size_t reclaim_ops(Context& c, uint64_t older_than_ticks) noexcept {
     oh.gen = static_cast<uint32_t>(claim >> 1);
     // complete() claims with this generation: if the slot moved on to a
     // newer op meanwhile, the claim fails and nothing happens.
-    if (complete(c, oh, s, true)) ++n;
+    if (complete(c, oh.slot, oh.gen, s, true)) ++n;
   }
   return n;
 }

@@ -72,6 +72,19 @@ inline Handle decode(const void* p) noexcept {
   return h;
 }
 
+// Field access straight on the encoded value (the hot paths avoid building a
+// Handle).
+inline uint64_t hv(const void* p) noexcept { return reinterpret_cast<uint64_t>(p); }
+inline Tag tag_of(uint64_t v) noexcept { return static_cast<Tag>(v & 15u); }
+inline uint32_t ctx_of(uint64_t v) noexcept { return static_cast<uint32_t>((v >> 4) & (kMaxContexts - 1)); }
+inline uint32_t slot_of(uint64_t v) noexcept { return static_cast<uint32_t>((v >> 16) & (kMaxSlots - 1)); }
+inline uint32_t gen_of(uint64_t v) noexcept { return static_cast<uint32_t>((v >> 36) & kGenMask); }
+inline uint32_t extra_of(uint64_t v) noexcept { return static_cast<uint32_t>(v >> 58); }
+// The same handle with another tag and extra field.
+inline uint64_t retag(uint64_t v, Tag t, uint32_t extra) noexcept {
+  return (v & ~(15ull | (63ull << 58))) | static_cast<uint64_t>(t) | (static_cast<uint64_t>(extra & 63u) << 58);
+}
+
 // ----------------------------------------------------------------- op pool
 
 struct HcaSlot {
