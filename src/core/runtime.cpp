@@ -280,7 +280,7 @@ void* comm_init(const InitArgs& a) noexcept {
     c->info.abi_version = a.abi;
     // Release: the fields above are visible to callbacks that see live == 1.
     c->live.store(1, std::memory_order_release);
-    rt->live++;
+    rt->live.fetch_add(1, std::memory_order_relaxed);  // under g_mu; readers only test for zero
 
     const int mask = compute_mask(*rt, a.abi);
     if (a.mask != nullptr) *a.mask = mask;
@@ -309,7 +309,7 @@ void comm_finalize(void* ctx) noexcept {
     c->live.store(0, std::memory_order_release);  // late callbacks are counted, not followed
     rt->recycled.push_back(c->id);
     if (rt->sink) rt->sink->comm_removed(c->id);
-    if (--rt->live == 0) teardown_locked(rt);
+    if (rt->live.fetch_sub(1, std::memory_order_relaxed) == 1) teardown_locked(rt);  // under g_mu
   } catch (...) {
   }
 }
@@ -455,3 +455,41 @@ void log(nccl_abi::LogLevel level, const char* fmt, ...) {
 }
 
 }  // namespace ni
+
+namespace ni::core {
+
+int mark(const char* label) noexcept {
+  Runtime* rt = runtime();
+  // Relaxed: a hint; a mark racing with the last finalize is simply dropped.
+  if (rt == nullptr || !rt->cfg.enable || rt->live.load(std::memory_order_relaxed) == 0) return -1;
+  OpRecord* r = publish_begin();
+  if (r == nullptr) return 1;
+  std::memset(static_cast<void*>(r), 0, offsetof(OpRecord, channels));
+  r->kind = static_cast<uint8_t>(kMarkKind);
+  r->rank = -1;
+  r->peer = -1;
+  r->enqueue_ns = clk::now_ns();
+  r->start_ns = r->enqueue_ns;
+  r->end_ns = r->enqueue_ns;
+  r->timing = static_cast<uint8_t>(TimingSource::kNone);
+  char* dst = reinterpret_cast<char*>(r->channels);
+  size_t n = 0;
+  if (label != nullptr) {
+    while (n + 1 < kMarkLabelMax && label[n] != '\0') {
+      dst[n] = label[n];
+      ++n;
+    }
+  }
+  dst[n] = '\0';
+  publish_commit();
+  return 0;
+}
+
+int flush() noexcept {
+  Runtime* rt = runtime();
+  if (rt == nullptr || !rt->sink) return -1;
+  rt->sink->wake();
+  return 0;
+}
+
+}  // namespace ni::core

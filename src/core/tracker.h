@@ -347,7 +347,7 @@ struct Runtime {
   std::atomic<Context*> contexts[kMaxContexts] = {};
   std::atomic<uint32_t> n_contexts{0};  // ids handed out so far
   std::vector<uint32_t> recycled;       // finalized context ids, guarded by mu
-  int live = 0;                         // guarded by mu
+  std::atomic<int> live{0};             // live comms; written under g_mu, read anywhere
   std::mutex ring_mu;                   // guards the ring list
   ThreadRing* rings = nullptr;
   std::atomic<uint64_t> n_rings{0};

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -16,6 +18,7 @@ extern nccl_abi::ProfilerV1 ncclProfiler_v1;
 extern nccl_abi::ProfilerV3 ncclProfiler_v3;
 extern nccl_abi::ProfilerV5 ncclProfiler_v5;
 extern nccl_abi::ProfilerV6 ncclProfiler_v6;
+int ncclInspectorMark(const char* label);
 }
 
 namespace {
@@ -432,6 +435,20 @@ TEST_F(Tracker, CeCollectivesOnV6) {
   EXPECT_EQ(recs[0].net_send_bytes, 3u << 17);
   EXPECT_EQ(recs[0].timing, static_cast<uint8_t>(ni::TimingSource::kEnqueueCpu));
   EXPECT_EQ(recs[0].rank, 1);
+}
+
+TEST_F(Tracker, MarksCarryTheirLabel) {
+  EXPECT_EQ(ncclInspectorMark("before any comm"), -1);
+  CommV5 c;
+  EXPECT_EQ(ncclInspectorMark("iteration 7"), 0);
+  std::string long_label(1000, 'x');
+  EXPECT_EQ(ncclInspectorMark(long_label.c_str()), 0);
+  auto recs = sink()->take();
+  ASSERT_EQ(recs.size(), 2u);
+  EXPECT_EQ(recs[0].kind, static_cast<uint8_t>(ni::kMarkKind));
+  EXPECT_STREQ(reinterpret_cast<const char*>(recs[0].channels), "iteration 7");
+  EXPECT_GT(recs[0].enqueue_ns, 0u);
+  EXPECT_EQ(std::strlen(reinterpret_cast<const char*>(recs[1].channels)), ni::kMarkLabelMax - 1);
 }
 
 TEST_F(Tracker, ContextOfAFinishedRuntimeIsIgnored) {
