@@ -434,7 +434,7 @@ ClockEstimate clock_estimate(uint32_t comm_id) {
   if (mn == INT64_MAX || e.samples == 0) return e;
   e.valid = true;
   e.offset_ns = mn;
-  e.uncertainty_ns = typ > mn ? static_cast<uint64_t>(typ - mn) : 0;
+  e.uncertainty_ns = typ > mn ? static_cast<uint64_t>(typ) - static_cast<uint64_t>(mn) : 0;
   return e;
 }
 

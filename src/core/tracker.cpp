@@ -93,9 +93,6 @@ void free_op(Context& c, uint32_t slot, OpSlot& s) noexcept {
   c.ops.free(slot);
 }
 
-inline uint64_t dur_ns(uint64_t ticks_a, uint64_t ticks_b) noexcept {
-  return ticks_b > ticks_a ? clk::ticks_to_ns(ticks_b) - clk::ticks_to_ns(ticks_a) : 0;
-}
 
 inline uint32_t sat32(uint64_t v) noexcept { return v > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(v); }
 
@@ -537,7 +534,8 @@ void* start_kernel_ch(void* ctx, void* parent, uint8_t channel, uint64_t ptimer,
     // Clock alignment, sampled on each op's first channel: the CPU saw this
     // start no earlier than the GPU made it, so (observed - ptimer) bounds
     // the offset from above; keep the least.
-    const int64_t d = static_cast<int64_t>(clk::now_ns()) - static_cast<int64_t>(ptimer);
+    // Modular arithmetic: a nonsense pTimer gives a nonsense sample, never UB.
+    const int64_t d = static_cast<int64_t>(clk::now_ns() - ptimer);
     int64_t cur = c->clk_min.load(std::memory_order_relaxed);
     // Relaxed: the estimate is read by the dump thread as a statistic.
     while (d < cur && !c->clk_min.compare_exchange_weak(cur, d, std::memory_order_relaxed)) {
@@ -545,7 +543,9 @@ void* start_kernel_ch(void* ctx, void* parent, uint8_t channel, uint64_t ptimer,
     const int64_t typ = c->clk_typical.load(std::memory_order_relaxed);
     const uint64_t n = c->clk_samples.load(std::memory_order_relaxed);
     // Relaxed load/store pairs: racing updaters may lose a sample; harmless.
-    c->clk_typical.store(n == 0 ? d : typ + (d - typ) / 16, std::memory_order_relaxed);
+    const int64_t step = static_cast<int64_t>(static_cast<uint64_t>(d) - static_cast<uint64_t>(typ)) / 16;
+    c->clk_typical.store(n == 0 ? d : static_cast<int64_t>(static_cast<uint64_t>(typ) + static_cast<uint64_t>(step)),
+                         std::memory_order_relaxed);
     c->clk_samples.store(n + 1, std::memory_order_relaxed);
   }
   if (old & bit) [[unlikely]] {
