@@ -159,8 +159,10 @@ void init_plugin(Proc& P, Comm& c) {
   }
 }
 
-void init_comm(Proc& P, Comm& c) {
-  init_plugin(P, c);
+// Proxy resources: NCCL creates the progress thread after init (§6). We also
+// start it only after every comm of the phase ran init, so the plugin's plain
+// write of the mask in init never races with an emulator thread reading it.
+void start_workers(Proc& P, Comm& c) {
   // Proxy resources: the progress thread is created after init (§6).
   if (!c.spec->share_progress_with.empty()) {
     for (auto& o : c.R->comms)
@@ -199,11 +201,13 @@ void teardown_rank(Proc& P, Rank& R) {
   }
 }
 
-void rank_main(Proc& P, Rank& R, std::latch* init_latch) {
+void rank_main(Proc& P, Rank& R, std::latch* init_latch, std::latch* inited) {
   pthread_setname_np(pthread_self(), ("emu-app-r" + std::to_string(R.g)).c_str());
   if (init_latch != nullptr) {
     init_latch->arrive_and_wait();  // every rank thread calls init at the same instant
-    for (auto& c : R.comms) init_comm(P, *c);
+    for (auto& c : R.comms) init_plugin(P, *c);
+    inited->arrive_and_wait();      // no comm runs before every init returned
+    for (auto& c : R.comms) start_workers(P, *c);
   }
   const int n = P.op_limit >= 0 ? std::min<int>(P.op_limit, static_cast<int>(P.steps.size()))
                                 : static_cast<int>(P.steps.size());
@@ -301,11 +305,17 @@ RunResult run_impl(const Options& o) {
     }
     const bool concurrent = P.fault(Fault::kConcurrentInit);
     std::latch init_latch(static_cast<std::ptrdiff_t>(P.ranks.size()));
-    if (!concurrent)
+    std::latch inited(static_cast<std::ptrdiff_t>(P.ranks.size()));
+    if (!concurrent) {
       for (auto& R : P.ranks)
-        for (auto& c : R->comms) init_comm(P, *c);  // like one thread calling ncclCommInitRank per GPU
+        for (auto& c : R->comms) init_plugin(P, *c);  // like one thread calling ncclCommInitRank per GPU
+      for (auto& R : P.ranks)
+        for (auto& c : R->comms) start_workers(P, *c);
+    }
     std::vector<std::thread> th;
-    for (auto& R : P.ranks) th.emplace_back(rank_main, std::ref(P), std::ref(*R), concurrent ? &init_latch : nullptr);
+    for (auto& R : P.ranks)
+      th.emplace_back(rank_main, std::ref(P), std::ref(*R), concurrent ? &init_latch : nullptr,
+                      concurrent ? &inited : nullptr);
     // Wait until every init has run before dropping our reference, so the
     // library is dlclosed by the last comm's finalize (or here, if later).
     if (!concurrent) loader.release();

@@ -57,7 +57,9 @@ Result init_common(int abi, void** ctx, int* mask, uint64_t id, const char* name
   c.has_logger = l != nullptr;
   *ctx = g_ctx + abi;
   c.ctx = *ctx;
-  *mask = g_mask.load();
+  // Concurrent inits all write NCCL's one mask: write it atomically (a plain
+  // int store from several threads would be a race in the plugin).
+  std::atomic_ref<int>(*mask).store(g_mask.load(), std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> g(g_mu);
     g_mask_ptr = mask;
@@ -87,7 +89,7 @@ Result fin(void* ctx) {
   c.ctx = ctx;
   {
     std::lock_guard<std::mutex> g(g_mu);
-    c.mask_seen = g_mask_ptr ? *g_mask_ptr : 0;
+    c.mask_seen = g_mask_ptr ? std::atomic_ref<int>(*g_mask_ptr).load(std::memory_order_relaxed) : 0;
   }
   push(c);
   return kSuccess;

@@ -161,8 +161,9 @@ TEST_F(Emu, NetworkCollective228) {
   ASSERT_EQ(ops.size(), 4u);  // 2 channels x send/recv
   const Call coll = starts(cs, kColl).at(0);
   // The ProxyOp starts are nested in a ProxyCtrl append (17 ... 18 with n).
+  const auto ctrls = starts(cs, kProxyCtrl);
   const Call* append = nullptr;
-  for (const Call& c : starts(cs, kProxyCtrl)) {
+  for (const Call& c : ctrls) {
     auto st = states_of(cs, c.handle);
     if (!st.empty() && st[0] == kProxyCtrlAppend) append = &c;
   }
