@@ -414,3 +414,10 @@ NI_EXPORT ProfilerV6 ncclProfiler_v6 = {
     .finalize = finalize_v1,
 };
 }  // extern "C"
+
+// The small marker API, for user code that dlopens this same library (see
+// docs/configuration.md): iteration boundaries, phases, and "write now".
+extern "C" {
+NI_EXPORT int ncclInspectorMark(const char* label) { return ni::core::mark(label); }
+NI_EXPORT int ncclInspectorFlush(void) { return ni::core::flush(); }
+}

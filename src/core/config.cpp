@@ -69,11 +69,11 @@ const std::vector<Entry>& table() {
       {{"NCCL_INSPECTOR_SAMPLE_EVERY", SettingType::kInt, "1", 1, 1000000,
         "Record one op in N per communicator (1 = every op). Skipped ops are counted as sampled out."},
        NI_INT(sample_every)},
-      {{"NCCL_INSPECTOR_RING_RECORDS", SettingType::kInt, "4096", 16, 1048576,
+      {{"NCCL_INSPECTOR_RING_RECORDS", SettingType::kInt, "512", 16, 1048576,
         "Records per thread ring (512 bytes each). A full ring drops the record and counts the drop."},
        NI_INT(ring_records)},
       {{"NCCL_INSPECTOR_POOL_OPS", SettingType::kInt, "1024", 16, 1048576,
-        "In-flight ops tracked per communicator. When exhausted, new ops are counted as dropped."},
+        "Most in-flight ops tracked per communicator (the pool grows in chunks of 64 up to this). When exhausted, new ops are counted as dropped."},
        NI_INT(pool_ops)},
       {{"NCCL_INSPECTOR_OP_TIMEOUT_MS", SettingType::kInt, "10000", 10, 86400000,
         "An op whose kernel channels have not all stopped after this long is written with what it has "

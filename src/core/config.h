@@ -26,7 +26,7 @@ struct Config {
   bool enable_net = false;             // NCCL_INSPECTOR_ENABLE_NET
   bool enable_ce = true;               // NCCL_INSPECTOR_ENABLE_CE
   int64_t sample_every = 1;            // NCCL_INSPECTOR_SAMPLE_EVERY
-  int64_t ring_records = 4096;         // NCCL_INSPECTOR_RING_RECORDS
+  int64_t ring_records = 512;          // NCCL_INSPECTOR_RING_RECORDS
   int64_t pool_ops = 1024;             // NCCL_INSPECTOR_POOL_OPS
   int64_t op_timeout_ms = 10000;       // NCCL_INSPECTOR_OP_TIMEOUT_MS
   int64_t compression_level = 1;       // NCCL_INSPECTOR_COMPRESSION_LEVEL

@@ -108,3 +108,12 @@ void stop(void* handle) noexcept;
 void record_state(void* handle, int state, const StateArgs& a) noexcept;
 
 }  // namespace ni::core
+
+namespace ni::core {
+// ncclInspectorMark: a user mark (label up to kMarkLabelMax-1 bytes, cut
+// beyond). Returns 0 when recorded, 1 when dropped (counted), -1 when the
+// plugin is not active (no communicator initialised, or disabled).
+int mark(const char* label) noexcept;
+// ncclInspectorFlush: asks the dump thread to write everything now.
+int flush() noexcept;
+}  // namespace ni::core

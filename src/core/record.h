@@ -112,7 +112,7 @@ struct OpRecord {
   uint64_t end_ns;        // latest channel stop, same clock as start_ns
   uint64_t channel_mask;  // real channel ids used (bit i = channel i)
   uint64_t busy_ns;       // sum over channels of per-channel time
-  uint64_t complete_ns;   // CPU monotonic ns when the op completed
+  uint64_t complete_ns;   // CPU monotonic ns of completion, set for reclaimed ops only (0 otherwise)
   // network (ProxyOp / ProxyStep)
   uint64_t net_send_bytes;
   uint64_t net_recv_bytes;
@@ -146,6 +146,7 @@ struct OpRecord {
   uint8_t n_hcas;
   uint8_t abi_version;
   uint8_t reserved_[3];
+  // Entries past min(popcount(channel_mask), kRecordChannels) / n_hcas are undefined.
   ChannelTime channels[kRecordChannels];  // ordered by channel id; entry i = i-th set bit of channel_mask
   HcaTraffic hcas[kRecordHcas];
 };

@@ -57,6 +57,26 @@ class SpscRing {
     return true;
   }
 
+  // Producer only: the slot the next push would fill, to be written in place
+  // and published with commit(); nullptr when full. Nothing is visible to the
+  // consumer before commit().
+  T* try_reserve() noexcept {
+    // Own index: only this thread writes head_.
+    const uint64_t head = head_.load(std::memory_order_relaxed);
+    if (head - cached_tail_ >= capacity()) {
+      // Pairs with the release store of tail_ in drain().
+      cached_tail_ = tail_.load(std::memory_order_acquire);
+      if (head - cached_tail_ >= capacity()) return nullptr;
+    }
+    return &slots_[head & mask_];
+  }
+  void commit() noexcept {
+    const uint64_t head = head_.load(std::memory_order_relaxed);
+    // Pairs with the acquire load of head_ in drain()/size(): publishes the
+    // slot written in place since try_reserve().
+    head_.store(head + 1, std::memory_order_release);
+  }
+
   // Consumer only. Calls fn(const T*, n) for contiguous runs of records, at
   // most max records in total, then frees their slots. Returns the count.
   template <typename Fn>

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Sanitizer and fuzzing gates (run by .ci/run after the normal tests):
+#  1. ASan+UBSan build, every test (the emulator drives the real plugin in them)
+#  2. TSan build, every test
+#  3. clang/libFuzzer builds of the fuzz targets, each run for FUZZ_SECONDS
+# Any sanitizer report fails the run (-fno-sanitize-recover=all).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup-deps.sh
+JOBS=$(nproc)
+FUZZ_SECONDS=${FUZZ_SECONDS:-45}
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+
+run_variant() {
+  local name=$1 san=$2
+  echo "== $name: building"
+  cmake -S . -B "build/$name" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNCCL_INSPECTOR_WERROR=ON \
+        -DNCCL_INSPECTOR_SANITIZE="$san" -DNCCL_INSPECTOR_BENCHMARKS=OFF >/dev/null
+  cmake --build "build/$name" -j"$JOBS"
+  echo "== $name: testing"
+  ctest --test-dir "build/$name" --output-on-failure -j"$JOBS" -LE no-sanitizer
+}
+
+run_variant asan-ubsan address,undefined
+run_variant tsan thread
+
+echo "== fuzz: building with clang/libFuzzer"
+CC=clang CXX=clang++ cmake -S . -B build/fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNCCL_INSPECTOR_FUZZ=ON \
+  -DNCCL_INSPECTOR_SANITIZE=address,undefined -DNCCL_INSPECTOR_BENCHMARKS=OFF -DNCCL_INSPECTOR_TESTS=ON >/dev/null
+targets=$(sed -n 's/^foreach(target \(.*\))$/\1/p' tests/fuzz/CMakeLists.txt)
+# shellcheck disable=SC2086
+cmake --build build/fuzz -j"$JOBS" --target $targets
+for t in $targets; do
+  work=$(mktemp -d)
+  cp tests/fuzz/corpus_"$t"/* "$work"/
+  echo "== fuzz: $t for ${FUZZ_SECONDS}s"
+  (cd "$work" && "$OLDPWD/build/fuzz/tests/fuzz/$t" -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 \
+     -print_final_stats=1 "$work" 2>&1 | tail -3)
+  rm -rf "$work"
+done
+echo "sanitizers and fuzzers: clean"

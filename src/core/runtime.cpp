@@ -1,0 +1,495 @@
+// Runtime lifetime (first init .. last finalize), communicator contexts,
+// per-thread rings, statistics and logging: the cold half of the core.
+#include "src/core/runtime.h"
+
+#include <unistd.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "src/core/clock.h"
+#include "src/core/names.h"
+#include "src/core/tracker.h"
+
+namespace ni::core {
+
+// The live runtime (see runtime() in tracker.h).
+std::atomic<Runtime*> g_rt{nullptr};
+
+size_t reclaim_ops(Context& c, uint64_t older_than_ticks) noexcept;
+
+namespace {
+
+// Guards runtime creation/teardown and context allocation (cold paths).
+std::mutex g_mu;
+// A torn-down runtime is kept one generation (or until the library is
+// unloaded) so that a straggling callback can never touch freed memory.
+std::unique_ptr<Runtime> g_graveyard;
+uint64_t g_generation = 0;  // guarded by g_mu
+
+thread_local ThreadRing* tls_ring = nullptr;
+thread_local uint64_t tls_gen = 0;
+
+// Used when no runtime exists (counts nothing that is ever read).
+ThreadRing g_dummy_ring;
+
+
+void* encode_ctx(const Runtime& rt, uint32_t id) noexcept {
+  uintptr_t v = ((static_cast<uintptr_t>(rt.generation) & 0xFFFFu) << 16) | (id + 1);
+  return reinterpret_cast<void*>(v);
+}
+
+void default_log(nccl_abi::LogLevel level, const char* msg) {
+  // Without NCCL's logger (ABI v1-v3) we print only what NCCL_DEBUG asks for.
+  const char* dbg = std::getenv("NCCL_DEBUG");
+  if (dbg == nullptr) return;
+  bool info = strcasecmp(dbg, "INFO") == 0 || strcasecmp(dbg, "TRACE") == 0;
+  bool warn = info || strcasecmp(dbg, "WARN") == 0;
+  if ((level == nccl_abi::kLogWarn && warn) || (level == nccl_abi::kLogInfo && info)) {
+    char host[64] = "?";
+    gethostname(host, sizeof host - 1);
+    std::fprintf(stderr, "%s:%d:0 NCCL %s %s\n", host, static_cast<int>(getpid()),
+                 level == nccl_abi::kLogWarn ? "WARN" : "INFO", msg);
+  }
+}
+
+void vlog(Runtime* rt, nccl_abi::LogLevel level, const char* fmt, va_list ap) {
+  char buf[1024];
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  nccl_abi::DebugLogger fn = rt ? rt->logfn : nullptr;
+  if (fn != nullptr) {
+    fn(level, nccl_abi::kSubsysInit | nccl_abi::kSubsysProfile, __FILE__, __LINE__, "%s", buf);
+  } else {
+    default_log(level, buf);
+  }
+}
+
+void logf(Runtime* rt, nccl_abi::LogLevel level, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+void logf(Runtime* rt, nccl_abi::LogLevel level, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vlog(rt, level, fmt, ap);
+  va_end(ap);
+}
+
+int compute_mask(const Runtime& rt, int abi) {
+  int m = nccl_abi::kColl;
+  if (rt.cfg.enable_p2p) m |= nccl_abi::kP2p;
+  if (abi >= 3) m |= static_cast<int>(nccl_abi::kKernelCh);
+  if (rt.cfg.enable_net) m |= nccl_abi::kProxyOp | nccl_abi::kProxyStep | (abi >= 3 ? static_cast<int>(nccl_abi::kNetPlugin) : 0);
+  if (abi >= 6 && rt.cfg.enable_ce) m |= nccl_abi::kCeColl | nccl_abi::kCeSync | nccl_abi::kCeBatch;
+  return m;
+}
+
+void teardown_locked(Runtime* rt) {
+  // Stop the sink first: it drains every ring one last time and joins.
+  if (rt->sink) rt->sink->stop();
+  // Release pairs with runtime()'s acquire: new callbacks see no runtime.
+  g_rt.store(nullptr, std::memory_order_release);
+  // Free the previous graveyard; keep this one until the next teardown.
+  g_graveyard.reset(rt);
+}
+
+}  // namespace
+
+Runtime::~Runtime() {
+  for (auto& c : contexts) delete c.load(std::memory_order_relaxed);
+  for (ThreadRing* t = rings; t != nullptr;) {
+    ThreadRing* n = t->next;
+    delete t;
+    t = n;
+  }
+}
+
+Context* context_from_arg(Runtime* rt, void* ctx) noexcept {
+  auto v = reinterpret_cast<uintptr_t>(ctx);
+  if (v == 0) return nullptr;  // disabled comm: silently nothing
+  uint32_t id1 = static_cast<uint32_t>(v & 0xFFFFu);
+  if (((v >> 16) & 0xFFFFu) != (rt->generation & 0xFFFFu) || id1 == 0 || id1 > kMaxContexts) {
+    bump(this_thread()->counters.fault_null_context);
+    return nullptr;
+  }
+  Context* c = context_of(rt, id1 - 1);
+  // Relaxed: a finalized comm's late callbacks are only counted.
+  if (c == nullptr || c->live.load(std::memory_order_relaxed) == 0) {
+    bump(this_thread()->counters.fault_null_context);
+    return nullptr;
+  }
+  return c;
+}
+
+ThreadRing* this_thread() noexcept {
+  Runtime* rt = runtime();
+  if (rt == nullptr) return &g_dummy_ring;
+  if (tls_ring != nullptr && tls_gen == rt->generation) return tls_ring;
+  // First event of this thread in this runtime: register (once per thread).
+  auto* tr = new (std::nothrow) ThreadRing;
+  if (tr == nullptr) return &g_dummy_ring;
+  {
+    std::lock_guard<std::mutex> lk(rt->ring_mu);
+    tr->next = rt->rings;
+    rt->rings = tr;
+  }
+  rt->n_rings.fetch_add(1, std::memory_order_relaxed);  // statistic
+  tls_ring = tr;
+  tls_gen = rt->generation;
+  return tr;
+}
+
+namespace {
+SpscRing<OpRecord>* ring_of(Runtime* rt, ThreadRing* tr) noexcept {
+  // Only this thread writes the pointer; relaxed read of our own store.
+  SpscRing<OpRecord>* ring = tr->ring.load(std::memory_order_relaxed);
+  if (ring != nullptr) [[likely]] return ring;
+  ring = new (std::nothrow) SpscRing<OpRecord>(static_cast<size_t>(rt->cfg.ring_records));
+  if (ring != nullptr && ring->capacity() == 0) {
+    delete ring;
+    ring = nullptr;
+  }
+  // Release pairs with the dump thread's acquire load in drain_records().
+  if (ring != nullptr) tr->ring.store(ring, std::memory_order_release);
+  return ring;
+}
+}  // namespace
+
+OpRecord* publish_begin() noexcept {
+  Runtime* rt = runtime();
+  if (rt == nullptr) return nullptr;
+  ThreadRing* tr = this_thread();
+  if (tr == &g_dummy_ring) return nullptr;
+  bump(tr->counters.ops_completed);
+  SpscRing<OpRecord>* ring = ring_of(rt, tr);
+  OpRecord* slot = ring ? ring->try_reserve() : nullptr;
+  if (slot == nullptr) bump(tr->counters.dropped_ring_full);
+  return slot;
+}
+
+void publish_commit() noexcept {
+  Runtime* rt = runtime();
+  ThreadRing* tr = this_thread();
+  SpscRing<OpRecord>* ring = tr->ring.load(std::memory_order_relaxed);  // our own store
+  ring->commit();
+  const size_t fill = ring->size();
+  if (fill > tr->counters.high_water.load(std::memory_order_relaxed)) tr->counters.high_water.store(fill, std::memory_order_relaxed);
+  if (fill >= rt->high_water_mark && rt->sink) [[unlikely]] {
+    // One wake per drain cycle: the dump thread clears the flag (release)
+    // after draining; acq_rel here pairs with that store.
+    if (rt->wake_pending.exchange(1, std::memory_order_acq_rel) == 0) rt->sink->wake();
+  }
+}
+
+void publish(const OpRecord& r) noexcept {
+  OpRecord* slot = publish_begin();
+  if (slot == nullptr) return;
+  *slot = r;
+  publish_commit();
+}
+
+// ===================================================================== init
+
+void* comm_init(const InitArgs& a) noexcept {
+  try {
+    std::lock_guard<std::mutex> lk(g_mu);
+    Runtime* rt = g_rt.load(std::memory_order_relaxed);
+    if (rt != nullptr && rt->pid != getpid()) {
+      // A forked child: the parent's threads do not exist here. Abandon the
+      // inherited runtime (never touch its locks or threads) and start afresh.
+      (void)g_graveyard.release();
+      g_rt.store(nullptr, std::memory_order_release);
+      rt = nullptr;
+    }
+    if (rt == nullptr) {
+      auto fresh = std::make_unique<Runtime>();
+      fresh->generation = ++g_generation;
+      fresh->pid = getpid();
+      fresh->logfn = a.logfn;
+      std::vector<std::string> warnings;
+      fresh->cfg = load_config_from_env([&](const std::string& w) { warnings.push_back(w); });
+      for (const auto& w : warnings) logf(fresh.get(), nccl_abi::kLogWarn, "NCCL Inspector: %s", w.c_str());
+      fresh->high_water_mark = static_cast<uint64_t>(fresh->cfg.ring_records) / 2;
+      clk::calibrate();
+      logf(fresh.get(), nccl_abi::kLogInfo, "NCCL Inspector: configuration %s", describe(fresh->cfg).c_str());
+      if (fresh->cfg.enable) {
+        fresh->sink = make_sink();
+        if (fresh->sink) fresh->sink->start(fresh->cfg, a.logfn);
+      }
+      rt = fresh.release();
+      // Release pairs with runtime()'s acquire on every event path.
+      g_rt.store(rt, std::memory_order_release);
+    }
+    if (a.logfn != nullptr) rt->logfn = a.logfn;
+    if (!rt->cfg.enable) {
+      logf(rt, nccl_abi::kLogInfo, "NCCL Inspector: disabled by NCCL_INSPECTOR_ENABLE=0 (bound ABI v%d)", a.abi);
+      return nullptr;
+    }
+
+    // A context: reuse a finalized one (its pools and generations continue,
+    // so stale handles into it stay detectable) or create one.
+    Context* c = nullptr;
+    uint32_t id = 0;
+    if (!rt->recycled.empty()) {
+      id = rt->recycled.back();
+      rt->recycled.pop_back();
+      c = context_of(rt, id);
+    } else {
+      id = rt->n_contexts.load(std::memory_order_relaxed);
+      if (id >= kMaxContexts) {
+        logf(rt, nccl_abi::kLogWarn, "NCCL Inspector: more than %u communicators; this one is not recorded",
+             kMaxContexts);
+        return nullptr;
+      }
+      auto fresh = std::make_unique<Context>();
+      fresh->id = id;
+      if (!fresh->ops.init(static_cast<uint32_t>(rt->cfg.pool_ops)) ||
+          !fresh->net_slots.init(static_cast<uint32_t>(rt->cfg.enable_net ? rt->cfg.pool_ops * 4 : 64))) {
+        logf(rt, nccl_abi::kLogWarn, "NCCL Inspector: out of memory; communicator not recorded");
+        return nullptr;
+      }
+      c = fresh.release();
+      // Release pairs with context_of()'s acquire.
+      rt->contexts[id].store(c, std::memory_order_release);
+      rt->n_contexts.store(id + 1, std::memory_order_relaxed);  // guarded by g_mu
+    }
+    c->abi = a.abi;
+    c->nranks = a.nranks;
+    c->comm_hash.store(a.comm_hash, std::memory_order_relaxed);
+    c->rank.store(a.rank, std::memory_order_relaxed);
+    c->kernel_ch = a.abi >= 3;
+    c->net = rt->cfg.enable_net;
+    c->sample_counter.store(0, std::memory_order_relaxed);
+    c->clk_min.store(INT64_MAX, std::memory_order_relaxed);
+    c->clk_typical.store(0, std::memory_order_relaxed);
+    c->clk_samples.store(0, std::memory_order_relaxed);
+    c->high_water.store(0, std::memory_order_relaxed);
+    const uint32_t pn = a.nranks > 0 ? static_cast<uint32_t>(a.nranks < 4096 ? a.nranks : 4096) : 1;
+    if (c->p2p_seq_n != pn) {
+      c->p2p_seq.reset(new (std::nothrow) std::atomic<uint32_t>[2 * pn]);
+      c->p2p_seq_n = c->p2p_seq ? pn : 0;
+    }
+    for (uint32_t i = 0; i < 2 * c->p2p_seq_n; ++i) c->p2p_seq[i].store(0, std::memory_order_relaxed);
+    c->info = CommInfo{};
+    c->info.comm_id = id;
+    c->info.comm_hash = a.comm_hash;
+    c->info.name = a.comm_name ? a.comm_name : "";
+    c->info.rank = a.rank;
+    c->info.nranks = a.nranks;
+    c->info.nnodes = a.nnodes;
+    c->info.abi_version = a.abi;
+    // Release: the fields above are visible to callbacks that see live == 1.
+    c->live.store(1, std::memory_order_release);
+    rt->live.fetch_add(1, std::memory_order_relaxed);  // under g_mu; readers only test for zero
+
+    const int mask = compute_mask(*rt, a.abi);
+    if (a.mask != nullptr) *a.mask = mask;
+    if (rt->sink) rt->sink->comm_added(c->info);
+    logf(rt, nccl_abi::kLogInfo,
+         "NCCL Inspector: bound profiler ABI v%d; comm %s hash 0x%016llx rank %d/%d nodes %d, event mask 0x%x",
+         a.abi, c->info.name.empty() ? "(unnamed)" : c->info.name.c_str(),
+         static_cast<unsigned long long>(a.comm_hash), a.rank, a.nranks, a.nnodes, mask);
+    return encode_ctx(*rt, id);
+  } catch (...) {
+    return nullptr;  // never let an exception reach NCCL
+  }
+}
+
+void comm_finalize(void* ctx) noexcept {
+  try {
+    std::lock_guard<std::mutex> lk(g_mu);
+    Runtime* rt = g_rt.load(std::memory_order_relaxed);
+    if (rt == nullptr || ctx == nullptr) return;
+    Context* c = context_from_arg(rt, ctx);
+    if (c == nullptr) return;
+    // Everything still in flight will never be stopped (profiler-abi.md
+    // §11.11): write what we have, marked reclaimed, rather than lose it.
+    size_t n = reclaim_ops(*c, UINT64_MAX);
+    if (n) logf(rt, nccl_abi::kLogInfo, "NCCL Inspector: %zu in-flight ops of comm %u written at finalize", n, c->id);
+    c->live.store(0, std::memory_order_release);  // late callbacks are counted, not followed
+    rt->recycled.push_back(c->id);
+    if (rt->sink) rt->sink->comm_removed(c->id);
+    if (rt->live.fetch_sub(1, std::memory_order_relaxed) == 1) teardown_locked(rt);  // under g_mu
+  } catch (...) {
+  }
+}
+
+}  // namespace ni::core
+
+// ============================================================ sink-facing API
+
+namespace ni {
+
+using core::context_of;
+using core::Context;
+using core::Runtime;
+using core::runtime;
+using core::ThreadRing;
+
+size_t drain_records(const std::function<void(const OpRecord*, size_t)>& fn) {
+  Runtime* rt = runtime();
+  if (rt == nullptr) return 0;
+  // Clear first (release pairs with publish()'s acq_rel exchange): a push
+  // that lands after this line may wake us again.
+  rt->wake_pending.store(0, std::memory_order_release);
+  std::vector<ThreadRing*> rings;
+  {
+    std::lock_guard<std::mutex> lk(rt->ring_mu);
+    for (ThreadRing* t = rt->rings; t; t = t->next) rings.push_back(t);
+  }
+  size_t total = 0;
+  for (ThreadRing* t : rings) {
+    // Acquire pairs with the release store in publish().
+    SpscRing<OpRecord>* r = t->ring.load(std::memory_order_acquire);
+    if (r) total += r->drain([&](const OpRecord* p, size_t n) { fn(p, n); });
+  }
+  return total;
+}
+
+size_t reclaim_stale_ops(uint64_t now_mono_ns) {
+  Runtime* rt = runtime();
+  if (rt == nullptr) return 0;
+  const uint64_t timeout_ns = static_cast<uint64_t>(rt->cfg.op_timeout_ms) * 1000000ull;
+  if (now_mono_ns < timeout_ns) return 0;
+  // Convert the cut-off to ticks through the current calibration.
+  const uint64_t now_t = clk::read_ticks();
+  const uint64_t now_ns = clk::ticks_to_ns(now_t);
+  const uint64_t age_ns = now_ns > now_mono_ns - timeout_ns ? now_ns - (now_mono_ns - timeout_ns) : 0;
+  const uint64_t mult = clk::g_cal.mult.load(std::memory_order_relaxed);
+  const uint64_t age_ticks = mult ? static_cast<uint64_t>((static_cast<unsigned __int128>(age_ns) << 32) / mult) : 0;
+  const uint64_t cutoff = now_t > age_ticks ? now_t - age_ticks : 0;
+  size_t n = 0;
+  const uint32_t nc = rt->n_contexts.load(std::memory_order_relaxed);
+  for (uint32_t i = 0; i < nc; ++i) {
+    Context* c = context_of(rt, i);
+    if (c != nullptr && c->live.load(std::memory_order_acquire)) n += core::reclaim_ops(*c, cutoff);
+  }
+  return n;
+}
+
+CoreStats stats() {
+  CoreStats s;
+  Runtime* rt = runtime();
+  if (rt == nullptr) return s;
+  std::lock_guard<std::mutex> lk(rt->ring_mu);
+  for (ThreadRing* t = rt->rings; t; t = t->next) {
+    const core::ThreadCounters& c = t->counters;
+    auto rd = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };  // statistics only
+    s.ops_completed += rd(c.ops_completed);
+    s.dropped_ring_full += rd(c.dropped_ring_full);
+    s.dropped_pool_exhausted += rd(c.dropped_pool);
+    s.filtered_min_size += rd(c.filtered_min_size);
+    s.sampled_out += rd(c.sampled_out);
+    s.reclaimed += rd(c.reclaimed);
+    s.fault_null_handle += rd(c.fault_null_handle);
+    s.fault_stale_handle += rd(c.fault_stale_handle);
+    s.fault_foreign_pid += rd(c.fault_foreign_pid);
+    s.fault_double_stop += rd(c.fault_double_stop);
+    s.fault_late_child += rd(c.fault_late_child);
+    s.fault_unknown_event += rd(c.fault_unknown_event);
+    s.fault_bad_channel += rd(c.fault_bad_channel);
+    s.fault_null_context += rd(c.fault_null_context);
+    uint64_t hw = rd(c.high_water);
+    if (hw > s.ring_high_water) s.ring_high_water = hw;
+    s.rings++;
+  }
+  const uint32_t nc = rt->n_contexts.load(std::memory_order_relaxed);
+  for (uint32_t i = 0; i < nc; ++i) {
+    Context* c = context_of(rt, i);
+    if (c == nullptr) continue;
+    s.pool_in_use += c->ops.in_use();
+    s.pool_high_water += c->high_water.load(std::memory_order_relaxed);
+  }
+  return s;
+}
+
+std::vector<CommInfo> comms() {
+  std::vector<CommInfo> out;
+  std::lock_guard<std::mutex> lk(core::g_mu);
+  Runtime* rt = core::g_rt.load(std::memory_order_relaxed);
+  if (rt == nullptr) return out;
+  const uint32_t nc = rt->n_contexts.load(std::memory_order_relaxed);
+  for (uint32_t i = 0; i < nc; ++i) {
+    Context* c = context_of(rt, i);
+    if (c == nullptr || !c->live.load(std::memory_order_relaxed)) continue;
+    CommInfo ci = c->info;
+    ci.comm_hash = c->comm_hash.load(std::memory_order_relaxed);
+    int32_t r = c->rank.load(std::memory_order_relaxed);
+    if (ci.rank < 0) ci.rank = r;
+    out.push_back(std::move(ci));
+  }
+  return out;
+}
+
+ClockEstimate clock_estimate(uint32_t comm_id) {
+  ClockEstimate e;
+  e.comm_id = comm_id;
+  Runtime* rt = runtime();
+  Context* c = context_of(rt, comm_id);
+  if (c == nullptr) return e;
+  // Relaxed: statistics maintained by the progress threads.
+  const int64_t mn = c->clk_min.load(std::memory_order_relaxed);
+  const int64_t typ = c->clk_typical.load(std::memory_order_relaxed);
+  e.samples = c->clk_samples.load(std::memory_order_relaxed);
+  if (mn == INT64_MAX || e.samples == 0) return e;
+  e.valid = true;
+  e.offset_ns = mn;
+  e.uncertainty_ns = typ > mn ? static_cast<uint64_t>(typ) - static_cast<uint64_t>(mn) : 0;
+  return e;
+}
+
+uint64_t mono_now_ns() noexcept { return clk::now_ns(); }
+void refine_clock() noexcept { clk::refine(); }
+
+const Config& config() {
+  static const Config kDefault;
+  Runtime* rt = runtime();
+  return rt ? rt->cfg : kDefault;
+}
+
+void log(nccl_abi::LogLevel level, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  core::vlog(runtime(), level, fmt, ap);
+  va_end(ap);
+}
+
+}  // namespace ni
+
+namespace ni::core {
+
+int mark(const char* label) noexcept {
+  Runtime* rt = runtime();
+  // Relaxed: a hint; a mark racing with the last finalize is simply dropped.
+  if (rt == nullptr || !rt->cfg.enable || rt->live.load(std::memory_order_relaxed) == 0) return -1;
+  OpRecord* r = publish_begin();
+  if (r == nullptr) return 1;
+  std::memset(static_cast<void*>(r), 0, offsetof(OpRecord, channels));
+  r->kind = static_cast<uint8_t>(kMarkKind);
+  r->rank = -1;
+  r->peer = -1;
+  r->enqueue_ns = clk::now_ns();
+  r->start_ns = r->enqueue_ns;
+  r->end_ns = r->enqueue_ns;
+  r->timing = static_cast<uint8_t>(TimingSource::kNone);
+  char* dst = reinterpret_cast<char*>(r->channels);
+  size_t n = 0;
+  if (label != nullptr) {
+    while (n + 1 < kMarkLabelMax && label[n] != '\0') {
+      dst[n] = label[n];
+      ++n;
+    }
+  }
+  dst[n] = '\0';
+  publish_commit();
+  return 0;
+}
+
+int flush() noexcept {
+  Runtime* rt = runtime();
+  if (rt == nullptr || !rt->sink) return -1;
+  rt->sink->wake();
+  return 0;
+}
+
+}  // namespace ni::core

@@ -1,0 +1,922 @@
+// The capture core's event path: what every NCCL callback does.
+//
+// Completion (profiler-abi.md §8.1, §11.9-12): a Coll/P2p stop only means
+// "enqueued". An op is complete when its count-down `remaining` reaches zero:
+//  - exact mode (NCCL told us how many channels will run, v3+ colls, v4+ p2p):
+//    remaining = 1 (the op's own stop) + nChannels; each channel's first stop
+//    subtracts one;
+//  - gate mode (channel count unknown, or network events without KernelCh):
+//    remaining = 1 (stop) + 1 (gate); each child's first start adds one and
+//    its stop subtracts one; the very first child start removes the gate;
+//  - ProxyOps add one at start and subtract one at stop in both modes, so an
+//    op is not written before its network steps are accounted;
+//  - without KernelCh and network events the op completes at its stop, with
+//    the enqueue time (said so: timing "enqueue_cpu").
+// Whoever moves `remaining` to zero claims the op with done.exchange and
+// writes its record; the dump thread's reclaimer claims ops that never get
+// there (remaining stuck) after the configured timeout.
+#include <unistd.h>
+
+#include <bit>
+#include <cstring>
+
+#include "src/core/clock.h"
+#include "src/core/names.h"
+#include "src/core/tracker.h"
+
+namespace ni::core {
+
+// Defined in runtime.cpp.
+Context* context_from_arg(Runtime* rt, void* ctx) noexcept;
+
+namespace {
+
+using nccl_abi::EventState;
+
+inline ThreadCounters& counters() noexcept { return this_thread()->counters; }
+
+inline void* filtered_handle() noexcept {
+  Handle h;
+  h.tag = Tag::kFiltered;
+  return encode(h);
+}
+
+// Validates an op handle; returns the slot or nullptr (counting why).
+inline OpSlot* op_of(Runtime* rt, uint64_t v, Context** out_ctx = nullptr) noexcept {
+  Context* c = context_of(rt, ctx_of(v));
+  OpSlot* s = c ? c->ops.find(slot_of(v)) : nullptr;
+  // Acquire pairs with the release bump of gen in free_op(): if the
+  // generation still matches, the slot has not been recycled.
+  if (s == nullptr || (s->gen.load(std::memory_order_acquire) & kGenMask) != gen_of(v)) [[unlikely]] {
+    bump(counters().fault_stale_handle);
+    return nullptr;
+  }
+  if (out_ctx) *out_ctx = c;
+  return s;
+}
+inline OpSlot* op_of(Runtime* rt, const Handle& h, Context** out_ctx = nullptr) noexcept {
+  return op_of(rt, hv(encode(h)), out_ctx);
+}
+
+// Adds one to remaining unless the op already reached zero (completed).
+bool hold(OpSlot& s) noexcept {
+  int32_t r = s.remaining.load(std::memory_order_relaxed);
+  while (r > 0) {
+    // acq_rel: orders this child's earlier writes with the completer's read.
+    if (s.remaining.compare_exchange_weak(r, r + 1, std::memory_order_acq_rel, std::memory_order_relaxed))
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+bool complete(Context& c, uint32_t slot, uint32_t gen, OpSlot& s, bool reclaimed) noexcept;
+namespace {
+
+// Subtracts one; the caller that reaches zero completes the op.
+inline void release(Context& c, uint64_t op_v, OpSlot& s) noexcept {
+  // acq_rel: release publishes this thread's writes to the op; acquire (for
+  // the thread reaching zero) makes every other child's writes visible.
+  int32_t prev = s.remaining.fetch_sub(1, std::memory_order_acq_rel);
+  if (prev == 1) complete(c, slot_of(op_v), gen_of(op_v), s, false);
+}
+inline void release(Context& c, const Handle& oh, OpSlot& s) noexcept {
+  int32_t prev = s.remaining.fetch_sub(1, std::memory_order_acq_rel);  // as above
+  if (prev == 1) complete(c, oh.slot, oh.gen, s, false);
+}
+
+void free_op(Context& c, uint32_t slot, OpSlot& s) noexcept {
+  // Release pairs with the acquire gen loads in op_of(): after this, old
+  // handles no longer validate.
+  s.gen.fetch_add(1, std::memory_order_release);
+  s.in_use.store(0, std::memory_order_relaxed);  // reclaimer hint only; gen is the truth
+  c.ops.free(slot);
+}
+
+
+inline uint32_t sat32(uint64_t v) noexcept { return v > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(v); }
+
+}  // namespace
+
+// Builds the record in place in this thread's ring slot and publishes it;
+// frees the op slot.
+bool complete(Context& c, uint32_t slot, uint32_t gen, OpSlot& s, bool reclaimed) noexcept {
+  // Exactly once per generation: the reclaimer and the last child may race
+  // here, and the reclaimer may hold an older generation. acq_rel: acquire
+  // pairs with reset_slot()'s release store (the header is visible).
+  uint64_t expected = static_cast<uint64_t>(gen) << 1;
+  if (!s.claim.compare_exchange_strong(expected, expected | 1, std::memory_order_acq_rel, std::memory_order_relaxed))
+    return false;
+  if (reclaimed) bump(this_thread()->counters.reclaimed);
+  OpRecord* out = publish_begin();
+  if (out == nullptr) {  // ring full: the drop is counted; the op is released
+    free_op(c, slot, s);
+    return true;
+  }
+  OpRecord& r = *out;
+  std::memcpy(static_cast<void*>(&r), &s.rec, offsetof(OpRecord, channels));
+  if (reclaimed) {
+    r.flags |= kFlagReclaimed;
+    r.complete_ns = clk::now_ns();
+  }
+
+  const uint64_t started = s.started_mask.load(std::memory_order_acquire);
+  const uint64_t stopped = s.stopped_mask.load(std::memory_order_acquire);
+  const uint64_t mask = started | stopped;
+  r.channel_mask = mask;
+  r.channels_started = static_cast<uint8_t>(std::popcount(started));
+  r.channels_stopped = static_cast<uint8_t>(std::popcount(stopped));
+  if (started & ~stopped) r.flags |= kFlagPartialChannels;
+
+  if (mask != 0) {
+    // Per-channel times. v4+: GPU pTimer ns. v3: ticks observed by the proxy.
+    const bool gpu = c.abi >= 4;
+    uint64_t lo = UINT64_MAX, hi = 0, busy = 0;
+    uint32_t maxd = 0, mind = UINT32_MAX;
+    int i = 0;
+    for (uint64_t m = mask; m != 0; m &= m - 1) {
+      const int ch = std::countr_zero(m);
+      uint64_t a = s.ch_start[ch].load(std::memory_order_relaxed);
+      uint64_t b = s.ch_stop[ch].load(std::memory_order_relaxed);
+      if (!gpu) {
+        a = clk::ticks_to_ns(a);
+        b = b ? clk::ticks_to_ns(b) : 0;
+      }
+      if (b < a) b = a;  // never stopped (or no stop stamp): zero length
+      lo = a < lo ? a : lo;
+      hi = b > hi ? b : hi;
+      const uint32_t d = sat32(b - a);
+      busy += d;
+      maxd = d > maxd ? d : maxd;
+      mind = d < mind ? d : mind;
+      if (i < kRecordChannels) {
+        // Absolute start for now; made relative to `lo` below.
+        r.channels[i].start_off_ns = static_cast<uint32_t>(a);
+        r.channels[i].dur_ns = d;
+        ++i;
+      }
+    }
+    for (int k = 0; k < i; ++k) r.channels[k].start_off_ns -= static_cast<uint32_t>(lo);  // modulo 2^32: exact
+    r.start_ns = lo;
+    r.end_ns = hi;
+    r.busy_ns = busy;
+    r.max_channel_ns = maxd;
+    r.min_channel_ns = mind == UINT32_MAX ? 0 : mind;
+    r.timing = static_cast<uint8_t>(gpu ? TimingSource::kGpu : TimingSource::kProxyCpu);
+    if (std::popcount(mask) > kRecordChannels) r.flags |= kFlagChannelsTruncated;
+  } else {
+    const uint64_t net_first = c.net ? s.net_first.load(std::memory_order_relaxed) : UINT64_MAX;
+    const uint64_t net_last = c.net ? s.net_last.load(std::memory_order_relaxed) : 0;
+    if (net_first != UINT64_MAX && net_last >= net_first) {
+      r.start_ns = clk::ticks_to_ns(net_first);
+      r.end_ns = clk::ticks_to_ns(net_last);
+      r.timing = static_cast<uint8_t>(TimingSource::kNetCpu);
+    } else {
+      const uint64_t stop_t = s.stop_ticks.load(std::memory_order_relaxed);
+      r.start_ns = clk::ticks_to_ns(s.start_ticks.load(std::memory_order_relaxed));
+      r.end_ns = stop_t ? clk::ticks_to_ns(stop_t) : r.start_ns;
+      r.timing = static_cast<uint8_t>(stop_t ? TimingSource::kEnqueueCpu : TimingSource::kNone);
+    }
+  }
+
+  // Network.
+  const uint32_t nops = s.net_ops.load(std::memory_order_relaxed);
+  r.net_ops = nops;
+  if (nops != 0) [[unlikely]] {
+    r.net_send_bytes = s.net_send_bytes.load(std::memory_order_relaxed);
+    r.net_recv_bytes = s.net_recv_bytes.load(std::memory_order_relaxed);
+    r.net_steps = s.net_steps.load(std::memory_order_relaxed);
+    r.net_gpu_wait_ns = clk::ticks_to_ns(s.net_gpu_wait.load(std::memory_order_relaxed)) - clk::ticks_to_ns(0);
+    r.net_wait_ns = clk::ticks_to_ns(s.net_wait.load(std::memory_order_relaxed)) - clk::ticks_to_ns(0);
+    r.net_flush_ns = clk::ticks_to_ns(s.net_flush.load(std::memory_order_relaxed)) - clk::ticks_to_ns(0);
+    const uint64_t f = s.net_first.load(std::memory_order_relaxed);
+    const uint64_t l = s.net_last.load(std::memory_order_relaxed);
+    r.net_first_ns = f == UINT64_MAX ? 0 : clk::ticks_to_ns(f);
+    r.net_last_ns = l ? clk::ticks_to_ns(l) : 0;
+    const uint32_t peers = s.net_peers_hash.load(std::memory_order_relaxed);
+    r.net_peers_hash = peers;
+    r.net_peer_count = static_cast<uint16_t>(std::popcount(peers));
+    r.net_first_peer = s.net_first_peer.load(std::memory_order_relaxed);
+    r.transport = static_cast<uint8_t>(Transport::kNetwork);
+  } else {
+    r.transport = static_cast<uint8_t>(mask != 0 ? Transport::kIntraNode : Transport::kUnknown);
+  }
+  int nh = 0;
+  if (c.net) {
+    for (auto& h : s.hca) {
+      const uint32_t dev = h.dev.load(std::memory_order_relaxed);
+      if (dev == UINT32_MAX) continue;
+      r.hcas[nh].device = static_cast<uint16_t>(dev);
+      r.hcas[nh].bytes = h.bytes.load(std::memory_order_relaxed);
+      r.hcas[nh].wrs = h.wrs.load(std::memory_order_relaxed);
+      r.hcas[nh].qps = static_cast<uint16_t>(std::popcount(h.qp_bits.load(std::memory_order_relaxed)));
+      ++nh;
+    }
+  }
+  r.n_hcas = static_cast<uint8_t>(nh);
+  if (r.kind == static_cast<uint8_t>(OpKind::kCe)) {
+    const uint64_t ce = s.ce_bytes.load(std::memory_order_relaxed);
+    if (ce != 0) r.net_send_bytes = ce;  // CE batches' total bytes moved
+  }
+  free_op(c, slot, s);
+  publish_commit();
+  return true;
+}
+
+namespace {
+
+// Initialises a freshly allocated slot. The handle is returned to NCCL only
+// after this, so plain writes to s.rec are published by NCCL's own
+// synchronisation (and, for the reclaimer, by the in_use release store).
+void reset_slot(Context& c, OpSlot& s, OpKind kind, int rank, int32_t remaining) noexcept {
+  std::memset(static_cast<void*>(&s.rec), 0, offsetof(OpRecord, channels));
+  s.rec.comm_hash = c.comm_hash.load(std::memory_order_relaxed);
+  s.rec.comm_id = c.id;
+  int32_t crank = c.rank.load(std::memory_order_relaxed);
+  s.rec.rank = crank >= 0 ? crank : rank;
+  s.rec.kind = static_cast<uint8_t>(kind);
+  s.rec.abi_version = static_cast<uint8_t>(c.abi);
+  s.rec.peer = -1;
+  s.rec.net_first_peer = -1;
+  const uint64_t t = clk::read_ticks();
+  s.start_ticks.store(t, std::memory_order_relaxed);
+  s.rec.enqueue_ns = clk::ticks_to_ns(t);
+  s.rec.complete_ns = 0;  // set for reclaimed ops; otherwise completion ~ end_ns
+  s.coll_stopped.store(0, std::memory_order_relaxed);
+  s.started_mask.store(0, std::memory_order_relaxed);
+  s.stopped_mask.store(0, std::memory_order_relaxed);
+  s.stop_ticks.store(0, std::memory_order_relaxed);
+  if (c.net) {
+    s.net_send_bytes.store(0, std::memory_order_relaxed);
+    s.net_recv_bytes.store(0, std::memory_order_relaxed);
+    s.net_gpu_wait.store(0, std::memory_order_relaxed);
+    s.net_wait.store(0, std::memory_order_relaxed);
+    s.net_flush.store(0, std::memory_order_relaxed);
+    s.net_first.store(UINT64_MAX, std::memory_order_relaxed);
+    s.net_last.store(0, std::memory_order_relaxed);
+    s.net_steps.store(0, std::memory_order_relaxed);
+    s.net_peers_hash.store(0, std::memory_order_relaxed);
+    s.net_first_peer.store(-1, std::memory_order_relaxed);
+    for (auto& h : s.hca) {
+      h.dev.store(UINT32_MAX, std::memory_order_relaxed);
+      h.wrs.store(0, std::memory_order_relaxed);
+      h.bytes.store(0, std::memory_order_relaxed);
+      h.qp_bits.store(0, std::memory_order_relaxed);
+    }
+  }
+  s.net_ops.store(0, std::memory_order_relaxed);
+  s.ce_bytes.store(0, std::memory_order_relaxed);
+  s.remaining.store(remaining, std::memory_order_relaxed);
+  // Release pairs with the acquire of a successful claim in complete(): the
+  // header written above is visible to whoever completes this generation.
+  s.claim.store(static_cast<uint64_t>(s.gen.load(std::memory_order_relaxed) & kGenMask) << 1,
+                std::memory_order_release);
+  // Release pairs with the reclaimer's acquire load of in_use.
+  s.in_use.store(1, std::memory_order_release);
+}
+
+// Common front half of Coll/P2p/Ce starts: filter, sample, allocate.
+// Returns the slot index or UINT32_MAX (and sets *h to what NCCL gets).
+uint32_t admit(Runtime* rt, Context* c, uint64_t bytes, bool size_known, void** h) noexcept {
+  const Config& cfg = rt->cfg;
+  if (size_known && static_cast<int64_t>(bytes) < cfg.min_size_bytes) {
+    bump(counters().filtered_min_size);
+    *h = filtered_handle();
+    return UINT32_MAX;
+  }
+  if (cfg.sample_every > 1) {
+    // Relaxed: only the count matters; several app threads may start ops.
+    uint64_t n = c->sample_counter.fetch_add(1, std::memory_order_relaxed);
+    if (n % static_cast<uint64_t>(cfg.sample_every) != 0) {
+      bump(counters().sampled_out);
+      *h = filtered_handle();
+      return UINT32_MAX;
+    }
+  }
+  uint32_t slot = c->ops.alloc();
+  if (slot == UINT32_MAX) {
+    bump(counters().dropped_pool);
+    *h = filtered_handle();
+    return UINT32_MAX;
+  }
+  uint64_t used = c->ops.in_use();
+  if (used > c->high_water.load(std::memory_order_relaxed)) c->high_water.store(used, std::memory_order_relaxed);
+  return slot;
+}
+
+inline void* op_handle(Context& c, uint32_t slot) noexcept {
+  Handle h;
+  h.tag = Tag::kOp;
+  h.ctx = c.id;
+  h.slot = slot;
+  // Relaxed: this thread owns the slot now (popped with acquire).
+  h.gen = c.ops.at(slot).gen.load(std::memory_order_relaxed) & kGenMask;
+  return encode(h);
+}
+
+int32_t initial_remaining(const Context& c, bool channels_exact, uint8_t n_channels) noexcept {
+  if (c.kernel_ch) return channels_exact && n_channels > 0 ? 1 + n_channels : 2;
+  if (c.net) return 2;
+  return 1;
+}
+
+bool parent_graph_captured(const void* parent) noexcept {
+  Handle p = decode(parent);
+  return p.tag == Tag::kMarker && (p.extra & 32u) != 0;
+}
+
+}  // namespace
+void learn_identity(Context& c, uint64_t hash, int rank) noexcept;
+namespace {
+
+// Finds the op a network child belongs to, through the ProxyOp slot.
+OpSlot* op_of_net(Runtime* rt, NetSlot& n, Context** oc, Handle* oh) noexcept {
+  *oh = decode(reinterpret_cast<void*>(n.op_handle.load(std::memory_order_relaxed)));
+  if (oh->tag != Tag::kOp) return nullptr;
+  return op_of(rt, *oh, oc);
+}
+
+NetSlot* net_of(Runtime* rt, const Handle& h, Context** out) noexcept {
+  Context* c = context_of(rt, h.ctx);
+  if (c == nullptr || !c->net_slots.valid(h.slot)) {
+    bump(counters().fault_stale_handle);
+    return nullptr;
+  }
+  NetSlot& n = c->net_slots.at(h.slot);
+  // Pairs with the release gen bump when the ProxyOp slot is freed.
+  if ((n.gen.load(std::memory_order_acquire) & kGenMask) != h.gen) {
+    bump(counters().fault_stale_handle);
+    return nullptr;
+  }
+  *out = c;
+  return &n;
+}
+
+void atomic_min(std::atomic<uint64_t>& a, uint64_t v) noexcept {
+  uint64_t cur = a.load(std::memory_order_relaxed);
+  // Relaxed: a statistic; no other data depends on it.
+  while (v < cur && !a.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
+  }
+}
+void atomic_max(std::atomic<uint64_t>& a, uint64_t v) noexcept {
+  uint64_t cur = a.load(std::memory_order_relaxed);
+  // Relaxed: a statistic; no other data depends on it.
+  while (v > cur && !a.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
+  }
+}
+
+// Time in a ProxyStep state goes to one of three buckets.
+void account_step_state(OpSlot& s, int state, uint64_t dt) noexcept {
+  switch (state) {
+    case nccl_abi::kProxyStepSendGPUWait:
+    case nccl_abi::kProxyStepRecvGPUWait:
+      s.net_gpu_wait.fetch_add(dt, std::memory_order_relaxed);  // statistic, read after completion's acquire
+      break;
+    case nccl_abi::kProxyStepSendWait:
+    case nccl_abi::kProxyStepSendPeerWait:
+    case nccl_abi::kProxyStepRecvWait:
+      s.net_wait.fetch_add(dt, std::memory_order_relaxed);  // statistic, as above
+      break;
+    case nccl_abi::kProxyStepRecvFlushWait:
+      s.net_flush.fetch_add(dt, std::memory_order_relaxed);  // statistic, as above
+      break;
+    default: break;
+  }
+}
+
+}  // namespace
+
+// ======================================================= op starts (app side)
+
+void* start_coll(void* ctx, void* parent, int rank, const CollStart& d) noexcept {
+  Runtime* rt = runtime();
+  if (rt == nullptr) return nullptr;
+  Context* c = context_from_arg(rt, ctx);
+  if (c == nullptr) return nullptr;
+  if (d.comm_hash != 0) learn_identity(*c, d.comm_hash, rank);
+  const uint32_t esize = dtype_size(d.dtype);
+  const uint64_t bytes = static_cast<uint64_t>(esize) * d.count;
+  void* h = nullptr;
+  uint32_t slot = admit(rt, c, bytes, esize != 0, &h);
+  if (slot == UINT32_MAX) return h;
+  OpSlot& s = c->ops.at(slot);
+  s.expect_kernel_ch = c->kernel_ch;
+  s.channels_exact = d.channels_exact && d.n_channels > 0;
+  reset_slot(*c, s, OpKind::kColl, rank, initial_remaining(*c, d.channels_exact, d.n_channels));
+  OpRecord& r = s.rec;
+  r.seq = d.seq;
+  r.count = d.count;
+  r.bytes = bytes;
+  r.func = static_cast<uint8_t>(d.func);
+  r.dtype = static_cast<uint8_t>(d.dtype);
+  r.algo = static_cast<uint8_t>(d.algo);
+  r.proto = static_cast<uint8_t>(d.proto);
+  r.n_channels = d.n_channels;
+  r.n_warps = d.n_warps;
+  if (d.func == Func::kBroadcast || d.func == Func::kReduce) r.peer = d.root;
+  if (d.func == Func::kAllGather || d.func == Func::kBroadcast) r.flags |= kFlagCountIsBytes;
+  if (parent_graph_captured(parent)) r.flags |= kFlagGraphCaptured;
+  return op_handle(*c, slot);
+}
+
+void* start_p2p(void* ctx, void* parent, int rank, const P2pStart& d) noexcept {
+  Runtime* rt = runtime();
+  if (rt == nullptr) return nullptr;
+  Context* c = context_from_arg(rt, ctx);
+  if (c == nullptr) return nullptr;
+  if (!rt->cfg.enable_p2p) return filtered_handle();
+  if (d.comm_hash != 0) learn_identity(*c, d.comm_hash, rank);
+  const uint32_t esize = dtype_size(d.dtype);
+  const uint64_t bytes = static_cast<uint64_t>(esize) * d.count;
+  void* h = nullptr;
+  uint32_t slot = admit(rt, c, bytes, esize != 0, &h);
+  if (slot == UINT32_MAX) return h;
+  OpSlot& s = c->ops.at(slot);
+  s.expect_kernel_ch = c->kernel_ch;
+  s.channels_exact = d.channels_exact && d.n_channels > 0;
+  reset_slot(*c, s, OpKind::kP2p, rank, initial_remaining(*c, d.channels_exact, d.n_channels));
+  OpRecord& r = s.rec;
+  // Own sequence: the k-th send to a peer matches the peer's k-th recv from us.
+  uint64_t seq = 0;
+  if (c->p2p_seq_n != 0 && d.peer >= 0) {
+    uint32_t idx = static_cast<uint32_t>(d.peer) % c->p2p_seq_n + (d.func == Func::kRecv ? c->p2p_seq_n : 0);
+    // Relaxed: a counter; ops to one peer are issued in program order by NCCL.
+    seq = c->p2p_seq[idx].fetch_add(1, std::memory_order_relaxed);
+  }
+  r.seq = seq;
+  r.count = d.count;
+  r.bytes = bytes;
+  r.func = static_cast<uint8_t>(d.func);
+  r.dtype = static_cast<uint8_t>(d.dtype);
+  r.algo = static_cast<uint8_t>(Algo::kUnknown);
+  r.proto = static_cast<uint8_t>(Proto::kUnknown);
+  r.n_channels = d.n_channels;
+  r.peer = d.peer;
+  r.flags |= kFlagSeqOwn;
+  if (parent_graph_captured(parent)) r.flags |= kFlagGraphCaptured;
+  return op_handle(*c, slot);
+}
+
+void* start_ce_coll(void* ctx, void* parent, int rank, const CeStart& d) noexcept {
+  Runtime* rt = runtime();
+  if (rt == nullptr) return nullptr;
+  Context* c = context_from_arg(rt, ctx);
+  if (c == nullptr) return nullptr;
+  if (!rt->cfg.enable_ce) return filtered_handle();
+  const uint32_t esize = dtype_size(d.dtype);
+  const uint64_t bytes = static_cast<uint64_t>(esize) * d.count;
+  void* h = nullptr;
+  uint32_t slot = admit(rt, c, bytes, esize != 0, &h);
+  if (slot == UINT32_MAX) return h;
+  OpSlot& s = c->ops.at(slot);
+  s.expect_kernel_ch = false;
+  s.channels_exact = false;
+  reset_slot(*c, s, OpKind::kCe, rank, 1);
+  OpRecord& r = s.rec;
+  r.seq = d.seq;
+  r.count = d.count;
+  r.bytes = bytes;
+  r.func = static_cast<uint8_t>(d.func);
+  r.dtype = static_cast<uint8_t>(d.dtype);
+  r.algo = static_cast<uint8_t>(Algo::kUnknown);
+  r.proto = static_cast<uint8_t>(Proto::kUnknown);
+  if (d.func == Func::kBroadcast || d.func == Func::kReduce || d.func == Func::kGather ||
+      d.func == Func::kScatter)
+    r.peer = d.root;
+  if (parent_graph_captured(parent)) r.flags |= kFlagGraphCaptured;
+  return op_handle(*c, slot);
+}
+
+void* start_ce_child(void* ctx, void* parent, EvType type, uint64_t bytes) noexcept {
+  (void)ctx;
+  Runtime* rt = runtime();
+  if (rt == nullptr) return nullptr;
+  Handle p = decode(parent);
+  if (p.tag == Tag::kFiltered) return filtered_handle();
+  if (p.tag != Tag::kOp) {
+    bump(counters().fault_null_handle);
+    return nullptr;
+  }
+  OpSlot* s = op_of(rt, p);
+  if (s == nullptr) return nullptr;
+  if (type == EvType::kCeBatch && bytes != 0) s->ce_bytes.fetch_add(bytes, std::memory_order_relaxed);  // read after completion's acquire
+  Handle h = p;
+  h.tag = Tag::kCeChild;
+  return encode(h);
+}
+
+// ================================================= KernelCh (progress thread)
+
+void* start_kernel_ch(void* ctx, void* parent, uint8_t channel, uint64_t ptimer, bool has_ptimer) noexcept {
+  (void)ctx;
+  Runtime* rt = runtime();
+  if (rt == nullptr) [[unlikely]] return nullptr;
+  const uint64_t pv = hv(parent);
+  if (tag_of(pv) != Tag::kOp) [[unlikely]] {
+    if (tag_of(pv) == Tag::kFiltered) return filtered_handle();
+    bump(counters().fault_null_handle);
+    return nullptr;
+  }
+  if (channel >= nccl_abi::kMaxChannels) [[unlikely]] {
+    bump(counters().fault_bad_channel);
+    return nullptr;
+  }
+  Context* c = nullptr;
+  OpSlot* s = op_of(rt, pv, &c);
+  if (s == nullptr) return nullptr;
+  const uint64_t bit = 1ull << channel;
+  s->ch_stop[channel].store(0, std::memory_order_relaxed);
+  s->ch_start[channel].store(has_ptimer ? ptimer : clk::read_ticks(), std::memory_order_relaxed);
+  // acq_rel: publishes the channel start with the bit; pairs with the
+  // completer's acquire load of started_mask.
+  const uint64_t old = s->started_mask.fetch_or(bit, std::memory_order_acq_rel);
+  if (has_ptimer && old == 0) {
+    // Clock alignment, sampled on each op's first channel: the CPU saw this
+    // start no earlier than the GPU made it, so (observed - ptimer) bounds
+    // the offset from above; keep the least.
+    // Modular arithmetic: a nonsense pTimer gives a nonsense sample, never UB.
+    const int64_t d = static_cast<int64_t>(clk::now_ns() - ptimer);
+    int64_t cur = c->clk_min.load(std::memory_order_relaxed);
+    // Relaxed: the estimate is read by the dump thread as a statistic.
+    while (d < cur && !c->clk_min.compare_exchange_weak(cur, d, std::memory_order_relaxed)) {
+    }
+    const int64_t typ = c->clk_typical.load(std::memory_order_relaxed);
+    const uint64_t n = c->clk_samples.load(std::memory_order_relaxed);
+    // Relaxed load/store pairs: racing updaters may lose a sample; harmless.
+    const int64_t step = static_cast<int64_t>(static_cast<uint64_t>(d) - static_cast<uint64_t>(typ)) / 16;
+    c->clk_typical.store(n == 0 ? d : static_cast<int64_t>(static_cast<uint64_t>(typ) + static_cast<uint64_t>(step)),
+                         std::memory_order_relaxed);
+    c->clk_samples.store(n + 1, std::memory_order_relaxed);
+  }
+  if (old & bit) [[unlikely]] {
+    bump(counters().fault_double_stop);  // same channel started twice
+  } else if (!s->channels_exact) {
+    if (!hold(*s)) {
+      bump(counters().fault_late_child);
+      return nullptr;
+    }
+    if (old == 0) release(*c, pv, *s);  // first child removes the gate
+  } else if (std::popcount(old | bit) > s->rec.n_channels) [[unlikely]] {
+    // More channels than NCCL announced: account this one too.
+    if (!hold(*s)) {
+      bump(counters().fault_late_child);
+      return nullptr;
+    }
+  }
+  return reinterpret_cast<void*>(retag(pv, Tag::kKernelCh, channel));
+}
+
+// ============================================================ network events
+
+void* start_proxy_op(void* ctx, void* parent, const ProxyOpStart& d) noexcept {
+  (void)ctx;  // may be another process's pointer under PXN: never used
+  Runtime* rt = runtime();
+  if (rt == nullptr) return nullptr;
+  if (d.pid != rt->pid) {
+    bump(counters().fault_foreign_pid);
+    return nullptr;
+  }
+  Handle p = decode(parent);
+  if (p.tag == Tag::kFiltered) return filtered_handle();
+  if (p.tag != Tag::kOp) {
+    bump(counters().fault_null_handle);
+    return nullptr;
+  }
+  Context* c = nullptr;
+  OpSlot* s = op_of(rt, p, &c);
+  if (s == nullptr) return nullptr;
+  if (!c->net) return filtered_handle();
+  if (!hold(*s)) {
+    bump(counters().fault_late_child);
+    return nullptr;
+  }
+  uint32_t ns = c->net_slots.alloc();
+  if (ns == UINT32_MAX) {
+    bump(counters().dropped_pool);
+    release(*c, p, *s);
+    return filtered_handle();
+  }
+  NetSlot& n = c->net_slots.at(ns);
+  const uint64_t t = clk::read_ticks();
+  n.op_handle.store(reinterpret_cast<uint64_t>(parent), std::memory_order_relaxed);
+  n.is_send = d.is_send;
+  n.peer = d.peer;
+  n.trans.store(0, std::memory_order_relaxed);
+  n.stopped.store(0, std::memory_order_relaxed);
+  n.start_ticks.store(t, std::memory_order_relaxed);
+  for (auto& st : n.steps) {
+    st.state.store(-1, std::memory_order_relaxed);
+    st.ticks.store(0, std::memory_order_relaxed);
+    st.stopped.store(1, std::memory_order_relaxed);
+  }
+  // Statistics of the op, all read after the completer's acquire on remaining.
+  if (s->net_ops.fetch_add(1, std::memory_order_relaxed) == 0 && !c->kernel_ch) {
+    release(*c, p, *s);  // network-only gate mode: the first ProxyOp removes the gate
+  }
+  atomic_min(s->net_first, t);
+  if (d.peer >= 0) {
+    s->net_peers_hash.fetch_or(1u << (static_cast<uint32_t>(d.peer) % 32), std::memory_order_relaxed);  // statistic
+    int32_t none = -1;
+    s->net_first_peer.compare_exchange_strong(none, d.peer, std::memory_order_relaxed);  // statistic
+  }
+  Handle h;
+  h.tag = Tag::kProxyOp;
+  h.ctx = c->id;
+  h.slot = ns;
+  h.gen = n.gen.load(std::memory_order_relaxed) & kGenMask;  // we own the slot
+  return encode(h);
+}
+
+void* start_proxy_step(void* ctx, void* parent, int step) noexcept {
+  (void)ctx;  // reach the context through the parent, never through the argument (PXN)
+  Runtime* rt = runtime();
+  if (rt == nullptr) return nullptr;
+  Handle p = decode(parent);
+  if (p.tag == Tag::kFiltered) return filtered_handle();
+  if (p.tag != Tag::kProxyOp) {
+    bump(counters().fault_null_handle);
+    return nullptr;
+  }
+  Context* c = nullptr;
+  NetSlot* n = net_of(rt, p, &c);
+  if (n == nullptr) return nullptr;
+  const uint32_t k = static_cast<uint32_t>(step) % nccl_abi::kNcclSteps;
+  auto& st = n->steps[k];
+  st.state.store(-1, std::memory_order_relaxed);
+  st.ticks.store(clk::read_ticks(), std::memory_order_relaxed);
+  st.stopped.store(0, std::memory_order_relaxed);
+  Context* oc = nullptr;
+  Handle oh;
+  if (OpSlot* s = op_of_net(rt, *n, &oc, &oh)) s->net_steps.fetch_add(1, std::memory_order_relaxed);  // statistic
+  Handle h = p;
+  h.tag = Tag::kProxyStep;
+  h.extra = k;
+  return encode(h);
+}
+
+void* start_net_plugin(void* ctx, void* parent, int64_t plugin_id, const void* data) noexcept {
+  (void)ctx;
+  Runtime* rt = runtime();
+  if (rt == nullptr) return nullptr;
+  Handle p = decode(parent);
+  Handle out;
+  out.tag = Tag::kNetPlugin;
+  if (p.tag == Tag::kFiltered) return filtered_handle();
+  if (p.tag != Tag::kProxyStep || data == nullptr) return encode(out);
+  Context* c = nullptr;
+  NetSlot* n = net_of(rt, p, &c);
+  if (n == nullptr) return encode(out);
+  Context* oc = nullptr;
+  Handle oh;
+  OpSlot* s = op_of_net(rt, *n, &oc, &oh);
+  if (s == nullptr) return encode(out);
+  uint32_t dev = UINT32_MAX;
+  uint64_t len = 0;
+  int qp = -1;
+  // The payload is NCCL scratch memory valid only during this call: read now.
+  if (plugin_id == nccl_abi::kNetIbIdV1) {
+    const auto* ib = static_cast<const nccl_abi::NetIbDescrV1*>(data);
+    if (ib->type == nccl_abi::kNetIbQp && ib->qp.device >= 0) {
+      dev = static_cast<uint32_t>(ib->qp.device) & 0xFFFFu;
+      len = ib->qp.length;
+      qp = ib->qp.qpNum;
+    }
+  } else if (plugin_id == nccl_abi::kNetSockIdV1) {
+    const auto* so = static_cast<const nccl_abi::NetSockDescrV1*>(data);
+    if (so->type == nccl_abi::kNetSocket) {
+      dev = 0xFFFE;
+      len = so->sock.length;
+    }
+  }
+  if (dev == UINT32_MAX) return encode(out);
+  for (auto& hs : s->hca) {
+    uint32_t cur = hs.dev.load(std::memory_order_relaxed);
+    if (cur == UINT32_MAX) {
+      // Claim a free entry; relaxed: contents are read after completion's acquire.
+      if (!hs.dev.compare_exchange_strong(cur, dev, std::memory_order_relaxed) && cur != dev) continue;
+    } else if (cur != dev) {
+      continue;
+    }
+    hs.bytes.fetch_add(len, std::memory_order_relaxed);  // statistic, as above
+    hs.wrs.fetch_add(1, std::memory_order_relaxed);      // statistic, as above
+    if (qp >= 0) hs.qp_bits.fetch_or(1ull << (static_cast<uint32_t>(qp) % 64), std::memory_order_relaxed);
+    return encode(out);
+  }
+  return encode(out);  // more HCAs than entries: not attributed
+}
+
+void* start_marker(void* ctx, EvType type, bool graph_captured) noexcept {
+  (void)ctx;
+  Handle h;
+  h.tag = Tag::kMarker;
+  h.extra = (static_cast<uint32_t>(type) & 31u) | (graph_captured ? 32u : 0u);
+  return encode(h);
+}
+
+void* start_unknown(void* ctx) noexcept {
+  (void)ctx;
+  if (runtime() != nullptr) bump(counters().fault_unknown_event);
+  return nullptr;
+}
+
+// ============================================================== stop/record
+
+namespace {
+__attribute__((noinline, cold)) void stop_slow(Runtime* rt, void* handle) noexcept;
+__attribute__((noinline)) void record_slow(Runtime* rt, void* handle, int state, const StateArgs& a) noexcept;
+}  // namespace
+
+void stop(void* handle) noexcept {
+  Runtime* rt = runtime();
+  if (rt == nullptr) [[unlikely]] return;
+  const uint64_t v = hv(handle);
+  if (tag_of(v) == Tag::kKernelCh) [[likely]] {
+    Context* c = nullptr;
+    OpSlot* s = op_of(rt, v, &c);
+    if (s == nullptr) return;
+    const uint32_t ch = extra_of(v);
+    if (c->abi < 4) s->ch_stop[ch].store(clk::read_ticks(), std::memory_order_relaxed);
+    const uint64_t bit = 1ull << ch;
+    // acq_rel: publishes the channel's stop stamp; pairs with the
+    // completer's acquire load of stopped_mask.
+    if (s->stopped_mask.fetch_or(bit, std::memory_order_acq_rel) & bit) [[unlikely]] {
+      bump(counters().fault_double_stop);
+      return;
+    }
+    release(*c, v, *s);
+    return;
+  }
+  stop_slow(rt, handle);
+}
+
+namespace {
+void stop_slow(Runtime* rt, void* handle) noexcept {
+  if (handle == nullptr) {
+    bump(counters().fault_null_handle);
+    return;
+  }
+  Handle h = decode(handle);
+  switch (h.tag) {
+    case Tag::kOp: {
+      Context* c = nullptr;
+      OpSlot* s = op_of(rt, h, &c);
+      if (s == nullptr) return;
+      // acq_rel exchange: the first stop wins; pairs with other stoppers.
+      if (s->coll_stopped.exchange(1, std::memory_order_acq_rel) != 0) {
+        bump(counters().fault_double_stop);
+        return;
+      }
+      s->stop_ticks.store(clk::read_ticks(), std::memory_order_relaxed);
+      release(*c, h, *s);
+      return;
+    }
+    case Tag::kProxyOp: {
+      Context* c = nullptr;
+      NetSlot* n = net_of(rt, h, &c);
+      if (n == nullptr) return;
+      if (n->stopped.exchange(1, std::memory_order_acq_rel) != 0) {  // first stop wins
+        bump(counters().fault_double_stop);
+        return;
+      }
+      Context* oc = nullptr;
+      Handle oh;
+      OpSlot* s = op_of_net(rt, *n, &oc, &oh);
+      const uint64_t t = clk::read_ticks();
+      if (s != nullptr) {
+        // v1-v3 report bytes only through the cumulative ProxyOp states.
+        uint64_t tr = n->trans.load(std::memory_order_relaxed);
+        if (tr != 0) (n->is_send ? s->net_send_bytes : s->net_recv_bytes).fetch_add(tr, std::memory_order_relaxed);
+        atomic_max(s->net_last, t);
+      }
+      // Release pairs with net_of()'s acquire: old handles stop validating.
+      n->gen.fetch_add(1, std::memory_order_release);
+      c->net_slots.free(h.slot);
+      if (s != nullptr) release(*oc, oh, *s);
+      return;
+    }
+    case Tag::kProxyStep: {
+      Context* c = nullptr;
+      NetSlot* n = net_of(rt, h, &c);
+      if (n == nullptr) return;
+      auto& st = n->steps[h.extra % nccl_abi::kNcclSteps];
+      if (st.stopped.exchange(1, std::memory_order_acq_rel) != 0) {  // first stop wins
+        bump(counters().fault_double_stop);
+        return;
+      }
+      const uint64_t t = clk::read_ticks();
+      const int prev = st.state.load(std::memory_order_relaxed);
+      const uint64_t pt = st.ticks.load(std::memory_order_relaxed);
+      Context* oc = nullptr;
+      Handle oh;
+      if (OpSlot* s = op_of_net(rt, *n, &oc, &oh)) {
+        if (prev >= 0 && t > pt) account_step_state(*s, prev, t - pt);
+        atomic_max(s->net_last, t);
+      }
+      return;
+    }
+    case Tag::kMarker:
+    case Tag::kFiltered:
+    case Tag::kNetPlugin:
+    case Tag::kCeChild: return;
+    default: bump(counters().fault_stale_handle); return;
+  }
+}
+}  // namespace
+
+void record_state(void* handle, int state, const StateArgs& a) noexcept {
+  Runtime* rt = runtime();
+  if (rt == nullptr) [[unlikely]] return;
+  const uint64_t v = hv(handle);
+  if (tag_of(v) == Tag::kKernelCh) [[likely]] {
+    if (state != nccl_abi::kKernelChStop || !a.has_ptimer) return;
+    OpSlot* s = op_of(rt, v);
+    if (s == nullptr) return;
+    // Published to the completer by the stop's acq_rel fetch_or.
+    s->ch_stop[extra_of(v)].store(a.ptimer, std::memory_order_relaxed);
+    return;
+  }
+  record_slow(rt, handle, state, a);
+}
+
+namespace {
+void record_slow(Runtime* rt, void* handle, int state, const StateArgs& a) noexcept {
+  if (handle == nullptr) {
+    bump(counters().fault_null_handle);
+    return;
+  }
+  Handle h = decode(handle);
+  switch (h.tag) {
+    case Tag::kProxyOp: {
+      if (state > nccl_abi::kProxyOpRecvDone || !a.has_trans_size) return;
+      Context* c = nullptr;
+      NetSlot* n = net_of(rt, h, &c);
+      if (n == nullptr) return;
+      // Cumulative in 2.23-2.26: keep the largest.
+      uint64_t cur = n->trans.load(std::memory_order_relaxed);
+      if (a.trans_size > cur) n->trans.store(a.trans_size, std::memory_order_relaxed);  // progress thread only
+      return;
+    }
+    case Tag::kProxyStep: {
+      if (state < nccl_abi::kProxyStepSendGPUWait ||
+          (state > nccl_abi::kProxyStepRecvGPUWait && state != nccl_abi::kProxyStepSendPeerWait))
+        return;
+      Context* c = nullptr;
+      NetSlot* n = net_of(rt, h, &c);
+      if (n == nullptr) return;
+      auto& st = n->steps[h.extra % nccl_abi::kNcclSteps];
+      const uint64_t t = clk::read_ticks();
+      // Single progress thread per step; relaxed exchanges keep it race-free.
+      const int prev = st.state.exchange(state, std::memory_order_relaxed);
+      const uint64_t pt = st.ticks.exchange(t, std::memory_order_relaxed);
+      Context* oc = nullptr;
+      Handle oh;
+      OpSlot* s = op_of_net(rt, *n, &oc, &oh);
+      if (s == nullptr) return;
+      if (prev >= 0 && t > pt) account_step_state(*s, prev, t - pt);
+      if (a.has_trans_size && prev != state) {
+        if (state == nccl_abi::kProxyStepSendWait) s->net_send_bytes.fetch_add(a.trans_size, std::memory_order_relaxed);
+        if (state == nccl_abi::kProxyStepRecvFlushWait) s->net_recv_bytes.fetch_add(a.trans_size, std::memory_order_relaxed);
+      }
+      return;
+    }
+    default: return;  // markers (23, 24, ProxyCtrl states), NetPlugin (21), CE children
+  }
+}
+}  // namespace
+
+// ====================================================== helpers for runtime
+
+void learn_identity(Context& c, uint64_t hash, int rank) noexcept {
+  uint64_t zero = 0;
+  // Relaxed: the hash is copied into records; the first writer wins.
+  if (c.comm_hash.load(std::memory_order_relaxed) == 0 &&
+      c.comm_hash.compare_exchange_strong(zero, hash, std::memory_order_relaxed)) {
+    if (c.rank.load(std::memory_order_relaxed) < 0) c.rank.store(rank, std::memory_order_relaxed);
+  }
+}
+
+// Completes (as reclaimed) every in-flight op of `c` started before
+// `older_than_ticks` (UINT64_MAX: all of them). Returns the count.
+size_t reclaim_ops(Context& c, uint64_t older_than_ticks) noexcept {
+  size_t n = 0;
+  const uint32_t cap = c.ops.capacity();
+  for (uint32_t i = 0; i < cap; ++i) {
+    OpSlot& s = c.ops.at(i);
+    // Acquire pairs with reset_slot()'s release store.
+    if (s.in_use.load(std::memory_order_acquire) == 0) continue;
+    const uint64_t claim = s.claim.load(std::memory_order_acquire);
+    if (claim & 1) continue;  // already being completed
+    if (older_than_ticks != UINT64_MAX && s.start_ticks.load(std::memory_order_relaxed) >= older_than_ticks) continue;
+    Handle oh;
+    oh.tag = Tag::kOp;
+    oh.ctx = c.id;
+    oh.slot = i;
+    oh.gen = static_cast<uint32_t>(claim >> 1);
+    // complete() claims with this generation: if the slot moved on to a
+    // newer op meanwhile, the claim fails and nothing happens.
+    if (complete(c, oh.slot, oh.gen, s, true)) ++n;
+  }
+  return n;
+}
+
+}  // namespace ni::core

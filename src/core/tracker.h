@@ -1,0 +1,376 @@
+// Internal structures of the capture core: handles, pooled op objects,
+// per-comm contexts and per-thread rings. Only src/core/*.cpp include this.
+//
+// Handles are not pointers: a handle is a 64-bit value encoding
+// (tag, context id, pool slot, generation, channel). Decoding it never
+// dereferences foreign memory, a recycled slot is detected by its generation,
+// and a handle from another process (PXN) can at worst name a slot of ours
+// whose generation will not match.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "src/core/config.h"
+#include "src/core/core.h"
+#include "src/core/record.h"
+#include "src/core/ring.h"
+#include "src/core/runtime.h"
+
+namespace ni::core {
+
+// ----------------------------------------------------------------- handles
+
+enum class Tag : uint8_t {
+  kNone = 0,
+  kOp = 1,        // Coll / P2p / CeColl: slot in the context's op pool
+  kKernelCh = 2,  // slot of the parent op + channel id
+  kProxyOp = 3,   // slot in the context's net pool
+  kProxyStep = 4, // slot in the context's net pool
+  kCeChild = 5,   // CeSync / CeBatch: slot of the parent op
+  kMarker = 6,    // API / Group / KernelLaunch / ProxyCtrl: no state
+  kFiltered = 7,  // an op we chose not to record; its children are ignored too
+  kNetPlugin = 8, // no state (so stopping it twice is harmless)
+};
+
+inline constexpr int kCtxBits = 12;
+inline constexpr int kSlotBits = 20;
+inline constexpr int kGenBits = 22;
+inline constexpr uint32_t kMaxContexts = 1u << kCtxBits;
+inline constexpr uint32_t kMaxSlots = 1u << kSlotBits;
+inline constexpr uint32_t kGenMask = (1u << kGenBits) - 1;
+
+struct Handle {
+  Tag tag = Tag::kNone;
+  uint32_t ctx = 0;
+  uint32_t slot = 0;
+  uint32_t gen = 0;
+  uint32_t extra = 0;  // channel id (kKernelCh), EvType + graph bit (kMarker)
+};
+
+inline void* encode(const Handle& h) noexcept {
+  uint64_t v = static_cast<uint64_t>(h.tag) | (static_cast<uint64_t>(h.ctx) << 4) |
+               (static_cast<uint64_t>(h.slot) << 16) | (static_cast<uint64_t>(h.gen & kGenMask) << 36) |
+               (static_cast<uint64_t>(h.extra & 63u) << 58);
+  return reinterpret_cast<void*>(v);
+}
+
+inline Handle decode(const void* p) noexcept {
+  auto v = reinterpret_cast<uint64_t>(p);
+  Handle h;
+  h.tag = static_cast<Tag>(v & 15u);
+  h.ctx = static_cast<uint32_t>((v >> 4) & (kMaxContexts - 1));
+  h.slot = static_cast<uint32_t>((v >> 16) & (kMaxSlots - 1));
+  h.gen = static_cast<uint32_t>((v >> 36) & kGenMask);
+  h.extra = static_cast<uint32_t>(v >> 58);
+  return h;
+}
+
+// Field access straight on the encoded value (the hot paths avoid building a
+// Handle).
+inline uint64_t hv(const void* p) noexcept { return reinterpret_cast<uint64_t>(p); }
+inline Tag tag_of(uint64_t v) noexcept { return static_cast<Tag>(v & 15u); }
+inline uint32_t ctx_of(uint64_t v) noexcept { return static_cast<uint32_t>((v >> 4) & (kMaxContexts - 1)); }
+inline uint32_t slot_of(uint64_t v) noexcept { return static_cast<uint32_t>((v >> 16) & (kMaxSlots - 1)); }
+inline uint32_t gen_of(uint64_t v) noexcept { return static_cast<uint32_t>((v >> 36) & kGenMask); }
+inline uint32_t extra_of(uint64_t v) noexcept { return static_cast<uint32_t>(v >> 58); }
+// The same handle with another tag and extra field.
+inline uint64_t retag(uint64_t v, Tag t, uint32_t extra) noexcept {
+  return (v & ~(15ull | (63ull << 58))) | static_cast<uint64_t>(t) | (static_cast<uint64_t>(extra & 63u) << 58);
+}
+
+// ----------------------------------------------------------------- op pool
+
+struct HcaSlot {
+  std::atomic<uint32_t> dev{UINT32_MAX};  // claimed by CAS from UINT32_MAX
+  std::atomic<uint32_t> wrs{0};
+  std::atomic<uint64_t> bytes{0};
+  std::atomic<uint64_t> qp_bits{0};  // bit (qpNum % 64): approximate distinct QPs
+};
+
+// One in-flight Coll / P2p / CeColl. Fields in `rec` are written by the
+// starting thread before the handle is handed to NCCL and are read-only
+// afterwards; everything that changes later is atomic.
+struct OpSlot {
+  std::atomic<uint32_t> gen{0};        // bumped on free; a handle must match it
+  std::atomic<uint32_t> in_use{0};     // 1 while allocated (reclaimer scans this)
+  std::atomic<int32_t> remaining{0};   // completion count-down (see tracker.cpp)
+  std::atomic<uint64_t> claim{1};      // (gen << 1) | claimed: exactly-once completion per generation
+  std::atomic<uint32_t> coll_stopped{0};
+  std::atomic<uint32_t> free_next{0};  // free-list link (slot index + 1)
+  std::atomic<uint64_t> started_mask{0};
+  std::atomic<uint64_t> stopped_mask{0};
+  std::atomic<uint64_t> stop_ticks{0};     // Coll/P2p/CeColl stop (enqueue end)
+  std::atomic<uint64_t> ch_start[nccl_abi::kMaxChannels];
+  std::atomic<uint64_t> ch_stop[nccl_abi::kMaxChannels];
+  // network
+  std::atomic<uint64_t> net_send_bytes{0}, net_recv_bytes{0};
+  std::atomic<uint64_t> net_gpu_wait{0}, net_wait{0}, net_flush{0};  // ticks
+  std::atomic<uint64_t> net_first{UINT64_MAX}, net_last{0};          // ticks
+  std::atomic<uint32_t> net_steps{0}, net_ops{0};
+  std::atomic<uint32_t> net_peers_hash{0};
+  std::atomic<int32_t> net_first_peer{-1};
+  std::atomic<uint64_t> ce_bytes{0};
+  HcaSlot hca[kRecordHcas];
+  std::atomic<uint64_t> start_ticks{0};
+  bool expect_kernel_ch = false;
+  bool channels_exact = false;
+  OpRecord rec;  // header fields filled at start
+};
+
+// One ProxyOp (network events, opt-in) and the states of its outstanding
+// ProxySteps. NCCL keeps at most NCCL_STEPS (8) step handles per sub, indexed
+// by step % 8, and overwrites a slot when it restarts a step: we mirror that,
+// so a step that is started twice and never stopped leaks nothing.
+struct NetSlot {
+  std::atomic<uint32_t> gen{0};
+  std::atomic<uint32_t> free_next{0};
+  std::atomic<uint64_t> op_handle{0};     // encoded parent op handle
+  std::atomic<uint64_t> trans{0};         // v1-v3: cumulative transSize of the ProxyOp states
+  std::atomic<uint32_t> stopped{0};
+  std::atomic<uint64_t> start_ticks{0};
+  bool is_send = false;
+  int32_t peer = -1;
+  struct Step {
+    std::atomic<int32_t> state{-1};
+    std::atomic<uint64_t> ticks{0};
+    std::atomic<uint32_t> stopped{1};
+  } steps[nccl_abi::kNcclSteps];
+};
+
+// A pool that grows in chunks of kChunk slots up to a maximum, with a
+// lock-free free list (Treiber stack whose head carries a 32-bit tag against
+// ABA). alloc/free may run on any thread. Growth allocates one chunk, at most
+// max/kChunk times in the life of a context; slots are never freed before the
+// context is destroyed at runtime teardown, so a stale handle always names
+// valid memory.
+template <typename Slot>
+class Pool {
+ public:
+  static constexpr uint32_t kChunk = 64;
+
+  bool init(uint32_t max_slots) {
+    max_chunks_ = (max_slots + kChunk - 1) / kChunk;
+    if (max_chunks_ == 0) max_chunks_ = 1;
+    if (max_chunks_ > kMaxSlots / kChunk) max_chunks_ = kMaxSlots / kChunk;
+    chunks_.reset(new (std::nothrow) std::atomic<Slot*>[max_chunks_]);
+    if (!chunks_) return false;
+    for (uint32_t i = 0; i < max_chunks_; ++i) chunks_[i].store(nullptr, std::memory_order_relaxed);
+    return grow();
+  }
+  ~Pool() {
+    if (!chunks_) return;
+    for (uint32_t i = 0; i < max_chunks_; ++i) delete[] chunks_[i].load(std::memory_order_relaxed);
+  }
+
+  // Number of slots that exist now (slots [0, capacity) are valid memory).
+  uint32_t capacity() const noexcept {
+    // Pairs with the release store in grow().
+    return n_chunks_.load(std::memory_order_acquire) * kChunk;
+  }
+  bool valid(uint32_t i) const noexcept { return i < capacity(); }
+  Slot& at(uint32_t i) noexcept {
+    // Pairs with the release store of the chunk pointer in grow().
+    return chunks_[i / kChunk].load(std::memory_order_acquire)[i % kChunk];
+  }
+  // at() for an index that came from outside (a handle): nullptr if no such slot.
+  Slot* find(uint32_t i) noexcept {
+    if (i / kChunk >= max_chunks_) return nullptr;
+    // Pairs with the release store of the chunk pointer in grow().
+    Slot* c = chunks_[i / kChunk].load(std::memory_order_acquire);
+    return c ? &c[i % kChunk] : nullptr;
+  }
+
+  // Returns a slot index, or UINT32_MAX when the pool is at its maximum.
+  uint32_t alloc() noexcept {
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      uint32_t i = pop();
+      if (i != UINT32_MAX) return i;
+      if (!grow()) break;
+    }
+    return pop();
+  }
+
+  void free(uint32_t i) noexcept {
+    uint64_t h = head_.load(std::memory_order_relaxed);
+    for (;;) {
+      at(i).free_next.store(static_cast<uint32_t>(h), std::memory_order_relaxed);
+      uint64_t nh = ((h >> 32) + 1) << 32 | (i + 1);
+      // Release: the slot's final writes (gen bump, free_next) happen-before
+      // the pop() that takes it (acquire).
+      if (head_.compare_exchange_weak(h, nh, std::memory_order_release, std::memory_order_relaxed)) {
+        in_use_.fetch_sub(1, std::memory_order_relaxed);  // statistics only, no ordering
+        return;
+      }
+    }
+  }
+  uint32_t in_use() const noexcept { return in_use_.load(std::memory_order_relaxed); }
+
+ private:
+  uint32_t pop() noexcept {
+    // Pairs with the release CAS in free()/push_chunk().
+    uint64_t h = head_.load(std::memory_order_acquire);
+    for (;;) {
+      uint32_t idx1 = static_cast<uint32_t>(h);
+      if (idx1 == 0) return UINT32_MAX;
+      uint32_t next = at(idx1 - 1).free_next.load(std::memory_order_relaxed);
+      uint64_t nh = ((h >> 32) + 1) << 32 | next;
+      // Acquire on success pairs with free()'s release; a stale `next` read
+      // is caught by the ABA tag in h.
+      if (head_.compare_exchange_weak(h, nh, std::memory_order_acquire, std::memory_order_acquire)) {
+        in_use_.fetch_add(1, std::memory_order_relaxed);  // statistics only
+        return idx1 - 1;
+      }
+    }
+  }
+
+  // Adds one chunk. Only one thread grows at a time (growing_ flag); a thread
+  // that loses the race returns true so its caller retries the free list.
+  bool grow() noexcept {
+    uint32_t expected = 0;
+    // Acquire pairs with the release store that clears the flag below.
+    if (!growing_.compare_exchange_strong(expected, 1, std::memory_order_acquire, std::memory_order_relaxed))
+      return true;
+    uint32_t n = n_chunks_.load(std::memory_order_relaxed);
+    bool ok = false;
+    if (n < max_chunks_) {
+      Slot* c = new (std::nothrow) Slot[kChunk];
+      if (c != nullptr) {
+        // Release: the chunk's contents are visible to at() (acquire).
+        chunks_[n].store(c, std::memory_order_release);
+        // Release pairs with capacity()'s acquire.
+        n_chunks_.store(n + 1, std::memory_order_release);
+        for (uint32_t k = kChunk; k-- > 0;) {
+          uint32_t i = n * kChunk + k;
+          in_use_.fetch_add(1, std::memory_order_relaxed);  // free() subtracts it again
+          free(i);
+        }
+        ok = true;
+      }
+    }
+    // Pairs with the acquire CAS above.
+    growing_.store(0, std::memory_order_release);
+    return ok;
+  }
+
+  std::unique_ptr<std::atomic<Slot*>[]> chunks_;
+  uint32_t max_chunks_ = 0;
+  std::atomic<uint32_t> n_chunks_{0};
+  std::atomic<uint32_t> growing_{0};
+  alignas(kCacheLine) std::atomic<uint64_t> head_{0};  // (aba tag << 32) | (index + 1)
+  std::atomic<uint32_t> in_use_{0};
+};
+
+// ------------------------------------------------------------------ context
+
+struct Context {
+  uint32_t id = 0;
+  std::atomic<uint32_t> live{0};   // 1 between init and finalize
+  CommInfo info;                   // cold fields (name etc.), guarded by the runtime mutex
+  std::atomic<uint64_t> comm_hash{0};  // v1-v3 learn it from op descriptors
+  std::atomic<int32_t> rank{-1};
+  int nranks = 0;
+  int abi = 0;
+  bool kernel_ch = false;   // KernelCh events will come (ABI >= 3 and in our mask)
+  bool net = false;         // ProxyOp/ProxyStep/NetPlugin requested
+  Pool<OpSlot> ops;
+  Pool<NetSlot> net_slots;
+  std::atomic<uint64_t> sample_counter{0};
+  std::unique_ptr<std::atomic<uint32_t>[]> p2p_seq;  // [2 * p2p_seq_n]: send, recv per peer
+  uint32_t p2p_seq_n = 0;
+  std::atomic<uint64_t> high_water{0};
+  // clock estimate (mono - ptimer), refined by KernelCh start observations
+  std::atomic<int64_t> clk_min{INT64_MAX};
+  std::atomic<int64_t> clk_typical{0};
+  std::atomic<uint64_t> clk_samples{0};
+};
+
+// ------------------------------------------------------------- thread rings
+
+// Per-thread counters: written only by the owning thread (relaxed), read by
+// the dump thread (relaxed) for statistics.
+struct ThreadCounters {
+  std::atomic<uint64_t> ops_completed{0};
+  std::atomic<uint64_t> dropped_ring_full{0};
+  std::atomic<uint64_t> dropped_pool{0};
+  std::atomic<uint64_t> filtered_min_size{0};
+  std::atomic<uint64_t> sampled_out{0};
+  std::atomic<uint64_t> reclaimed{0};
+  std::atomic<uint64_t> fault_null_handle{0};
+  std::atomic<uint64_t> fault_stale_handle{0};
+  std::atomic<uint64_t> fault_foreign_pid{0};
+  std::atomic<uint64_t> fault_double_stop{0};
+  std::atomic<uint64_t> fault_late_child{0};
+  std::atomic<uint64_t> fault_unknown_event{0};
+  std::atomic<uint64_t> fault_bad_channel{0};
+  std::atomic<uint64_t> fault_null_context{0};
+  std::atomic<uint64_t> high_water{0};
+};
+
+inline void bump(std::atomic<uint64_t>& c) noexcept {
+  // Single writer (the owning thread); relaxed load+store, no locked op.
+  c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
+struct ThreadRing {
+  ThreadCounters counters;
+  // Created at the first push; published with release, read with acquire by
+  // the dump thread.
+  std::atomic<SpscRing<OpRecord>*> ring{nullptr};
+  ThreadRing* next = nullptr;  // registry list, guarded by the registry mutex
+  ~ThreadRing() { delete ring.load(std::memory_order_relaxed); }
+};
+
+// This thread's ring record (registered on first use).
+ThreadRing* this_thread() noexcept;
+// Push a completed record into this thread's ring; counts a drop when full.
+void publish(const OpRecord& r) noexcept;
+// In-place variant: a slot of this thread's ring to fill (nullptr when full,
+// drop already counted), then publish_commit().
+OpRecord* publish_begin() noexcept;
+void publish_commit() noexcept;
+
+// ------------------------------------------------------------------ runtime
+
+struct Runtime {
+  Config cfg;
+  uint64_t generation = 0;
+  pid_t pid = 0;
+  std::unique_ptr<Sink> sink;
+  nccl_abi::DebugLogger logfn = nullptr;
+  std::atomic<Context*> contexts[kMaxContexts] = {};
+  std::atomic<uint32_t> n_contexts{0};  // ids handed out so far
+  std::vector<uint32_t> recycled;       // finalized context ids, guarded by mu
+  std::atomic<int> live{0};             // live comms; written under g_mu, read anywhere
+  std::mutex ring_mu;                   // guards the ring list
+  ThreadRing* rings = nullptr;
+  std::atomic<uint64_t> n_rings{0};
+  std::atomic<uint32_t> wake_pending{0};
+  uint64_t high_water_mark = 0;         // records; a push past it wakes the sink
+  Runtime() = default;
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+  ~Runtime();  // frees contexts and rings; only once no callback can run
+};
+
+// The current runtime, or nullptr outside [first init, last finalize].
+extern std::atomic<Runtime*> g_rt;
+inline Runtime* runtime() noexcept {
+  // Acquire pairs with the release stores in comm_init (creation) and
+  // teardown (reset to nullptr).
+  return g_rt.load(std::memory_order_acquire);
+}
+
+inline Context* context_of(Runtime* rt, uint32_t id) noexcept {
+  if (rt == nullptr || id >= kMaxContexts) return nullptr;
+  // Pairs with the release store when the context is created.
+  return rt->contexts[id].load(std::memory_order_acquire);
+}
+
+}  // namespace ni::core

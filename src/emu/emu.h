@@ -1,0 +1,268 @@
+// nccl-emu: a GPU-free NCCL host that loads any NCCL profiler plugin and calls
+// it exactly as a chosen NCCL release (2.23 .. 2.30) would: symbol binding and
+// adapter quirks (profiler-abi.md §0, §6), thread roles (§7), call sequences
+// (§8), and the fault cases of §12. It depends on plugin/abi headers only.
+//
+// Typical use from a test that links a plugin statically:
+//
+//   ni::emu::Options o;
+//   o.nccl = *ni::emu::NcclVersion::parse("2.28");
+//   o.tables.v5 = &my_profiler_v5;            // or o.plugin_path = "lib....so"
+//   o.workload = ni::emu::default_workload();  // or parse_workload_json(...)
+//   o.pace = ni::emu::Pace::kNone;
+//   ni::emu::RunResult r = ni::emu::run(o);
+//   // r.bound_abi == 5, r.truth holds one TruthOp per issued op per rank.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "plugin/abi/all.h"
+
+namespace ni::emu {
+
+// An NCCL release, major.minor (patch levels are not distinguished; 2.26 means
+// 2.26.6+, i.e. after the v2-adapter fix; 2.27 means 2.27.5+).
+struct NcclVersion {
+  int major = 2;
+  int minor = 30;
+  // Accepts "2.23" .. "2.30" (also "2.28.9", "v2.28.9-1"). Returns nullopt otherwise.
+  static std::optional<NcclVersion> parse(std::string_view s);
+  std::string str() const;
+  // The profiler ABI the release calls natively (§0): 2.23->1, 2.24/25->2,
+  // 2.26->3, 2.27->4, 2.28->5, 2.29/2.30->6.
+  int native_abi() const;
+  bool at_least(int minor_) const { return minor >= minor_; }
+};
+
+// Plugin tables to drive in-process, without dlopen. Any may be NULL; binding
+// picks the newest the emulated release would try (§0).
+struct PluginTables {
+  const nccl_abi::ProfilerV1* v1 = nullptr;
+  const nccl_abi::ProfilerV2* v2 = nullptr;
+  const nccl_abi::ProfilerV3* v3 = nullptr;
+  const nccl_abi::ProfilerV4* v4 = nullptr;
+  const nccl_abi::ProfilerV5* v5 = nullptr;
+  const nccl_abi::ProfilerV6* v6 = nullptr;
+  bool empty() const { return !v1 && !v2 && !v3 && !v4 && !v5 && !v6; }
+};
+
+// Which ABI a release binds for a plugin exporting `avail` (bit N set = vN
+// exported). 0 if none fits.
+int select_abi(const NcclVersion& v, unsigned avail_mask);
+
+// Fault cases (profiler-abi.md §12), each behind a flag.
+enum class Fault : int {
+  kRecvStepTwice,        // a recv ProxyStep started twice for the same step; first handle never stopped
+  kNetPluginDoubleStop,  // NetPlugin stop called twice (socket too; IB always does it)
+  kNetPluginStopNull,    // stopEvent(NULL) for a NetPlugin event
+  kProxyOpNeverStopped,  // the ProxyOps of one network op are never stopped
+  kParentStoppedFirst,   // Coll/P2p/Group stopped before any child (ProxyOp/KernelCh) starts
+  kPxn,                  // ProxyOp/Step with a foreign pid, foreign context and foreign parent
+  kMaskChange,           // the process-wide mask is rewritten mid-run (by "another comm")
+  kConcurrentInit,       // all comm inits released at the same instant on several threads
+  kReload,               // after the last finalize: dlclose, re-dlopen, re-init, run again
+  kGraphReplay,          // some ops are CUDA-graph captured and replayed
+  kKernelChNeverStopped, // one KernelCh of an op is never stopped
+  kKernelChDoubleStop,   // one KernelCh stop delivered twice
+  kCount
+};
+const char* fault_name(Fault f);
+std::optional<Fault> fault_from_name(std::string_view s);
+std::vector<std::string> fault_names();
+
+enum class Pace { kNone, kRealtime };
+enum class NetProfiler { kNone, kIb, kSocket };
+
+// ------------------------------------------------------------------ workload
+
+// One communicator of the job. World ranks are split into groups of `nranks`:
+// contiguous (TP-like: 0..n-1, n..2n-1) or strided (DP-like: r, r+W/n, ...).
+struct CommSpec {
+  std::string name = "comm";
+  int nranks = 2;
+  bool strided = false;
+  int nchannels = 8;               // channels a large collective uses
+  int p2p_channels = 32;           // nP2pChannels (power of 2)
+  int p2p_channels_per_peer = 2;   // channels per peer for large p2p
+  bool blocking = true;            // false: launch on a separate launcher thread
+  bool host_callback = false;      // plans with proxy ops run Group/Coll on the CUDA-callback thread
+  std::string share_progress_with; // name of an earlier comm whose progress thread this one shares
+  bool set_comm_name = true;       // pass the name to v4+ init (as ncclConfig_t.commName)
+};
+
+// One operation as the application issues it. Collectives are issued by every
+// rank of the comm (or `ranks`); Send/Recv by the ranks listed in `ranks`;
+// "SendRecv" with `shift` is a ring exchange (send to r+shift, recv from r-shift).
+struct OpSpec {
+  std::string comm;
+  std::string func = "AllReduce";  // AllReduce AllGather ReduceScatter Broadcast Reduce Send Recv SendRecv AlltoAll Gather Scatter
+  std::string dtype = "ncclFloat32";
+  uint64_t count = 0;   // elements (per rank send count for AllGather; recv count for ReduceScatter)
+  int root = 0;
+  int peer = -1;        // Send/Recv
+  int shift = 1;        // SendRecv
+  std::vector<int> ranks;  // comm ranks that issue it; empty = all
+  std::string algo;     // "" = model's choice
+  std::string proto;    // "" = model's choice
+  int nchannels = 0;    // 0 = model's choice
+  bool ce = false;      // CE collective (2.29+, intra-node AllGather/AlltoAll/Gather/Scatter)
+  int graph_replays = 0;// >0: captured in a CUDA graph and replayed this many times
+};
+
+// A step of the program: one op (standalone) or a ncclGroupStart/End block.
+struct StepSpec {
+  std::vector<OpSpec> ops;
+  bool group = false;   // wrap in ncclGroupStart/End
+  int depth = 1;        // nested group depth (2 = two ncclGroupStart calls)
+};
+
+struct MixEntry {
+  std::string comm;
+  std::string func;
+  std::string dtype = "ncclBfloat16";
+  std::vector<uint64_t> bytes;  // message sizes in bytes (count = bytes / dtype size)
+  double weight = 1;
+};
+
+// Injected truth: the ground the analyzer should find.
+struct TruthKnobs {
+  std::map<int, double> rank_skew_us;        // world rank -> arrival delay (a straggler)
+  std::map<int, double> channel_slowdown;    // channel id -> duration factor
+  std::map<int, double> hca_slowdown;        // HCA index -> duration factor (network ops on its channels)
+  int congestion_from = -1, congestion_to = -1;  // per-comm op index window ...
+  double congestion_factor = 1;                  // ... whose duration is multiplied
+  double bimodal_p = 0;                      // probability an op runs slow ...
+  double bimodal_factor = 1;                 // ... by this factor
+  std::string bimodal_proto = "LL128";       // only ops on this protocol
+};
+
+struct ModelKnobs {
+  double nvlink_busbw_gbps = 300;
+  double net_busbw_gbps = 40;
+  double latency_us = 8;
+  double net_latency_us = 20;
+  double gap_us = 300;         // GPU idle between consecutive ops of a comm
+  double jitter = 0.03;        // relative random jitter of durations
+  int hcas_per_node = 4;
+};
+
+struct Workload {
+  int world = 0;      // world size; 0 = max nranks
+  int nodes = 1;      // world ranks are split evenly over nodes (contiguous)
+  std::vector<CommSpec> comms;
+  std::vector<StepSpec> program;  // explicit steps, run first
+  std::vector<MixEntry> mix;      // random mix, `iterations` ops per rank after the program
+  int iterations = 0;
+  int group_size = 1;             // ops of the mix per ncclGroupStart/End (1 = standalone)
+  NetProfiler net_profiler = NetProfiler::kNone;
+  TruthKnobs truth;
+  ModelKnobs model;
+};
+
+// Parse a workload from JSON text (see docs/emulator.md). Throws std::runtime_error with a message.
+Workload parse_workload_json(const std::string& text);
+// The default demo: 2 nodes x 4 GPUs; TP comms of 4 (NVLink) and DP comms of 2 (network),
+// AllReduce/AllGather/ReduceScatter/Broadcast/SendRecv of realistic sizes.
+Workload default_workload(int iterations = 40);
+
+// ------------------------------------------------------------------ truth
+
+struct TruthOp {
+  std::string comm;
+  uint64_t comm_hash = 0;
+  int comm_index = 0;   // which group of the comm
+  int rank = 0, nranks = 0, nnodes = 0, world_rank = 0;
+  std::string kind;     // coll | p2p | ce
+  std::string func;     // as the descriptor says (Send/Recv for AlltoAll parts)
+  std::string api_func; // as the application called it
+  uint64_t seq = 0;     // NCCL seqNumber (coll), own per-(peer,direction) order (p2p)
+  uint64_t count = 0;   // as the Coll/P2p descriptor carries it
+  std::string dtype;    // as the descriptor carries it
+  uint64_t bytes = 0;   // message bytes (descriptor count x type size)
+  std::string algo, proto;
+  int root = 0, peer = -1;
+  bool net = false;     // traffic over the network (proxy events possible)
+  std::vector<int> channels;
+  std::vector<uint64_t> ch_start_ptimer, ch_stop_ptimer;  // GPU clock, ns
+  int64_t ptimer_to_realtime_ns = 0;   // wall (CLOCK_REALTIME) ns = pTimer + this
+  int64_t ptimer_to_monotonic_ns = 0;  // CLOCK_MONOTONIC ns = pTimer + this
+  double duration_us = 0;              // max per-channel GPU time
+  double busbw_gbps = 0;               // from the model's duration, nccl-tests factors
+  bool visible = false;                // Coll/P2p/CeColl start delivered to the plugin
+  std::string why;                     // reason when not visible
+  bool kernel_events = false;          // KernelCh events delivered
+  int graph_replay = -1;               // replay index, -1 = not a graph replay
+  std::vector<std::string> faults;
+};
+
+struct Summary {
+  int bound_abi = 0;
+  std::string plugin_name;
+  std::map<std::string, uint64_t> ops_by_comm_kind;       // "tp/coll" -> n
+  std::map<std::string, uint64_t> callbacks;              // "Coll.start" -> n, "init" -> n
+  uint64_t total_callbacks = 0;
+  double wall_s = 0;
+};
+
+// ------------------------------------------------------------------ running
+
+struct Options {
+  NcclVersion nccl;
+  std::string plugin_path;           // dlopen this ...
+  PluginTables tables;               // ... or drive these (used when plugin_path is empty)
+  Workload workload;
+  std::vector<int> world_ranks;      // world ranks emulated by this process; empty = all
+  std::vector<Fault> faults;
+  Pace pace = Pace::kNone;
+  uint64_t seed = 1;
+  int graph_replays = 3;             // replays per captured op for Fault::kGraphReplay
+  nccl_abi::DebugLogger logger = nullptr;  // passed to v4+ init; nullptr = nccl_logger()
+  int fault_op = 3;                  // per-comm op index where one-shot faults fire
+};
+
+struct RunResult {
+  bool ok = false;
+  std::string error;      // set when !ok (bad plugin, no symbol, ...)
+  int bound_abi = 0;      // 1..6
+  std::string bound_symbol;  // "ncclProfiler_v5"
+  std::vector<TruthOp> truth;
+  Summary summary;
+};
+
+RunResult run(const Options& o);
+
+// Truth as JSON lines: one "op" line per TruthOp, then one "summary" line.
+void write_truth_jsonl(std::ostream& os, const RunResult& r);
+std::string truth_op_json(const TruthOp& t);
+
+// NCCL's logger stand-in: prints like NCCL with NCCL_DEBUG=INFO, honouring
+// NCCL_DEBUG (VERSION/WARN/INFO/TRACE, default INFO) and NCCL_DEBUG_SUBSYS.
+nccl_abi::DebugLogger nccl_logger();
+
+// ------------------------------------------------------------------ bench
+
+struct BenchOptions {
+  NcclVersion nccl = NcclVersion{2, 28};
+  std::string plugin_path;
+  PluginTables tables;
+  int channels = 8;
+  int iters = 100000;
+  int runs = 5;
+};
+struct BenchResult {
+  bool ok = false;
+  std::string error;
+  int bound_abi = 0;
+  int callbacks_per_coll = 0;
+  double ns_per_coll = 0;      // median over runs
+  double ns_per_callback = 0;
+};
+BenchResult bench(const BenchOptions& o);
+
+}  // namespace ni::emu

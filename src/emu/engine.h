@@ -1,0 +1,179 @@
+// Internal structures of the emulated NCCL: one Proc (an emulated process),
+// Ranks (one app thread each, one GPU), Comms (one rank's view of one
+// communicator), Tasks and Plans. See emu.h for the public API.
+//
+// Ownership and threads:
+// - A Rank and its Comms are touched by the rank's app thread, except the
+//   fields documented as shared.
+// - Tasks and Plans are created on the app thread, then handed (through a
+//   Worker queue, which orders memory) to the launcher / CUDA-callback
+//   thread, which writes the Coll/P2p handles, and then to the progress
+//   thread, which only reads them. A task's TruthOp is written by whichever
+//   thread owns the task at that stage and read only after all threads joined.
+#pragma once
+
+#include <atomic>
+#include <bitset>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "src/emu/binding.h"
+#include "src/emu/emu.h"
+#include "src/emu/worker.h"
+
+namespace ni::emu {
+
+struct Proc;
+struct Rank;
+
+struct ChanTime {
+  int ch = 0;
+  uint64_t start_ns = 0, stop_ns = 0;  // virtual GPU time since job start
+};
+
+struct Comm {
+  Proc* P = nullptr;
+  Rank* R = nullptr;
+  const CommSpec* spec = nullptr;
+  int spec_idx = 0, group = 0, rank = 0, nranks = 0, nnodes = 0, local_rank = 0;
+  uint64_t hash = 0;
+  std::vector<int> members;  // world ranks of this comm instance, by comm rank
+  void* ctx = nullptr;       // plugin per-comm context
+  bool inited = false;
+  std::string name_storage;  // v4+ commName: NCCL keeps the user's pointer
+  std::shared_ptr<Worker> progress;
+  Comm* progress_owner = nullptr;  // the comm that created the (shared) proxy
+  std::unique_ptr<Worker> launcher;     // non-blocking comms
+  std::unique_ptr<Worker> sock_helper;  // socket NetPlugin events of large transfers
+  // seqNumber per function (5 collectives). Relaxed counters: on 2.23-2.25 they
+  // are bumped on the launching / CUDA-callback thread, otherwise on the app thread.
+  std::atomic<uint64_t> seq[5] = {};
+  std::map<std::pair<int, int>, uint64_t> p2p_seq;  // (peer, is_send) -> next; app thread
+  uint64_t clock_ns = 0;  // app thread: virtual time at which the next op may start
+  int op_index = 0;       // app thread
+  uint32_t ce_seq = 0;    // app thread
+  int next_ch = 0;        // app thread: running channel counter of the open plan
+  std::bitset<static_cast<size_t>(Fault::kCount)> fired;  // app thread: one-shot faults done
+  bool unload_twice = false;  // 2.30 init failure: Unload runs again at destroy
+};
+
+struct Task {
+  Comm* comm = nullptr;
+  uint64_t type = 0;  // kColl, kP2p or kCeColl
+  int func = 0, api_func = 0;
+  int dtype = 0, api_dtype = 0;
+  uint64_t count = 0, api_count = 0, bytes = 0;
+  int root = 0, peer = -1;
+  int algo = 1, proto = 2, nwarps = 16;
+  uint32_t redop = 0;
+  std::vector<ChanTime> chans;
+  uint64_t seq = 0;
+  int mask = 0;               // activation-mask snapshot the task carries
+  void* api_handle = nullptr; // CollApi / P2pApi handle
+  void* handle = nullptr;     // Coll / P2p handle (launch thread writes, progress reads)
+  bool started = false;       // Coll/P2p start delivered
+  bool net = false;
+  int net_send_peer = -1, net_recv_peer = -1;  // comm ranks; -1 = no such direction
+  int nsteps = 0, chunk = 0;
+  uint64_t step_bytes = 0;
+  bool graph = false;
+  int op_index = 0;           // per-comm op index (for faults, congestion)
+  bool new_plan = false;      // the plan's channel counter overflowed: start a new plan
+  int replay = -1;            // graph replay index
+  std::bitset<static_cast<size_t>(Fault::kCount)> faults;
+  TruthOp* truth = nullptr;
+};
+using TaskP = std::shared_ptr<Task>;
+
+struct Plan {
+  Comm* comm = nullptr;
+  std::vector<TaskP> tasks;
+  bool has_proxy = false;
+  bool ce = false;
+  bool graph = false;
+  void* group_api = nullptr;  // GroupApi handle (KernelLaunch parent)
+};
+using PlanP = std::shared_ptr<Plan>;
+
+// Per app-thread GroupApi state (NCCL keeps it thread-local, §8.2).
+struct ApiState {
+  int user_depth = 0;         // ncclGroupStart nesting
+  bool group_started = false; // GroupApi started in this group
+  void* group_handle = nullptr;
+  Comm* group_comm = nullptr;
+  bool graph = false;
+  int n_replays = 0;           // graph replays of the captured step
+  std::vector<TaskP> pending;  // tasks appended in this group
+};
+
+struct Rank {
+  int g = 0;                   // world rank
+  int node = 0;
+  uint64_t epoch = 0;          // this GPU's pTimer epoch
+  std::vector<std::unique_ptr<Comm>> comms;  // by comm spec index
+  ApiState api;
+  std::vector<std::unique_ptr<TruthOp>> truth;
+};
+
+struct Proc {
+  const Options* o = nullptr;
+  NcclVersion v;
+  int minor = 30;
+  Loader* loader = nullptr;
+  std::unique_ptr<Binding> binding;
+  // NCCL's process-wide activation mask. The plugin writes it plainly in init
+  // (and whenever it likes); emulator threads access it through
+  // std::atomic_ref<int> with relaxed order: it is a flag, ordering with other
+  // data is not needed, and NCCL itself reads it plainly.
+  alignas(64) int mask = 0;
+  // Set (release) when an init failure disables the plugin for the process
+  // (2.23-2.27); loaded (acquire) before every event.
+  std::atomic<bool> disabled{false};
+  std::unique_ptr<Worker> cudacb;  // the CUDA driver's host-callback thread
+  uint64_t t0_mono_ns = 0, t0_real_ns = 0;
+  void* foreign_page = nullptr;    // PROT_NONE page for PXN foreign pointers
+  std::bitset<static_cast<size_t>(Fault::kCount)> faults;
+  std::vector<std::unique_ptr<Rank>> ranks;
+  int world = 1, nodes = 1;
+  int op_limit = -1;               // steps to run in this phase (-1 = all)
+  std::vector<StepSpec> steps;     // program + expanded mix
+
+  bool fault(Fault f) const { return faults.test(static_cast<size_t>(f)); }
+  int read_mask() { return std::atomic_ref<int>(mask).load(std::memory_order_relaxed); }
+  void write_mask(int m) { std::atomic_ref<int>(mask).store(m, std::memory_order_relaxed); }
+  bool live() const { return !disabled.load(std::memory_order_acquire); }
+  // Event helpers: no-ops once the plugin is disabled.
+  void* start(void* ctx, const Ev& e) { return live() ? binding->start(ctx, e) : nullptr; }
+  void stop(uint64_t type, void* h) {
+    if (live()) binding->stop(type, h);
+  }
+  void record(uint64_t type, void* h, int state, const St& a) {
+    if (live()) binding->record(type, h, state, a);
+  }
+  // Sleeps until the job's virtual time t (realtime pace only).
+  void pace_until(uint64_t t_ns) const;
+};
+
+// model.cpp
+uint64_t mix64(uint64_t x);
+uint64_t hash_str(uint64_t seed, const std::string& s);
+double unit_hash(uint64_t h);  // [0,1)
+void choose_algo_proto(const Proc& P, const Comm& c, Task& t, const OpSpec& op);
+void assign_times(Proc& P, Comm& c, std::vector<Task*> ts, int skew_peer_world);
+void fill_net(const Proc& P, const Comm& c, Task& t);
+std::vector<int> p2p_channels(const Comm& c, int peer, bool is_send, uint64_t bytes);
+double busbw_factor(int func, int nranks);
+uint64_t now_mono_ns();
+uint64_t now_real_ns();
+
+// progress.cpp: everything the progress thread does for one plan.
+void run_proxy(Proc& P, const PlanP& plan);
+void progress_idle(Proc& P, Comm* owner, bool going_to_sleep, void** ctrl_handle);
+
+// engine.cpp
+RunResult run_impl(const Options& o);
+
+}  // namespace ni::emu

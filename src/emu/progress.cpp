@@ -1,0 +1,313 @@
+// What a comm's proxy progress thread does for one posted plan (§8.4-§8.6):
+// ProxyCtrl append around the ProxyOp starts (2.27+), KernelCh start/record
+// 22/stop per channel, network steps with their states, NetPlugin IB QP and
+// socket events, ProxyOp stops together; plus ProxyCtrl sleep/wakeup when the
+// thread idles. Runs only on the progress thread (and the socket helper).
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "src/emu/engine_internal.h"
+
+namespace ni::emu {
+
+using namespace nccl_abi;
+
+namespace {
+
+struct Sub {
+  Task* t = nullptr;
+  int ch = 0;
+  bool send = false;
+  int peer = 0;
+  void* h = nullptr;     // ProxyOp handle
+  uint64_t cum = 0;      // cumulative bytes (2.23-2.26 ProxyOp states)
+  uint64_t last = 0;     // previous step's size (what stale transSize carries)
+  NetIbDescrV1 ib{};     // NCCL-owned scratch, reused for every step
+  NetSockDescrV1 sock{};
+};
+
+bool has(const Task& t, Fault f) { return t.faults.test(static_cast<size_t>(f)); }
+
+class ProxyRun {
+ public:
+  ProxyRun(Proc& P, const PlanP& plan) : P_(P), plan_(plan), c_(*plan->comm), N_(P.minor) {}
+
+  void run() {
+    for (const TaskP& t : plan_->tasks) add_subs(*t);
+    append();
+    for (const TaskP& t : plan_->tasks) {
+      std::vector<void*> kh = kernel_starts(*t);
+      network(*t);
+      kernel_stops(*t, kh);
+    }
+    for (Sub& s : subs_)
+      if (s.h && !has(*s.t, Fault::kProxyOpNeverStopped)) P_.stop(kProxyOp, s.h);
+  }
+
+ private:
+  void* ctx_of(const Sub& s) const { return has(*s.t, Fault::kPxn) ? P_.foreign_page : c_.ctx; }
+
+  void add_subs(Task& t) {
+    if (!t.net) return;
+    for (int dir = 0; dir < 2; ++dir) {
+      const int peer = dir == 0 ? t.net_send_peer : t.net_recv_peer;
+      if (peer < 0) continue;
+      for (size_t i = 0; i < t.chans.size(); ++i) {
+        if (N_ == 27 && i > 0) break;  // 2.27 only emits sub 0 of a multi-sub args
+        Sub s;
+        s.t = &t;
+        s.ch = t.chans[i].ch;
+        s.send = dir == 0;
+        s.peer = peer;
+        subs_.push_back(s);
+      }
+    }
+  }
+
+  void start_op(Sub& s) {
+    const int gate = N_ >= 26 ? (kProxyOp | kProxyStep | kNetPlugin) : (kProxyOp | kProxyStep);
+    if (!(s.t->mask & gate)) return;
+    const bool pxn = has(*s.t, Fault::kPxn);
+    Ev e;
+    e.type = kProxyOp;
+    e.parent = pxn ? static_cast<char*>(P_.foreign_page) + 64 : s.t->handle;
+    e.rank = c_.rank;
+    e.pid = pxn ? getpid() + 7919 : getpid();
+    e.channel = static_cast<uint8_t>(s.ch);
+    e.peer = s.peer;
+    e.nsteps = s.t->nsteps;
+    e.chunk = s.t->chunk;
+    e.is_send = s.send ? 1 : 0;
+    s.h = P_.start(ctx_of(s), e);
+  }
+
+  void append() {
+    const int m = P_.read_mask();  // ProxyCtrl is gated by the current global mask
+    void* ch = nullptr;
+    void* owner_ctx = c_.progress_owner ? c_.progress_owner->ctx : c_.ctx;
+    if (m & kProxyCtrl) {
+      Ev e;
+      e.type = kProxyCtrl;
+      ch = P_.start(owner_ctx, e);
+      if (ch) P_.record(kProxyCtrl, ch, kProxyCtrlAppend, St{});
+    }
+    if (N_ >= 27)
+      for (Sub& s : subs_) start_op(s);
+    if (ch) {
+      St a;
+      a.appended = static_cast<int>(subs_.size());
+      P_.record(kProxyCtrl, ch, kProxyCtrlAppendEnd, a);
+      P_.stop(kProxyCtrl, ch);
+    }
+  }
+
+  std::vector<void*> kernel_starts(Task& t) {
+    std::vector<void*> kh(t.chans.size(), nullptr);
+    if (N_ < 26 || !(t.mask & kKernelCh)) return kh;
+    if (t.truth) t.truth->kernel_events = P_.live() && P_.binding->forwards(kKernelCh);
+    for (size_t i = 0; i < t.chans.size(); ++i) {
+      P_.pace_until(t.chans[i].start_ns);
+      Ev e;
+      e.type = kKernelCh;
+      e.parent = t.handle;
+      e.channel = static_cast<uint8_t>(t.chans[i].ch);
+      e.ptimer = N_ >= 27 ? c_.R->epoch + t.chans[i].start_ns : 0;
+      kh[i] = P_.start(c_.ctx, e);
+    }
+    return kh;
+  }
+
+  void kernel_stops(Task& t, const std::vector<void*>& kh) {
+    if (N_ < 26 || !(t.mask & kKernelCh)) return;
+    for (size_t i = 0; i < t.chans.size(); ++i) {
+      P_.pace_until(t.chans[i].stop_ns);
+      if (kh[i] == nullptr) continue;
+      if (i == 0 && has(t, Fault::kKernelChNeverStopped)) continue;
+      if (N_ >= 27) {
+        St a;
+        a.ptimer = c_.R->epoch + t.chans[i].stop_ns;
+        P_.record(kKernelCh, kh[i], kKernelChStop, a);
+      }
+      P_.stop(kKernelCh, kh[i]);
+      if (i == 0 && has(t, Fault::kKernelChDoubleStop)) P_.stop(kKernelCh, kh[i]);
+    }
+  }
+
+  uint64_t step_size(const Task& t, int k) const {
+    const uint64_t off = static_cast<uint64_t>(k) * static_cast<uint64_t>(t.chunk);
+    return off >= t.step_bytes ? 0 : std::min<uint64_t>(static_cast<uint64_t>(t.chunk), t.step_bytes - off);
+  }
+
+  void network(Task& t) {
+    if (!t.net) return;
+    if (N_ <= 26)
+      for (Sub& s : subs_)
+        if (s.t == &t) start_op(s);  // 2.23-2.26: started inside net progress
+    if (N_ >= 27)
+      for (Sub& s : subs_)
+        if (s.t == &t && s.h) P_.record(kProxyOp, s.h, kProxyOpInProgress, St{});
+    for (int k = 0; k < t.nsteps; ++k)
+      for (Sub& s : subs_) {
+        if (s.t != &t) continue;
+        if (N_ >= 27) step_new(s, k);
+        else step_old(s, k);
+      }
+  }
+
+  void* start_step(Sub& s, int k, bool need_op) {
+    const int gate = N_ >= 26 ? (kProxyStep | kNetPlugin) : kProxyStep;
+    if (!(s.t->mask & gate) || (need_op && s.h == nullptr)) return nullptr;
+    Ev e;
+    e.type = kProxyStep;
+    e.parent = s.h;
+    e.rank = c_.rank;
+    e.step = k;
+    return P_.start(ctx_of(s), e);
+  }
+
+  // 2.27+: states 8, 20 (maybe repeated), 9 / 10, 11, 12 with transSize.
+  void step_new(Sub& s, int k) {
+    const uint64_t size = step_size(*s.t, k);
+    void* sh = start_step(s, k, N_ <= 27);
+    if (!s.send && k == 0 && has(*s.t, Fault::kRecvStepTwice) && &s == first_recv_sub(*s.t)) {
+      sh = start_step(s, k, N_ <= 27);  // retry: the first handle is overwritten, never stopped
+    }
+    const bool rec = sh && s.h;  // state records are skipped without a ProxyOp handle
+    St prev;
+    prev.trans_size = s.last;
+    St cur;
+    cur.trans_size = size;
+    if (s.send) {
+      if (rec) P_.record(kProxyStep, sh, kProxyStepSendGPUWait, prev);
+      if (rec) P_.record(kProxyStep, sh, kProxyStepSendPeerWait, prev);
+      if (rec && unit_hash(mix64(c_.hash ^ (static_cast<uint64_t>(s.ch) << 32) ^ static_cast<uint64_t>(k))) < 0.2)
+        P_.record(kProxyStep, sh, kProxyStepSendPeerWait, prev);  // isend retried
+      net_events(s, sh, k, size);
+      if (rec) P_.record(kProxyStep, sh, kProxyStepSendWait, cur);
+    } else {
+      if (rec) P_.record(kProxyStep, sh, kProxyStepRecvWait, prev);
+      net_events(s, sh, k, size);
+      if (rec) P_.record(kProxyStep, sh, kProxyStepRecvFlushWait, cur);
+      if (rec) P_.record(kProxyStep, sh, kProxyStepRecvGPUWait, cur);
+    }
+    if (sh) P_.stop(kProxyStep, sh);
+    s.last = size;
+  }
+
+  // 2.23-2.26: ProxyOp states 0-7 with cumulative transSize, step states with NULL args.
+  void step_old(Sub& s, int k) {
+    const uint64_t size = step_size(*s.t, k);
+    void* sh = start_step(s, k, true);
+    St null;
+    null.null = true;
+    auto op_state = [&](int st) {
+      if (!s.h) return;
+      St a;
+      a.trans_size = s.cum;
+      a.steps = k + 1;
+      P_.record(kProxyOp, s.h, st, a);
+    };
+    if (s.send) {
+      op_state(kProxyOpSendPosted);
+      if (sh) P_.record(kProxyStep, sh, kProxyStepSendGPUWait, null);
+      op_state(kProxyOpSendRemFifoWait);
+      net_events(s, sh, k, size);
+      if (sh) P_.record(kProxyStep, sh, kProxyStepSendWait, null);
+      s.cum += size;
+      op_state(kProxyOpSendTransmitted);
+      if (sh) P_.stop(kProxyStep, sh);
+      op_state(kProxyOpSendDone);
+    } else {
+      op_state(kProxyOpRecvPosted);
+      if (sh) P_.record(kProxyStep, sh, kProxyStepRecvWait, null);
+      net_events(s, sh, k, size);
+      s.cum += size;
+      op_state(kProxyOpRecvReceived);
+      if (sh) P_.record(kProxyStep, sh, kProxyStepRecvFlushWait, null);
+      op_state(kProxyOpRecvTransmitted);
+      if (sh) P_.record(kProxyStep, sh, kProxyStepRecvGPUWait, null);
+      // 2.24-2.26 (#1658): the recv stop uses the wrong step id; model it as
+      // odd recv steps never being stopped, so starts outnumber stops.
+      const bool lost = N_ >= 24 && (k % 2) == 1;
+      if (sh && !lost) P_.stop(kProxyStep, sh);
+      op_state(kProxyOpRecvDone);
+    }
+  }
+
+  const Sub* first_recv_sub(const Task& t) const {
+    for (const Sub& s : subs_)
+      if (s.t == &t && !s.send) return &s;
+    return nullptr;
+  }
+
+  void net_events(Sub& s, void* sh, int k, uint64_t size) {
+    const NetProfiler np = P_.o->workload.net_profiler;
+    if (N_ < 26 || np == NetProfiler::kNone || !(s.t->mask & kNetPlugin)) return;
+    Ev e;
+    e.type = kNetPlugin;
+    e.parent = sh;
+    e.rank = c_.rank;
+    void* ctx = ctx_of(s);
+    const bool dbl = has(*s.t, Fault::kNetPluginDoubleStop);
+    if (np == NetProfiler::kIb) {
+      s.ib.type = kNetIbQp;
+      s.ib.qp.device = s.ch % std::max(1, P_.o->workload.model.hcas_per_node);
+      s.ib.qp.wr_id = (static_cast<uint64_t>(k) << 8) | static_cast<uint64_t>(s.ch);
+      s.ib.qp.opcode = s.send ? 1 : 0;  // send: RDMA write with immediate; recv: not set
+      s.ib.qp.qpNum = 0x100 + s.ch * 2 + (s.send ? 1 : 0);
+      s.ib.qp.length = s.send ? size : 0;
+      e.net_id = kNetIbIdV1;
+      e.net_data = &s.ib;
+      void* nh = P_.start(ctx, e);
+      P_.stop(kNetPlugin, nh);  // CQ completion: stopEvent(*eHandle), no NULL check
+      P_.stop(kNetPlugin, nh);  // and again when test() completes the request
+    } else {
+      s.sock.type = kNetSocket;
+      s.sock.sock.fd = 40 + s.ch;
+      s.sock.sock.op = s.send ? kSocketSend : kSocketRecv;
+      s.sock.sock.length = size;
+      e.net_id = kNetSockIdV1;
+      e.net_data = &s.sock;
+      auto job = [this, e, ctx, dbl] {
+        void* nh = P_.start(ctx, e);
+        P_.stop(kNetPlugin, nh);
+        if (dbl) P_.stop(kNetPlugin, nh);
+      };
+      Comm& tc = *s.t->comm;
+      if (size >= (64u << 10) && tc.sock_helper) {
+        tc.sock_helper->post(job);  // large transfers: the socket helper thread
+        tc.sock_helper->drain();    // test() completes once the helper is done
+      } else {
+        job();
+      }
+    }
+    if (has(*s.t, Fault::kNetPluginStopNull) && k == 0) P_.stop(kNetPlugin, nullptr);
+  }
+
+  Proc& P_;
+  PlanP plan_;
+  Comm& c_;
+  int N_;
+  std::vector<Sub> subs_;
+};
+
+}  // namespace
+
+void run_proxy(Proc& P, const PlanP& plan) { ProxyRun(P, plan).run(); }
+
+void progress_idle(Proc& P, Comm* owner, bool going_to_sleep, void** ctrl) {
+  if (going_to_sleep) {
+    if (!(P.read_mask() & kProxyCtrl)) return;
+    Ev e;
+    e.type = kProxyCtrl;
+    *ctrl = P.start(owner->ctx, e);
+    if (*ctrl) P.record(kProxyCtrl, *ctrl, kProxyCtrlSleep, St{});
+  } else if (*ctrl) {
+    P.record(kProxyCtrl, *ctrl, kProxyCtrlWakeup, St{});
+    P.stop(kProxyCtrl, *ctrl);
+    *ctrl = nullptr;
+  }
+}
+
+}  // namespace ni::emu

@@ -1,0 +1,66 @@
+// Truth output: one JSON line per issued op per rank, then a summary line.
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "src/emu/emu.h"
+
+namespace ni::emu {
+
+namespace {
+nlohmann::json op_json(const TruthOp& t) {
+  nlohmann::json j;
+  j["type"] = "op";
+  j["comm"] = t.comm;
+  char hash[32];
+  std::snprintf(hash, sizeof hash, "0x%016llx", static_cast<unsigned long long>(t.comm_hash));
+  j["comm_hash"] = hash;
+  j["comm_index"] = t.comm_index;
+  j["rank"] = t.rank;
+  j["nranks"] = t.nranks;
+  j["nnodes"] = t.nnodes;
+  j["world_rank"] = t.world_rank;
+  j["kind"] = t.kind;
+  j["func"] = t.func;
+  j["api_func"] = t.api_func;
+  j["seq"] = t.seq;
+  j["count"] = t.count;
+  j["dtype"] = t.dtype;
+  j["bytes"] = t.bytes;
+  j["algo"] = t.algo;
+  j["proto"] = t.proto;
+  j["root"] = t.root;
+  j["peer"] = t.peer;
+  j["net"] = t.net;
+  j["channels"] = t.channels;
+  j["ch_start_ptimer_ns"] = t.ch_start_ptimer;
+  j["ch_stop_ptimer_ns"] = t.ch_stop_ptimer;
+  j["ptimer_to_realtime_ns"] = t.ptimer_to_realtime_ns;
+  j["ptimer_to_monotonic_ns"] = t.ptimer_to_monotonic_ns;
+  j["duration_us"] = t.duration_us;
+  j["busbw_gbps"] = t.busbw_gbps;
+  j["visible"] = t.visible;
+  j["why"] = t.why;
+  j["kernel_events"] = t.kernel_events;
+  j["graph_replay"] = t.graph_replay;
+  j["faults"] = t.faults;
+  return j;
+}
+}  // namespace
+
+std::string truth_op_json(const TruthOp& t) { return op_json(t).dump(); }
+
+void write_truth_jsonl(std::ostream& os, const RunResult& r) {
+  for (const TruthOp& t : r.truth) os << op_json(t).dump() << '\n';
+  nlohmann::json s;
+  s["type"] = "summary";
+  s["bound_abi"] = r.bound_abi;
+  s["bound_symbol"] = r.bound_symbol;
+  s["plugin_name"] = r.summary.plugin_name;
+  s["ops"] = r.summary.ops_by_comm_kind;
+  s["callbacks"] = r.summary.callbacks;
+  s["total_callbacks"] = r.summary.total_callbacks;
+  s["wall_s"] = r.summary.wall_s;
+  os << s.dump() << '\n';
+}
+
+}  // namespace ni::emu

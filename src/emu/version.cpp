@@ -1,0 +1,120 @@
+// Version rules, name tables and fault names.
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <cstring>
+
+#include "src/emu/binding.h"
+#include "src/emu/emu.h"
+
+namespace ni::emu {
+
+std::optional<NcclVersion> NcclVersion::parse(std::string_view s) {
+  if (!s.empty() && (s[0] == 'v' || s[0] == 'V')) s.remove_prefix(1);
+  int ma = 0, mi = 0;
+  auto r1 = std::from_chars(s.data(), s.data() + s.size(), ma);
+  if (r1.ec != std::errc() || r1.ptr == s.data() + s.size() || *r1.ptr != '.') return std::nullopt;
+  auto r2 = std::from_chars(r1.ptr + 1, s.data() + s.size(), mi);
+  if (r2.ec != std::errc()) return std::nullopt;
+  // Anything after the minor must be ".patch" or "-build" (or both).
+  const char* rest = r2.ptr;
+  const char* end = s.data() + s.size();
+  if (rest != end && *rest != '.' && *rest != '-') return std::nullopt;
+  if (ma != 2 || mi < 23 || mi > 30) return std::nullopt;
+  return NcclVersion{ma, mi};
+}
+
+std::string NcclVersion::str() const { return std::to_string(major) + "." + std::to_string(minor); }
+
+int NcclVersion::native_abi() const {
+  if (minor <= 23) return 1;
+  if (minor <= 25) return 2;
+  if (minor == 26) return 3;
+  if (minor == 27) return 4;
+  if (minor == 28) return 5;
+  return 6;
+}
+
+int select_abi(const NcclVersion& v, unsigned avail) {
+  for (int n = v.native_abi(); n >= 1; --n)
+    if (avail & (1u << n)) return n;
+  return 0;
+}
+
+// ---------------------------------------------------------------- names
+
+namespace {
+constexpr std::array<const char*, 11> kFuncNames = {"Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce",
+                                                    "SendRecv",  "Send",   "Recv",      "AlltoAll",      "Gather",
+                                                    "Scatter"};
+// Index = ncclDataType_t code; ncclUint8 has no string in NCCL (§5), so "Unknown".
+constexpr std::array<const char*, 12> kDtypeNames = {
+    "ncclInt8",    "Unknown",      "ncclInt32",     "ncclUint32",     "ncclInt64",     "ncclUint64",
+    "ncclFloat16", "ncclFloat32", "ncclFloat64", "ncclBfloat16", "ncclFloat8e4m3", "ncclFloat8e5m2"};
+constexpr std::array<size_t, 12> kDtypeSizes = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
+constexpr std::array<const char*, 7> kAlgoNames = {"TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN",
+                                                   "NVLS", "NVLS_TREE", "PAT"};
+constexpr std::array<const char*, 3> kProtoNames = {"LL", "LL128", "SIMPLE"};
+
+template <size_t N>
+int index_of(const std::array<const char*, N>& a, std::string_view s) {
+  for (size_t i = 0; i < N; ++i)
+    if (s == a[i]) return static_cast<int>(i);
+  return -1;
+}
+}  // namespace
+
+const char* func_name_of(int c) {
+  return c >= 0 && c < static_cast<int>(kFuncNames.size()) ? kFuncNames[static_cast<size_t>(c)] : "Invalid";
+}
+int func_code_of(std::string_view s) { return index_of(kFuncNames, s); }
+const char* dtype_name_of(int c) {
+  return c >= 0 && c < static_cast<int>(kDtypeNames.size()) ? kDtypeNames[static_cast<size_t>(c)] : "Unknown";
+}
+int dtype_code_of(std::string_view s) {
+  if (s == "ncclUint8") return nccl_abi::kUint8;
+  if (s == "Unknown") return -1;
+  return index_of(kDtypeNames, s);
+}
+size_t dtype_size(int c) {
+  return c >= 0 && c < static_cast<int>(kDtypeSizes.size()) ? kDtypeSizes[static_cast<size_t>(c)] : 1;
+}
+const char* algo_name_of(int c) {
+  return c >= 0 && c < static_cast<int>(kAlgoNames.size()) ? kAlgoNames[static_cast<size_t>(c)] : "Unknown";
+}
+int algo_code_of(std::string_view s) { return index_of(kAlgoNames, s); }
+const char* proto_name_of(int c) {
+  return c >= 0 && c < static_cast<int>(kProtoNames.size()) ? kProtoNames[static_cast<size_t>(c)] : "Unknown";
+}
+int proto_code_of(std::string_view s) { return index_of(kProtoNames, s); }
+
+int type_index(uint64_t t) {
+  for (int i = 0; i < kNumTypes; ++i)
+    if (t == (1ull << i)) return i;
+  return 0;
+}
+const char* type_name(uint64_t t) {
+  static constexpr std::array<const char*, kNumTypes> n = {
+      "Group",   "Coll",     "P2p",    "ProxyOp", "ProxyStep",    "ProxyCtrl", "KernelCh", "NetPlugin",
+      "GroupApi", "CollApi", "P2pApi", "KernelLaunch", "CeColl", "CeSync", "CeBatch"};
+  return n[static_cast<size_t>(type_index(t))];
+}
+
+// ---------------------------------------------------------------- faults
+
+namespace {
+constexpr std::array<const char*, static_cast<size_t>(Fault::kCount)> kFaultNames = {
+    "recv-step-twice",      "netplugin-double-stop", "netplugin-stop-null", "proxyop-never-stopped",
+    "parent-stopped-first", "pxn",                   "mask-change",         "concurrent-init",
+    "reload",               "graph-replay",          "kernelch-never-stopped", "kernelch-double-stop"};
+}
+
+const char* fault_name(Fault f) { return kFaultNames[static_cast<size_t>(f)]; }
+std::optional<Fault> fault_from_name(std::string_view s) {
+  for (size_t i = 0; i < kFaultNames.size(); ++i)
+    if (s == kFaultNames[i]) return static_cast<Fault>(i);
+  return std::nullopt;
+}
+std::vector<std::string> fault_names() { return {kFaultNames.begin(), kFaultNames.end()}; }
+
+}  // namespace ni::emu

@@ -1,0 +1,215 @@
+// Workload spec: JSON parsing (strict: unknown keys are errors, so typos do not
+// silently change a job) and the default training-like demo job.
+#include <nlohmann/json.hpp>
+#include <set>
+#include <stdexcept>
+
+#include "src/emu/binding.h"
+#include "src/emu/emu.h"
+
+namespace ni::emu {
+
+namespace {
+
+using nlohmann::json;
+
+void check_keys(const json& j, const std::set<std::string>& allowed, const std::string& where) {
+  if (!j.is_object()) throw std::runtime_error(where + ": expected an object");
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (!allowed.count(it.key())) throw std::runtime_error(where + ": unknown key '" + it.key() + "'");
+}
+
+template <typename T>
+void get(const json& j, const char* k, T& out) {
+  if (j.contains(k)) out = j.at(k).get<T>();
+}
+
+std::map<int, double> int_map(const json& j) {
+  std::map<int, double> m;
+  for (auto it = j.begin(); it != j.end(); ++it) m[std::stoi(it.key())] = it.value().get<double>();
+  return m;
+}
+
+OpSpec parse_op(const json& j) {
+  check_keys(j,
+             {"comm", "func", "dtype", "count", "bytes", "root", "peer", "shift", "ranks", "algo", "proto", "nchannels", "ce",
+              "graph_replays"},
+             "op");
+  OpSpec o;
+  get(j, "comm", o.comm);
+  get(j, "func", o.func);
+  get(j, "dtype", o.dtype);
+  get(j, "count", o.count);
+  if (j.contains("bytes")) {
+    const int dt = dtype_code_of(o.dtype);
+    if (dt < 0) throw std::runtime_error("op: unknown dtype '" + o.dtype + "'");
+    o.count = j.at("bytes").get<uint64_t>() / dtype_size(dt);
+  }
+  get(j, "root", o.root);
+  get(j, "peer", o.peer);
+  get(j, "shift", o.shift);
+  get(j, "ranks", o.ranks);
+  get(j, "algo", o.algo);
+  get(j, "proto", o.proto);
+  get(j, "nchannels", o.nchannels);
+  get(j, "ce", o.ce);
+  get(j, "graph_replays", o.graph_replays);
+  return o;
+}
+
+}  // namespace
+
+Workload parse_workload_json(const std::string& text) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string("workload: invalid JSON: ") + e.what());
+  }
+  try {
+    check_keys(j, {"world", "nodes", "comms", "program", "mix", "iterations", "group_size", "net_profiler", "truth", "model"},
+               "workload");
+    Workload w;
+    get(j, "world", w.world);
+    get(j, "nodes", w.nodes);
+    get(j, "iterations", w.iterations);
+    get(j, "group_size", w.group_size);
+    if (j.contains("net_profiler")) {
+      const std::string np = j.at("net_profiler").get<std::string>();
+      if (np == "none") w.net_profiler = NetProfiler::kNone;
+      else if (np == "ib") w.net_profiler = NetProfiler::kIb;
+      else if (np == "socket") w.net_profiler = NetProfiler::kSocket;
+      else throw std::runtime_error("net_profiler must be none, ib or socket");
+    }
+    for (const json& c : j.value("comms", json::array())) {
+      check_keys(c,
+                 {"name", "nranks", "layout", "nchannels", "p2p_channels", "p2p_channels_per_peer", "blocking",
+                  "host_callback", "share_progress_with", "set_comm_name"},
+                 "comm");
+      CommSpec s;
+      get(c, "name", s.name);
+      get(c, "nranks", s.nranks);
+      const std::string layout = c.value("layout", "contiguous");
+      if (layout != "contiguous" && layout != "strided") throw std::runtime_error("comm layout must be contiguous or strided");
+      s.strided = layout == "strided";
+      get(c, "nchannels", s.nchannels);
+      get(c, "p2p_channels", s.p2p_channels);
+      get(c, "p2p_channels_per_peer", s.p2p_channels_per_peer);
+      get(c, "blocking", s.blocking);
+      get(c, "host_callback", s.host_callback);
+      get(c, "share_progress_with", s.share_progress_with);
+      get(c, "set_comm_name", s.set_comm_name);
+      w.comms.push_back(s);
+    }
+    for (const json& st : j.value("program", json::array())) {
+      StepSpec s;
+      if (st.contains("group")) {
+        check_keys(st, {"group", "depth"}, "program step");
+        s.group = true;
+        get(st, "depth", s.depth);
+        for (const json& op : st.at("group")) s.ops.push_back(parse_op(op));
+      } else {
+        s.ops.push_back(parse_op(st));
+      }
+      w.program.push_back(std::move(s));
+    }
+    for (const json& m : j.value("mix", json::array())) {
+      check_keys(m, {"comm", "func", "dtype", "bytes", "weight"}, "mix entry");
+      MixEntry e;
+      get(m, "comm", e.comm);
+      get(m, "func", e.func);
+      get(m, "dtype", e.dtype);
+      get(m, "bytes", e.bytes);
+      get(m, "weight", e.weight);
+      w.mix.push_back(e);
+    }
+    if (j.contains("truth")) {
+      const json& t = j.at("truth");
+      check_keys(t, {"rank_skew_us", "channel_slowdown", "hca_slowdown", "congestion", "bimodal"}, "truth");
+      if (t.contains("rank_skew_us")) w.truth.rank_skew_us = int_map(t.at("rank_skew_us"));
+      if (t.contains("channel_slowdown")) w.truth.channel_slowdown = int_map(t.at("channel_slowdown"));
+      if (t.contains("hca_slowdown")) w.truth.hca_slowdown = int_map(t.at("hca_slowdown"));
+      if (t.contains("congestion")) {
+        const json& c = t.at("congestion");
+        check_keys(c, {"from", "to", "factor"}, "congestion");
+        get(c, "from", w.truth.congestion_from);
+        get(c, "to", w.truth.congestion_to);
+        get(c, "factor", w.truth.congestion_factor);
+      }
+      if (t.contains("bimodal")) {
+        const json& b = t.at("bimodal");
+        check_keys(b, {"proto", "p", "factor"}, "bimodal");
+        get(b, "proto", w.truth.bimodal_proto);
+        get(b, "p", w.truth.bimodal_p);
+        get(b, "factor", w.truth.bimodal_factor);
+      }
+    }
+    if (j.contains("model")) {
+      const json& m = j.at("model");
+      check_keys(m,
+                 {"nvlink_busbw_gbps", "net_busbw_gbps", "latency_us", "net_latency_us", "gap_us", "jitter",
+                  "hcas_per_node"},
+                 "model");
+      get(m, "nvlink_busbw_gbps", w.model.nvlink_busbw_gbps);
+      get(m, "net_busbw_gbps", w.model.net_busbw_gbps);
+      get(m, "latency_us", w.model.latency_us);
+      get(m, "net_latency_us", w.model.net_latency_us);
+      get(m, "gap_us", w.model.gap_us);
+      get(m, "jitter", w.model.jitter);
+      get(m, "hcas_per_node", w.model.hcas_per_node);
+    }
+    return w;
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(std::string("workload: ") + e.what());
+  }
+}
+
+Workload default_workload(int iterations) {
+  Workload w;
+  w.world = 8;
+  w.nodes = 2;
+  CommSpec tp;
+  tp.name = "tp";
+  tp.nranks = 4;  // contiguous: one node, NVLink
+  tp.nchannels = 16;
+  CommSpec dp;
+  dp.name = "dp";
+  dp.nranks = 2;  // strided: ranks g and g+4, across the two nodes
+  dp.strided = true;
+  dp.nchannels = 8;
+  w.comms = {tp, dp};
+  // One grouped step first: three collectives in one ncclGroupStart/End, so
+  // later ops get channel ranges above 0 and the group needs two plans.
+  StepSpec g;
+  g.group = true;
+  for (uint64_t bytes : {262144ull, 33554432ull, 1048576ull}) {
+    OpSpec op;
+    op.comm = "tp";
+    op.func = "AllReduce";
+    op.dtype = "ncclBfloat16";
+    op.count = bytes / 2;
+    g.ops.push_back(op);
+  }
+  w.program.push_back(g);
+  auto mix = [&](const char* comm, const char* func, std::vector<uint64_t> bytes, double weight) {
+    MixEntry m;
+    m.comm = comm;
+    m.func = func;
+    m.dtype = "ncclBfloat16";
+    m.bytes = std::move(bytes);
+    m.weight = weight;
+    w.mix.push_back(m);
+  };
+  mix("tp", "AllReduce", {1u << 20, 8u << 20, 32u << 20}, 4);
+  mix("tp", "AllGather", {512u << 10, 4u << 20}, 2);
+  mix("tp", "ReduceScatter", {4u << 20}, 2);
+  mix("tp", "Broadcast", {64u << 10}, 0.5);
+  mix("tp", "SendRecv", {256u << 10}, 1);
+  mix("dp", "AllReduce", {128u << 10, 16u << 20, 64u << 20}, 3);
+  mix("dp", "SendRecv", {1u << 20}, 1);
+  w.iterations = iterations;
+  w.truth.rank_skew_us[5] = 150;  // a straggler
+  return w;
+}
+
+}  // namespace ni::emu

@@ -1,0 +1,540 @@
+// Drives the real per-version adapters (the same objects as the .so) the way
+// NCCL does, and checks the records the core produces.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "plugin/abi/all.h"
+#include "src/core/memory_sink.h"
+#include "src/core/names.h"
+
+extern "C" {
+extern nccl_abi::ProfilerV1 ncclProfiler_v1;
+extern nccl_abi::ProfilerV3 ncclProfiler_v3;
+extern nccl_abi::ProfilerV5 ncclProfiler_v5;
+extern nccl_abi::ProfilerV6 ncclProfiler_v6;
+int ncclInspectorMark(const char* label);
+}
+
+namespace {
+
+using namespace nccl_abi;
+using ni::OpRecord;
+
+constexpr uint64_t kHash = 0xfeedbeefcafe1234ull;
+
+// One communicator seen through ABI v5 (NCCL 2.28).
+struct CommV5 {
+  int mask = 0;
+  void* ctx = nullptr;
+  explicit CommV5(int nranks = 8, int rank = 0, uint64_t hash = kHash) {
+    ncclProfiler_v5.init(&ctx, hash, &mask, "dp", 1, nranks, rank, nullptr);
+  }
+  ~CommV5() { finalize(); }
+  void finalize() {
+    if (ctx) ncclProfiler_v5.finalize(ctx);
+    ctx = nullptr;
+  }
+  void* start(EventDescrV5& d) {
+    void* h = reinterpret_cast<void*>(0xdead);
+    ncclProfiler_v5.startEvent(ctx, &h, &d);
+    return h;
+  }
+  void* coll_api(bool graph = false) {
+    EventDescrV5 d{};
+    d.type = kCollApi;
+    d.collApi.func = "AllReduce";
+    d.collApi.graphCaptured = graph;
+    return start(d);
+  }
+  void* coll(void* parent, const char* func, size_t count, const char* dtype, uint8_t nch, uint64_t seq,
+             const char* algo = "RING", const char* proto = "SIMPLE") {
+    EventDescrV5 d{};
+    d.type = kColl;
+    d.parentObj = parent;
+    d.rank = 0;
+    d.coll.seqNumber = seq;
+    d.coll.func = func;
+    d.coll.count = count;
+    d.coll.datatype = dtype;
+    d.coll.nChannels = nch;
+    d.coll.nWarps = 16;
+    d.coll.algo = algo;
+    d.coll.proto = proto;
+    return start(d);
+  }
+  void* p2p(const char* func, size_t count, int peer, uint8_t nch) {
+    EventDescrV5 d{};
+    d.type = kP2p;
+    d.p2p.func = func;
+    d.p2p.count = count;
+    d.p2p.datatype = "ncclFloat32";
+    d.p2p.peer = peer;
+    d.p2p.nChannels = nch;
+    return start(d);
+  }
+  void* kch(void* parent, uint8_t ch, uint64_t t0) {
+    EventDescrV5 d{};
+    d.type = kKernelCh;
+    d.parentObj = parent;
+    d.kernelCh.channelId = ch;
+    d.kernelCh.pTimer = t0;
+    return start(d);
+  }
+  static void kstop(void* h, uint64_t t1) {
+    StateArgsV5 a{};
+    a.kernelCh.pTimer = t1;
+    ncclProfiler_v5.recordEventState(h, kKernelChStop, &a);
+    ncclProfiler_v5.stopEvent(h);
+  }
+  static void stop(void* h) { ncclProfiler_v5.stopEvent(h); }
+};
+
+class Tracker : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    setenv("NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES", "0", 1);
+    unsetenv("NCCL_INSPECTOR_ENABLE_NET");
+    unsetenv("NCCL_INSPECTOR_SAMPLE_EVERY");
+  }
+  static ni::MemorySink* sink() { return ni::MemorySink::current_; }
+};
+
+// A full 8-channel AllReduce on channels 4..11 (a later op of a plan).
+TEST_F(Tracker, CollectiveOnChannelsAboveZeroIsTimedOnTheGpu) {
+  CommV5 c;
+  EXPECT_EQ(c.mask & (kColl | kKernelCh | kP2p), kColl | kKernelCh | kP2p);
+  ASSERT_NE(c.ctx, nullptr);
+  void* api = c.coll_api();
+  void* op = c.coll(api, "AllReduce", 1 << 20, "ncclFloat32", 8, 41);
+  c.stop(op);  // enqueued, not complete
+  for (uint8_t ch = 4; ch < 12; ++ch) {
+    void* k = c.kch(op, ch, 1000000 + ch * 10);
+    c.kstop(k, 1000000 + 5000 + ch * 100);
+  }
+  auto recs = sink()->take();
+  ASSERT_EQ(recs.size(), 1u);
+  const OpRecord& r = recs[0];
+  EXPECT_EQ(r.comm_hash, kHash);
+  EXPECT_EQ(r.seq, 41u);
+  EXPECT_EQ(r.kind, static_cast<uint8_t>(ni::OpKind::kColl));
+  EXPECT_EQ(r.func, static_cast<uint8_t>(ni::Func::kAllReduce));
+  EXPECT_EQ(r.bytes, (1u << 20) * 4u);
+  EXPECT_EQ(r.channel_mask, 0xFF0ull);
+  EXPECT_EQ(r.timing, static_cast<uint8_t>(ni::TimingSource::kGpu));
+  EXPECT_EQ(r.start_ns, 1000040u);
+  EXPECT_EQ(r.end_ns, 1000000u + 5000 + 1100);
+  EXPECT_EQ(r.max_channel_ns, 5000u + 11 * 90);
+  EXPECT_EQ(r.channels[0].start_off_ns, 0u);
+  EXPECT_EQ(r.channels[0].dur_ns, 5000u + 4 * 90);
+  EXPECT_EQ(r.transport, static_cast<uint8_t>(ni::Transport::kIntraNode));
+  EXPECT_EQ(r.algo, static_cast<uint8_t>(ni::Algo::kRing));
+  EXPECT_EQ(r.n_channels, 8);
+  EXPECT_EQ(r.flags & ni::kFlagReclaimed, 0);
+}
+
+// Small ops: the proxy sees channel 0 start and stop before channel 1 starts.
+TEST_F(Tracker, ChannelsCompletingOneByOneStillMakeOneRecord) {
+  CommV5 c;
+  void* op = c.coll(c.coll_api(), "AllGather", 65536, "ncclInt8", 4, 7);
+  for (uint8_t ch = 0; ch < 4; ++ch) c.kstop(c.kch(op, ch, 100 + ch), 200 + ch);
+  EXPECT_TRUE(sink()->take().empty()) << "must wait for the Coll stop";
+  c.stop(op);
+  auto recs = sink()->take();
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_EQ(recs[0].channel_mask, 0xFull);
+  EXPECT_TRUE(recs[0].flags & ni::kFlagCountIsBytes);
+  EXPECT_EQ(recs[0].bytes, 65536u);
+}
+
+TEST_F(Tracker, P2pOnHighChannelsWithOwnPerPeerSequence) {
+  CommV5 c(16, 3);
+  for (int i = 0; i < 3; ++i) {
+    void* s = c.p2p("Send", 1024, 5, 2);
+    void* r = c.p2p("Recv", 1024, 5, 2);
+    c.stop(s);
+    c.stop(r);
+    // A send and a recv sharing a work item get identical pTimers.
+    for (uint8_t ch : {uint8_t{16}, uint8_t{24}}) {
+      c.kstop(c.kch(s, ch, 500), 900);
+      c.kstop(c.kch(r, ch, 500), 900);
+    }
+  }
+  auto recs = sink()->take();
+  ASSERT_EQ(recs.size(), 6u);
+  std::vector<uint64_t> send_seq, recv_seq;
+  for (const auto& r : recs) {
+    EXPECT_EQ(r.kind, static_cast<uint8_t>(ni::OpKind::kP2p));
+    EXPECT_EQ(r.peer, 5);
+    EXPECT_EQ(r.channel_mask, (1ull << 16) | (1ull << 24));
+    EXPECT_EQ(r.end_ns - r.start_ns, 400u);
+    EXPECT_TRUE(r.flags & ni::kFlagSeqOwn);
+    (r.func == static_cast<uint8_t>(ni::Func::kSend) ? send_seq : recv_seq).push_back(r.seq);
+  }
+  EXPECT_EQ(send_seq, (std::vector<uint64_t>{0, 1, 2}));
+  EXPECT_EQ(recv_seq, (std::vector<uint64_t>{0, 1, 2}));
+}
+
+TEST_F(Tracker, UnknownDatatypeGivesZeroBytesNotGarbage) {
+  CommV5 c;
+  void* op = c.coll(c.coll_api(), "AllReduce", 1000, "Unknown", 1, 0);
+  c.stop(op);
+  c.kstop(c.kch(op, 0, 10), 20);
+  auto recs = sink()->take();
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_EQ(recs[0].bytes, 0u);
+  EXPECT_EQ(recs[0].dtype, static_cast<uint8_t>(ni::DType::kUnknown));
+  EXPECT_EQ(recs[0].count, 1000u);
+}
+
+TEST_F(Tracker, MinSizeFiltersAndCounts) {
+  setenv("NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES", "8192", 1);
+  {
+    CommV5 c;
+    void* small = c.coll(c.coll_api(), "AllReduce", 16, "ncclFloat32", 2, 0);
+    c.stop(small);
+    c.kstop(c.kch(small, 0, 1), 2);  // children of a filtered op are ignored quietly
+    void* big = c.coll(c.coll_api(), "AllReduce", 4096, "ncclFloat32", 1, 1);
+    c.stop(big);
+    c.kstop(c.kch(big, 0, 1), 2);
+    auto recs = sink()->take();
+    ASSERT_EQ(recs.size(), 1u);
+    EXPECT_EQ(recs[0].seq, 1u);
+    EXPECT_EQ(ni::stats().filtered_min_size, 1u);
+    EXPECT_EQ(ni::stats().fault_stale_handle, 0u);
+  }
+}
+
+TEST_F(Tracker, FaultsAreCountedNotFollowed) {
+  CommV5 c;
+  void* op = c.coll(c.coll_api(), "AllReduce", 1024, "ncclFloat32", 1, 0);
+  c.stop(op);
+  c.stop(op);  // double stop
+  void* k = c.kch(op, 0, 10);
+  c.kstop(k, 20);
+  c.stop(k);   // stale: op completed and slot freed
+  c.stop(nullptr);
+  EXPECT_EQ(ncclProfiler_v5.recordEventState(nullptr, kKernelChStop, nullptr), kSuccess);
+  // A PXN ProxyOp from another process: foreign pid and a foreign context.
+  EventDescrV5 d{};
+  d.type = kProxyOp;
+  d.parentObj = reinterpret_cast<void*>(0x7f0000001234);
+  d.proxyOp.pid = getpid() + 1;
+  void* h = reinterpret_cast<void*>(1);
+  ncclProfiler_v5.startEvent(reinterpret_cast<void*>(0x12345678), &h, &d);
+  EXPECT_EQ(h, nullptr);
+  // A KernelCh with an out-of-range channel and one with a garbage parent.
+  EXPECT_EQ(c.kch(op, 200, 1), nullptr);
+  EXPECT_EQ(c.kch(reinterpret_cast<void*>(0x1), 0, 1), nullptr);
+  // An event type from a future NCCL.
+  EventDescrV5 u{};
+  u.type = 1u << 15;
+  EXPECT_EQ(c.start(u), nullptr);
+  auto recs = sink()->take();
+  EXPECT_EQ(recs.size(), 1u);
+  ni::CoreStats s = ni::stats();
+  EXPECT_EQ(s.fault_double_stop, 1u);
+  EXPECT_GE(s.fault_stale_handle, 2u);
+  EXPECT_EQ(s.fault_null_handle, 2u);
+  EXPECT_EQ(s.fault_foreign_pid, 1u);
+  EXPECT_EQ(s.fault_bad_channel, 1u);
+  EXPECT_EQ(s.fault_unknown_event, 1u);
+}
+
+TEST_F(Tracker, InFlightOpsAreWrittenAtFinalizeMarkedReclaimed) {
+  ni::MemorySink* s = nullptr;
+  {
+    CommV5 c;
+    s = sink();
+    void* op = c.coll(c.coll_api(), "AllReduce", 1024, "ncclFloat32", 2, 9);
+    c.stop(op);
+    c.kstop(c.kch(op, 0, 10), 20);
+    c.kch(op, 1, 15);  // never stops
+  }
+  auto recs = s->take();
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_TRUE(recs[0].flags & ni::kFlagReclaimed);
+  EXPECT_TRUE(recs[0].flags & ni::kFlagPartialChannels);
+  EXPECT_EQ(recs[0].channels_started, 2);
+  EXPECT_EQ(recs[0].channels_stopped, 1);
+  EXPECT_EQ(s->final_stats().reclaimed, 1u);
+}
+
+TEST_F(Tracker, GraphCapturedFlagComesFromTheCollApiParent) {
+  CommV5 c;
+  void* api = c.coll_api(true);
+  c.stop(api);  // stopped long before the replay
+  for (int replay = 0; replay < 2; ++replay) {
+    void* op = c.coll(api, "AllReduce", 1024, "ncclFloat32", 1, 5);  // same seq on replay
+    c.stop(op);
+    c.kstop(c.kch(op, 0, 10), 20);
+  }
+  auto recs = sink()->take();
+  ASSERT_EQ(recs.size(), 2u);
+  for (const auto& r : recs) {
+    EXPECT_TRUE(r.flags & ni::kFlagGraphCaptured);
+    EXPECT_EQ(r.seq, 5u);
+  }
+}
+
+// ABI v1 (NCCL 2.23): no KernelCh; the comm hash comes from the descriptor;
+// the op is complete at its stop and its time is the enqueue time, said so.
+TEST_F(Tracker, V1OpsCompleteAtStopWithEnqueueTiming) {
+  int mask = 0;
+  void* ctx = nullptr;
+  ASSERT_EQ(ncclProfiler_v1.init(&ctx, &mask), kSuccess);
+  EXPECT_EQ(mask & kKernelCh, 0);
+  EventDescrV1 d{};
+  d.type = kColl;
+  d.rank = 2;
+  d.coll.commHash = 0xabc;
+  d.coll.seqNumber = 3;
+  d.coll.func = kFuncReduceScatter;
+  d.coll.count = 4096;
+  d.coll.datatype = kBfloat16;
+  d.coll.algo = kAlgoRing;
+  d.coll.proto = kProtoLL128;
+  void* h = nullptr;
+  ncclProfiler_v1.startEvent(ctx, &h, &d);
+  ncclProfiler_v1.stopEvent(h);
+  auto recs = sink()->take();
+  ncclProfiler_v1.finalize(ctx);
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_EQ(recs[0].comm_hash, 0xabcu);
+  EXPECT_EQ(recs[0].rank, 2);
+  EXPECT_EQ(recs[0].bytes, 8192u);
+  EXPECT_EQ(recs[0].timing, static_cast<uint8_t>(ni::TimingSource::kEnqueueCpu));
+  EXPECT_EQ(recs[0].proto, static_cast<uint8_t>(ni::Proto::kLL128));
+  EXPECT_EQ(recs[0].abi_version, 1);
+}
+
+// ABI v3 (NCCL 2.26): KernelCh without pTimer: CPU times as the proxy saw them.
+TEST_F(Tracker, V3KernelChTimesAreProxyCpuTimes) {
+  int mask = 0;
+  void* ctx = nullptr;
+  ncclProfiler_v3.init(&ctx, &mask);
+  EXPECT_TRUE(mask & kKernelCh);
+  EventDescrV3 d{};
+  d.type = kColl;
+  d.coll.commHash = 0x33;
+  d.coll.func = "AllReduce";
+  d.coll.datatype = "ncclFloat32";
+  d.coll.count = 1024;
+  d.coll.nMaxChannels = 1;
+  void* op = nullptr;
+  ncclProfiler_v3.startEvent(ctx, &op, &d);
+  ncclProfiler_v3.stopEvent(op);
+  EventDescrV3 k{};
+  k.type = kKernelCh;
+  k.parentObj = op;
+  k.kernelCh.channelId = 3;
+  void* kh = nullptr;
+  ncclProfiler_v3.startEvent(ctx, &kh, &k);
+  usleep(2000);
+  ncclProfiler_v3.stopEvent(kh);
+  auto recs = sink()->take();
+  ncclProfiler_v3.finalize(ctx);
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_EQ(recs[0].timing, static_cast<uint8_t>(ni::TimingSource::kProxyCpu));
+  EXPECT_GE(recs[0].end_ns - recs[0].start_ns, 1500000u);
+  EXPECT_LT(recs[0].end_ns - recs[0].start_ns, 500000000u);
+  EXPECT_EQ(recs[0].channel_mask, 1ull << 3);
+}
+
+TEST_F(Tracker, NetworkStepsGiveBytesAndTimeSplit) {
+  setenv("NCCL_INSPECTOR_ENABLE_NET", "1", 1);
+  CommV5 c;
+  EXPECT_TRUE(c.mask & kProxyOp);
+  void* op = c.coll(c.coll_api(), "AllReduce", 1 << 20, "ncclFloat32", 1, 0);
+  c.stop(op);
+  void* k = c.kch(op, 0, 100);
+  EventDescrV5 po{};
+  po.type = kProxyOp;
+  po.parentObj = op;
+  po.proxyOp.pid = getpid();
+  po.proxyOp.peer = 1;
+  po.proxyOp.isSend = 1;
+  void* p = c.start(po);
+  ASSERT_NE(p, nullptr);
+  for (int step = 0; step < 3; ++step) {
+    EventDescrV5 ps{};
+    ps.type = kProxyStep;
+    ps.parentObj = p;
+    ps.proxyStep.step = step;
+    void* sh = c.start(ps);
+    StateArgsV5 a{};
+    ncclProfiler_v5.recordEventState(sh, kProxyStepSendGPUWait, &a);
+    ncclProfiler_v5.recordEventState(sh, kProxyStepSendPeerWait, &a);
+    a.proxyStep.transSize = 1000;
+    ncclProfiler_v5.recordEventState(sh, kProxyStepSendWait, &a);
+    // IB NetPlugin QP event under the step, stopped twice as NCCL does.
+    NetIbDescrV1 ib{};
+    ib.type = kNetIbQp;
+    ib.qp.device = 1;
+    ib.qp.qpNum = 77 + step;
+    ib.qp.length = 1000;
+    EventDescrV5 np{};
+    np.type = kNetPlugin;
+    np.parentObj = sh;
+    np.netPlugin.id = kNetIbIdV1;
+    np.netPlugin.data = &ib;
+    void* nh = c.start(np);
+    c.stop(nh);
+    c.stop(nh);
+    c.stop(sh);
+  }
+  c.stop(p);
+  c.kstop(k, 900);
+  auto recs = sink()->take();
+  ASSERT_EQ(recs.size(), 1u);
+  const OpRecord& r = recs[0];
+  EXPECT_EQ(r.transport, static_cast<uint8_t>(ni::Transport::kNetwork));
+  EXPECT_EQ(r.net_send_bytes, 3000u);
+  EXPECT_EQ(r.net_steps, 3u);
+  EXPECT_EQ(r.net_ops, 1u);
+  EXPECT_EQ(r.net_peer_count, 1);
+  ASSERT_EQ(r.n_hcas, 1);
+  EXPECT_EQ(r.hcas[0].device, 1);
+  EXPECT_EQ(r.hcas[0].bytes, 3000u);
+  EXPECT_EQ(r.hcas[0].wrs, 3u);
+  EXPECT_EQ(r.hcas[0].qps, 3);
+  unsetenv("NCCL_INSPECTOR_ENABLE_NET");
+}
+
+TEST_F(Tracker, CeCollectivesOnV6) {
+  int mask = 0;
+  void* ctx = nullptr;
+  ncclProfiler_v6.init(&ctx, kHash, &mask, "tp", 1, 4, 1, nullptr);
+  EXPECT_EQ(mask & kCeColl, kCeColl);
+  EventDescrV6 d{};
+  d.type = kCeColl;
+  d.ceColl.func = "AllGather";
+  d.ceColl.count = 1 << 16;
+  d.ceColl.datatype = "ncclFloat16";
+  d.ceColl.seqNumber = 12;
+  void* h = nullptr;
+  ncclProfiler_v6.startEvent(ctx, &h, &d);
+  EventDescrV6 b{};
+  b.type = kCeBatch;
+  b.parentObj = h;
+  b.ceCollBatch.totalBytes = 3 << 17;
+  void* bh = nullptr;
+  ncclProfiler_v6.startEvent(ctx, &bh, &b);
+  ncclProfiler_v6.stopEvent(bh);
+  ncclProfiler_v6.stopEvent(h);
+  auto recs = sink()->take();
+  ncclProfiler_v6.finalize(ctx);
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_EQ(recs[0].kind, static_cast<uint8_t>(ni::OpKind::kCe));
+  EXPECT_EQ(recs[0].bytes, 2u << 16);
+  EXPECT_EQ(recs[0].net_send_bytes, 3u << 17);
+  EXPECT_EQ(recs[0].timing, static_cast<uint8_t>(ni::TimingSource::kEnqueueCpu));
+  EXPECT_EQ(recs[0].rank, 1);
+}
+
+TEST_F(Tracker, MarksCarryTheirLabel) {
+  EXPECT_EQ(ncclInspectorMark("before any comm"), -1);
+  CommV5 c;
+  EXPECT_EQ(ncclInspectorMark("iteration 7"), 0);
+  std::string long_label(1000, 'x');
+  EXPECT_EQ(ncclInspectorMark(long_label.c_str()), 0);
+  auto recs = sink()->take();
+  ASSERT_EQ(recs.size(), 2u);
+  EXPECT_EQ(recs[0].kind, static_cast<uint8_t>(ni::kMarkKind));
+  EXPECT_STREQ(reinterpret_cast<const char*>(recs[0].channels), "iteration 7");
+  EXPECT_GT(recs[0].enqueue_ns, 0u);
+  EXPECT_EQ(std::strlen(reinterpret_cast<const char*>(recs[1].channels)), ni::kMarkLabelMax - 1);
+}
+
+TEST_F(Tracker, ContextOfAFinishedRuntimeIsIgnored) {
+  void* old = nullptr;
+  {
+    CommV5 c;
+    old = c.ctx;
+  }
+  CommV5 fresh;
+  EventDescrV5 d{};
+  d.type = kColl;
+  d.coll.func = "AllReduce";
+  void* h = reinterpret_cast<void*>(1);
+  ncclProfiler_v5.startEvent(old, &h, &d);
+  EXPECT_EQ(h, nullptr);
+  EXPECT_EQ(ni::stats().fault_null_context, 1u);
+}
+
+// App thread and progress thread at once: every op completes exactly once.
+TEST_F(Tracker, AppAndProgressThreadsConcurrently) {
+  setenv("NCCL_INSPECTOR_RING_RECORDS", "65536", 1);
+  CommV5 c;
+  constexpr int kOps = 20000;
+  std::vector<void*> q(kOps);
+  std::atomic<int> posted{0};
+  std::atomic<int> progressed{0};
+  std::thread progress([&] {
+    for (int i = 0; i < kOps; ++i) {
+      while (posted.load(std::memory_order_acquire) <= i) std::this_thread::yield();
+      for (uint8_t ch = 0; ch < 8; ++ch) CommV5::kstop(c.kch(q[i], ch, 100), 200 + ch);
+      progressed.store(i + 1, std::memory_order_release);
+    }
+  });
+  for (int i = 0; i < kOps; ++i) {
+    // NCCL cannot run arbitrarily far ahead of the GPU either.
+    while (i - progressed.load(std::memory_order_acquire) > 256) std::this_thread::yield();
+    void* op = c.coll(c.coll_api(), "AllReduce", 1 << 16, "ncclFloat32", 8, static_cast<uint64_t>(i));
+    q[i] = op;
+    posted.store(i + 1, std::memory_order_release);
+    c.stop(op);
+  }
+  progress.join();
+  auto recs = sink()->take();
+  ASSERT_EQ(recs.size(), static_cast<size_t>(kOps));
+  std::vector<int> seen(kOps, 0);
+  for (const auto& r : recs) {
+    ASSERT_LT(r.seq, static_cast<uint64_t>(kOps));
+    seen[r.seq]++;
+    EXPECT_EQ(r.channel_mask, 0xFFull);
+  }
+  for (int i = 0; i < kOps; ++i) EXPECT_EQ(seen[i], 1) << i;
+  unsetenv("NCCL_INSPECTOR_RING_RECORDS");
+}
+
+TEST_F(Tracker, ExhaustedPoolDropsAndCounts) {
+  setenv("NCCL_INSPECTOR_POOL_OPS", "64", 1);
+  CommV5 c;
+  std::vector<void*> ops;
+  for (int i = 0; i < 100; ++i) {
+    void* op = c.coll(c.coll_api(), "AllReduce", 1024, "ncclFloat32", 1, static_cast<uint64_t>(i));
+    c.stop(op);
+    ops.push_back(op);
+  }
+  for (void* op : ops) c.kstop(c.kch(op, 0, 1), 2);
+  ni::CoreStats s = ni::stats();
+  auto recs = sink()->take();
+  EXPECT_EQ(recs.size(), 64u);
+  EXPECT_EQ(s.dropped_pool_exhausted, 36u);
+  unsetenv("NCCL_INSPECTOR_POOL_OPS");
+}
+
+TEST_F(Tracker, FullRingDropsAndCounts) {
+  setenv("NCCL_INSPECTOR_RING_RECORDS", "16", 1);
+  CommV5 c;
+  for (int i = 0; i < 100; ++i) {
+    void* op = c.coll(c.coll_api(), "AllReduce", 1024, "ncclFloat32", 1, static_cast<uint64_t>(i));
+    c.stop(op);
+    c.kstop(c.kch(op, 0, 1), 2);
+  }
+  ni::CoreStats s = ni::stats();
+  auto recs = sink()->take();
+  EXPECT_EQ(recs.size(), 16u);
+  EXPECT_EQ(s.dropped_ring_full, 84u);
+  EXPECT_EQ(recs.size() + s.dropped_ring_full, 100u);
+  EXPECT_GE(sink()->wakes(), 1u);
+  unsetenv("NCCL_INSPECTOR_RING_RECORDS");
+}
+
+}  // namespace

@@ -1,0 +1,206 @@
+// Version parsing, symbol selection (§0), loading errors, adapter quirks (§6).
+#include "tests/emu/helpers.h"
+
+namespace emu_test {
+namespace {
+
+TEST(Version, ParsesSupportedReleasesOnly) {
+  EXPECT_EQ(NcclVersion::parse("2.23")->minor, 23);
+  EXPECT_EQ(NcclVersion::parse("v2.28.9-1")->minor, 28);
+  EXPECT_EQ(NcclVersion::parse("2.30.7")->minor, 30);
+  EXPECT_FALSE(NcclVersion::parse("2.22"));
+  EXPECT_FALSE(NcclVersion::parse("2.31"));
+  EXPECT_FALSE(NcclVersion::parse("3.0"));
+  EXPECT_FALSE(NcclVersion::parse("abc"));
+  EXPECT_FALSE(NcclVersion::parse("2.28x"));
+}
+
+TEST(Version, SelectsNewestSymbolTheReleaseTries) {
+  const unsigned all = 0x7e;  // v1..v6
+  const std::map<int, int> want = {{23, 1}, {24, 2}, {25, 2}, {26, 3}, {27, 4}, {28, 5}, {29, 6}, {30, 6}};
+  for (auto [minor, abi] : want) EXPECT_EQ(select_abi(NcclVersion{2, minor}, all), abi) << minor;
+  EXPECT_EQ(select_abi(NcclVersion{2, 28}, 1u << 3), 3);  // an old v3-only plugin through the adapter
+  EXPECT_EQ(select_abi(NcclVersion{2, 27}, 1u << 6), 0);  // v6 only: 2.27 cannot bind it
+  EXPECT_EQ(select_abi(NcclVersion{2, 30}, (1u << 1) | (1u << 5)), 5);
+}
+
+TEST_F(Emu, BoundVersionAndInitSignaturePerRelease) {
+  Workload w = one_comm(2, 1);
+  w.program.push_back(solo(op("AllReduce", 1 << 20)));
+  const std::map<std::string, int> want = {{"2.23", 1}, {"2.24", 2}, {"2.26", 3}, {"2.27", 4},
+                                           {"2.28", 5}, {"2.29", 6}, {"2.30", 6}};
+  for (const auto& [ver, abi] : want) {
+    rec::reset();
+    RunResult r = go(ver, w);
+    EXPECT_EQ(r.bound_abi, abi) << ver;
+    EXPECT_EQ(r.bound_symbol, "ncclProfiler_v" + std::to_string(abi));
+    auto cs = rec::calls();
+    ASSERT_GE(cs.size(), 1u);
+    EXPECT_EQ(cs.front().kind, Kind::kInit);
+    EXPECT_EQ(cs.front().abi, abi);
+    for (const Call& c : cs) EXPECT_EQ(c.abi, abi) << ver;
+    if (abi >= 4) {
+      EXPECT_EQ(cs.front().comm_name, "c");
+      EXPECT_EQ(cs.front().nranks, 2);
+      EXPECT_NE(cs.front().comm_id, 0u);
+      EXPECT_TRUE(cs.front().has_logger);
+    }
+    EXPECT_EQ(cs.back().kind, Kind::kFinalize) << ver;
+  }
+}
+
+TEST_F(Emu, V3OnlyPluginOn228GoesThroughTheAdapter) {
+  PluginTables t;
+  t.v3 = rec::v3();
+  Workload w = one_comm(2, 1);
+  w.program.push_back(solo(op("AllReduce", 1 << 20)));
+  RunResult r = go("2.28", w, t);
+  EXPECT_EQ(r.bound_abi, 3);
+  auto cs = rec::calls();
+  EXPECT_TRUE(starts(cs, kGroupApi).empty());
+  EXPECT_TRUE(starts(cs, kCollApi).empty());
+  ASSERT_EQ(starts(cs, kColl).size(), 1u);
+  const Call coll = starts(cs, kColl)[0];
+  EXPECT_EQ(coll.func, "AllReduce");
+  EXPECT_EQ(coll.comm_hash, 0u);  // the 2.27+ adapter sends 0
+  // Coll parent is the legacy Group handle.
+  ASSERT_EQ(starts(cs, kGroup).size(), 1u);
+  EXPECT_EQ(coll.parent, starts(cs, kGroup)[0].handle);
+  // KernelCh forwarded (channelId only), but record 22 is dropped.
+  auto kc = starts(cs, kKernelCh);
+  ASSERT_FALSE(kc.empty());
+  for (const Call& k : kc) EXPECT_TRUE(states_of(cs, k.handle).empty());
+  EXPECT_EQ(stops_of(cs, kKernelCh), static_cast<int>(kc.size()));
+}
+
+TEST_F(Emu, V4On228LeavesGarbageAndDropsApiEvents) {
+  PluginTables t;
+  t.v4 = rec::v4();
+  Workload w = one_comm(2, 1);
+  w.program.push_back(group({op("Send", 1 << 20), op("Recv", 1 << 20)}));
+  w.program[0].ops[0].peer = 1;
+  w.program[0].ops[1].peer = 1;
+  RunResult r = go("2.28", w, t);
+  EXPECT_EQ(r.bound_abi, 4);
+  auto cs = rec::calls();
+  EXPECT_TRUE(starts(cs, kGroupApi).empty());
+  EXPECT_TRUE(starts(cs, kP2pApi).empty());
+  EXPECT_TRUE(starts(cs, kKernelLaunch).empty());
+  auto p2p = starts(cs, kP2p);
+  ASSERT_EQ(p2p.size(), 2u);
+  for (const Call& p : p2p) {
+    EXPECT_EQ(p.nchannels, 0xA5);  // p2p.nChannels is not copied by the adapter
+    EXPECT_EQ(p.parent, starts(cs, kGroup)[0].handle);
+  }
+}
+
+TEST_F(Emu, V5On230DropsCeAndClearsCeMaskBits) {
+  PluginTables t;
+  t.v5 = rec::v5();
+  Workload w = one_comm(4, 1);
+  OpSpec o = op("AllGather", 1 << 20);
+  o.ce = true;
+  w.program.push_back(solo(o));
+  RunResult r = go("2.30", w, t);
+  EXPECT_EQ(r.bound_abi, 5);
+  auto cs = rec::calls();
+  EXPECT_TRUE(starts(cs, kCeColl).empty());
+  EXPECT_EQ(starts(cs, kCollApi).size(), 1u);
+  ASSERT_EQ(cs.back().kind, Kind::kFinalize);
+  EXPECT_EQ(cs.back().mask_seen & kCeEventBits, 0);
+  EXPECT_NE(cs.back().mask_seen & kColl, 0);
+  // Args of 23/24 point at an uninitialised local for the v5 adapter on 2.29+.
+  auto ga = starts(cs, kGroupApi);
+  ASSERT_EQ(ga.size(), 1u);
+  for (const Call& c : on(cs, ga[0].handle))
+    if (c.kind == Kind::kRecord) {
+      EXPECT_FALSE(c.args_null);
+      EXPECT_EQ(c.raw_args, 0xA5A5A5A5A5A5A5A5ull);
+    }
+}
+
+TEST_F(Emu, V1InitFailureIgnoredOn224ButDisablesOn223) {
+  PluginTables t;
+  t.v1 = rec::v1();
+  Workload w = one_comm(2, 1);
+  w.program.push_back(solo(op("AllReduce", 1 << 20)));
+  rec::set_init_result(kInternalError);
+  go("2.24", w, t);
+  EXPECT_EQ(starts(rec::calls(), kColl).size(), 1u);
+  rec::reset();
+  rec::set_init_result(kInternalError);
+  RunResult r = go("2.23", w, t);
+  auto cs = rec::calls();
+  EXPECT_TRUE(starts(cs, kColl).empty());
+  EXPECT_EQ(count_kind(cs, Kind::kFinalize), 0);  // never finalized after the failure
+  ASSERT_EQ(r.truth.size(), 1u);
+  EXPECT_FALSE(r.truth[0].visible);
+  EXPECT_EQ(r.truth[0].why, "plugin disabled (init failed)");
+}
+
+TEST_F(Emu, V1CodesNativeOn223AndFallbacksThroughTheAdapter) {
+  PluginTables t;
+  t.v1 = rec::v1();
+  Workload w = one_comm(2, 1);
+  w.program.push_back(solo(op("AllReduce", 4096, "ncclUint8")));
+  RunResult r = go("2.23", w, t);
+  auto c = starts(rec::calls(), kColl);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].func_code, kFuncAllReduce);
+  EXPECT_EQ(c[0].dtype_code, kUint8);  // 2.23 passes the code itself
+  EXPECT_EQ(c[0].comm_hash, r.truth[0].comm_hash);
+  EXPECT_EQ(c[0].name, nullptr);
+  rec::reset();
+  go("2.24", w, t);
+  c = starts(rec::calls(), kColl);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].dtype_code, kFloat64);  // "Unknown" -> Float64 in the adapter
+  rec::reset();
+  go("2.28", w);
+  c = starts(rec::calls(), kColl);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].dtype, "Unknown");  // ncclUint8 has no name
+}
+
+TEST(Loading, ClearErrors) {
+  Options o;
+  o.nccl = NcclVersion{2, 28};
+  o.workload = default_workload(1);
+  o.plugin_path = "/nonexistent/libnccl-profiler-x.so";
+  RunResult r = run(o);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("not found"), std::string::npos) << r.error;
+  o.plugin_path.clear();
+  r = run(o);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("no plugin"), std::string::npos) << r.error;
+  o.plugin_path = REC_V3_SO;
+  o.nccl = NcclVersion{2, 25};
+  r = run(o);
+  EXPECT_FALSE(r.ok);  // 2.25 tries v2, v1 only
+  EXPECT_NE(r.error.find("v2 down to v1"), std::string::npos) << r.error;
+}
+
+TEST(Loading, SoPluginsBindAndReload) {
+  Options o;
+  o.nccl = NcclVersion{2, 28};
+  o.workload = one_comm(2, 1);
+  o.workload.program.push_back(solo(op("AllReduce", 1 << 20)));
+  o.pace = Pace::kNone;
+  o.plugin_path = REC_V3_SO;
+  RunResult r = run(o);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.bound_abi, 3);
+  o.plugin_path = REC_ALL_SO;
+  o.faults = {Fault::kReload};
+  r = run(o);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.bound_abi, 5);
+  EXPECT_EQ(r.summary.callbacks["dlopen"], 2u);   // re-dlopened at the next init
+  EXPECT_EQ(r.summary.callbacks["dlclose"], 2u);  // after each last finalize
+  EXPECT_EQ(r.summary.callbacks["init"], 4u);
+  EXPECT_EQ(r.summary.callbacks["finalize"], 4u);
+}
+
+}  // namespace
+}  // namespace emu_test
