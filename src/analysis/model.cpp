@@ -50,6 +50,8 @@ Func parse_func(std::string_view s) {
 }
 Algo parse_algo(std::string_view s) {
   for (size_t i = 0; i < kAlgoNames.size(); ++i)
+    if (kAlgoNames[i] == s) return static_cast<Algo>(i);
+  for (size_t i = 0; i < kAlgoNames.size(); ++i)
     if (iequal(kAlgoNames[i], s)) return static_cast<Algo>(i);
   if (iequal(s, "CollNetDirect")) return Algo::kCollnetDirect;
   if (iequal(s, "CollNetChain")) return Algo::kCollnetChain;
@@ -57,6 +59,8 @@ Algo parse_algo(std::string_view s) {
   return Algo::kUnknown;
 }
 Proto parse_proto(std::string_view s) {
+  for (size_t i = 0; i < kProtoNames.size(); ++i)
+    if (kProtoNames[i] == s) return static_cast<Proto>(i);
   for (size_t i = 0; i < kProtoNames.size(); ++i)
     if (iequal(kProtoNames[i], s)) return static_cast<Proto>(i);
   return Proto::kUnknown;

@@ -8,6 +8,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <charconv>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -17,6 +18,7 @@
 #include <mutex>
 #include <simdjson.h>
 #include <thread>
+#include <type_traits>
 
 #include "nccl_inspector/schema.h"
 
@@ -104,18 +106,16 @@ struct Line {
   // meta
   std::string_view format, plugin_version, host, job_id;
   std::int64_t format_version = 0, pid = -1, file_seq = 0;
-  // stats
+  // stats (the counter objects live in FileReader: Line stays trivially copyable)
   std::uint64_t records_written = 0, ops_completed = 0, reclaimed_ops = 0;
-  std::vector<std::pair<std::string, std::uint64_t>> dropped, filtered, faults;
   // mark / end
   std::string_view label;
   std::uint64_t dropped_total = 0;
   // upstream v4.0
   bool upstream = false;
   std::string_view up_version;
-  // owned copies for string_views that must outlive the parse of nested objects
-  void reset() { *this = Line{}; }
 };
+static_assert(std::is_trivially_copyable_v<Line>);
 
 class FileReader {
  public:
@@ -308,6 +308,215 @@ class FileReader {
   }
 
   // ---- parsing
+  // ---- fast path: a strict scanner for flat objects whose strings have no escapes
+  // (what the plugin writes). Nested arrays/objects are skipped by bracket matching
+  // and handed to simdjson only when a field needs them. Anything unexpected
+  // returns false and the line goes through simdjson's DOM parser, which decides.
+  struct FastVal {
+    char kind;             // 's' string, 'n' number, 't' true, 'f' false, 'z' null, '[' array, '{' object
+    std::string_view raw;  // string contents (no quotes), number token, or the whole nested value
+  };
+  // Plain decimal integer (no sign for u64); false for anything else.
+  static bool dec_u64(std::string_view t, std::uint64_t& out) {
+    if (t.empty() || t.size() > 19) return false;
+    std::uint64_t v = 0;
+    for (char c : t) {
+      if (c < '0' || c > '9') return false;
+      v = v * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+    out = v;
+    return true;
+  }
+  static bool get_i64(const FastVal& v, std::int64_t& out) {
+    if (v.kind != 'n') return false;
+    std::uint64_t u;
+    if ((v.raw[0] == '-' ? dec_u64(v.raw.substr(1), u) : dec_u64(v.raw, u)) &&
+        u <= static_cast<std::uint64_t>(INT64_MAX)) {
+      out = v.raw[0] == '-' ? -static_cast<std::int64_t>(u) : static_cast<std::int64_t>(u);
+      return true;
+    }
+    const char* b = v.raw.data();
+    const char* e = b + v.raw.size();
+    std::int64_t i;
+    auto r = std::from_chars(b, e, i);
+    if (r.ec == std::errc() && r.ptr == e) {
+      out = i;
+      return true;
+    }
+    double d;
+    auto r2 = std::from_chars(b, e, d);
+    if (r2.ec == std::errc() && r2.ptr == e && std::isfinite(d)) {
+      out = static_cast<std::int64_t>(d);
+      return true;
+    }
+    return false;
+  }
+  static bool get_u64(const FastVal& v, std::uint64_t& out) {
+    if (v.kind != 'n') return false;
+    if (dec_u64(v.raw, out)) return true;
+    const char* b = v.raw.data();
+    const char* e = b + v.raw.size();
+    std::uint64_t u;
+    auto r = std::from_chars(b, e, u);
+    if (r.ec == std::errc() && r.ptr == e) {
+      out = u;
+      return true;
+    }
+    double d;
+    auto r2 = std::from_chars(b, e, d);
+    if (r2.ec == std::errc() && r2.ptr == e && std::isfinite(d) && d >= 0) {
+      out = static_cast<std::uint64_t>(d);
+      return true;
+    }
+    return false;
+  }
+  static bool get_f64(const FastVal& v, double& out) {
+    if (v.kind != 'n') return false;
+    double d;
+    auto r = std::from_chars(v.raw.data(), v.raw.data() + v.raw.size(), d);
+    if (r.ec != std::errc() || r.ptr != v.raw.data() + v.raw.size()) return false;
+    out = d;
+    return true;
+  }
+  static bool get_str(const FastVal& v, std::string_view& out) {
+    if (v.kind != 's') return false;
+    out = v.raw;
+    return true;
+  }
+  static bool get_bool(const FastVal& v, bool& out) {
+    if (v.kind != 't' && v.kind != 'f') return false;
+    out = v.kind == 't';
+    return true;
+  }
+  static bool get_bool(dom::element v, bool& out) { return !v.get_bool().get(out); }
+  static void array_count(const FastVal& v, std::int64_t& out) {
+    if (v.kind != '[') return;
+    // Elements at depth 1 = commas at depth 1 + 1, unless empty.
+    std::int64_t n = 0, depth = 0;
+    bool any = false, in_str = false;
+    for (std::size_t i = 0; i < v.raw.size(); ++i) {
+      const char c = v.raw[i];
+      if (in_str) {
+        if (c == '\\') ++i;
+        else if (c == '"') in_str = false;
+        continue;
+      }
+      if (c == '"') in_str = true;
+      if (c == '[' || c == '{') ++depth;
+      else if (c == ']' || c == '}') --depth;
+      else if (c == ',' && depth == 1) ++n;
+      if (depth >= 1 && c != ' ' && !(depth == 1 && (c == '[' || c == ']'))) any = true;
+    }
+    out = any ? n + 1 : 0;
+  }
+  static void array_count(dom::element v, std::int64_t& out) {
+    dom::array a;
+    if (!v.get_array().get(a)) out = static_cast<std::int64_t>(a.size());
+  }
+  bool nested(dom::element v, dom::element& out) {
+    out = v;
+    return true;
+  }
+  bool nested(const FastVal& v, dom::element& out) {
+    if (v.kind != '[' && v.kind != '{') return false;
+    // The nested text lies inside the line buffer, which has SIMDJSON_PADDING readable bytes past the line.
+    return !nested_parser_.parse(v.raw.data(), v.raw.size(), false).get(out);
+  }
+
+  static const char* skip_ws(const char* p, const char* e) {
+    while (p < e && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')) ++p;
+    return p;
+  }
+  // Scans a string starting after its opening quote; false on an escape or no closing quote.
+  static bool scan_string(const char*& p, const char* e, std::string_view& out) {
+    // Keys and values are short: a plain loop beats memchr's call overhead here.
+    const char* q = p;
+    while (q < e && *q != '"' && *q != '\\') ++q;
+    if (q >= e || *q != '"') return false;
+    out = std::string_view(p, static_cast<std::size_t>(q - p));
+    p = q + 1;
+    return true;
+  }
+  static bool skip_nested(const char*& p, const char* e) {
+    int depth = 0;
+    for (; p < e; ++p) {
+      const char c = *p;
+      if (c == '"') {
+        for (++p; p < e && *p != '"'; ++p)
+          if (*p == '\\') ++p;
+        if (p >= e) return false;
+      } else if (c == '[' || c == '{') {
+        ++depth;
+      } else if (c == ']' || c == '}') {
+        if (--depth == 0) {
+          ++p;
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+  bool parse_fast(const char* p, std::size_t len) {
+    const char* e = p + len;
+    p = skip_ws(p, e);
+    if (p >= e || *p != '{') return false;
+    p = skip_ws(p + 1, e);
+    if (p < e && *p == '}') return skip_ws(p + 1, e) == e;
+    while (true) {
+      if (p >= e || *p != '"') return false;
+      ++p;
+      std::string_view key;
+      if (!scan_string(p, e, key)) return false;
+      p = skip_ws(p, e);
+      if (p >= e || *p != ':') return false;
+      p = skip_ws(p + 1, e);
+      if (p >= e) return false;
+      FastVal v{*p, {}};
+      const char* vb = p;
+      switch (*p) {
+        case '"':
+          ++p;
+          if (!scan_string(p, e, v.raw)) return false;
+          v.kind = 's';
+          break;
+        case '{':
+          // Upstream v4.0 lines are all nested objects whose strings must outlive
+          // several nested parses: simdjson's DOM path parses them in one go.
+          if (key == "header" || key == "metadata" || key == "coll_perf" || key == "p2p_perf") return false;
+          [[fallthrough]];
+        case '[':
+          if (!skip_nested(p, e)) return false;
+          v.raw = std::string_view(vb, static_cast<std::size_t>(p - vb));
+          break;
+        case 't':
+          if (e - p < 4 || std::memcmp(p, "true", 4) != 0) return false;
+          p += 4;
+          break;
+        case 'f':
+          if (e - p < 5 || std::memcmp(p, "false", 5) != 0) return false;
+          p += 5;
+          break;
+        case 'n':
+          if (e - p < 4 || std::memcmp(p, "null", 4) != 0) return false;
+          p += 4;
+          v.kind = 'z';
+          break;
+        default:
+          if (*p != '-' && (*p < '0' || *p > '9')) return false;
+          while (p < e && ((*p >= '0' && *p <= '9') || *p == '-' || *p == '+' || *p == '.' || *p == 'e' || *p == 'E')) ++p;
+          v.kind = 'n';
+          v.raw = std::string_view(vb, static_cast<std::size_t>(p - vb));
+          break;
+      }
+      parse_field(key, v);
+      p = skip_ws(p, e);
+      if (p >= e) return false;
+      if (*p == '}') return skip_ws(p + 1, e) == e;
+      if (*p != ',') return false;
+      p = skip_ws(p + 1, e);
+    }
+  }
+
   static bool get_i64(dom::element v, std::int64_t& out) {
     std::int64_t i;
     if (!v.get_int64().get(i)) {
@@ -345,7 +554,10 @@ class FileReader {
   static bool get_str(dom::element v, std::string_view& out) {
     return !v.get_string().get(out);
   }
-  static void get_counts(dom::element v, std::vector<std::pair<std::string, std::uint64_t>>& out) {
+  template <class V>
+  void get_counts(V vin, std::vector<std::pair<std::string, std::uint64_t>>& out) {
+    dom::element v;
+    if (!nested(vin, v)) return;
     dom::object o;
     if (v.get_object().get(o)) return;
     for (dom::key_value_pair f : o) {
@@ -361,8 +573,24 @@ class FileReader {
     while (len > 0 && (p[len - 1] == '\r' || p[len - 1] == ' ')) --len;
     if (len == 0) return;
     ++info_.lines;
-    L_.reset();
+    L_ = Line{};
+    if (!dropped_.empty() || !filtered_.empty() || !faults_.empty()) {
+      dropped_.clear();
+      filtered_.clear();
+      faults_.clear();
+    }
     bool ok = false;
+    if (!validate_) {
+      if (parse_fast(p, len)) {
+        dispatch();
+        return;
+      }
+      L_ = Line{};  // undo the partial fast parse; simdjson decides
+      dropped_.clear();
+      filtered_.clear();
+      faults_.clear();
+      detail_.clear();
+    }
     dom::element root;
     dom::object obj;
     auto err = parser_.parse(p, len, false).get(root);
@@ -380,7 +608,8 @@ class FileReader {
     dispatch();
   }
 
-  void parse_field(std::string_view k, dom::element v) {
+  template <class V>
+  void parse_field(std::string_view k, const V& v) {  // by reference: copying FastVal stalled store forwarding
     Line& L = L_;
     switch (k.empty() ? '\0' : k[0]) {
       case 'a':
@@ -399,10 +628,7 @@ class FileReader {
         } else if (k == sc::kCommName) {
           L.has_comm_name = get_str(v, L.comm_name);
         } else if (k == sc::kChannels) {
-          dom::array a;
-          if (!v.get_array().get(a)) {
-            L.channels_len = static_cast<std::int64_t>(a.size());
-          }
+          array_count(v, L.channels_len);
         } else if (k == sc::kChBalance) {
           get_f64(v, L.ch_balance);
         } else if (k == sc::kChTimes && want_detail_) {
@@ -413,7 +639,7 @@ class FileReader {
         break;
       case 'd':
         if (k == sc::kDurUs) get_f64(v, L.dur_us);
-        else if (k == sc::kDropped) get_counts(v, L.dropped);
+        else if (k == sc::kDropped) get_counts(v, dropped_);
         else if (k == sc::kDroppedTotal) get_u64(v, L.dropped_total);
         break;
       case 'e':
@@ -423,13 +649,13 @@ class FileReader {
         else if (k == sc::kFormat) get_str(v, L.format);
         else if (k == sc::kFormatVersionField) get_i64(v, L.format_version);
         else if (k == sc::kFileSeq) get_i64(v, L.file_seq);
-        else if (k == sc::kFiltered) get_counts(v, L.filtered);
-        else if (k == sc::kFaults) get_counts(v, L.faults);
+        else if (k == sc::kFiltered) get_counts(v, filtered_);
+        else if (k == sc::kFaults) get_counts(v, faults_);
         break;
       case 'g':
         if (k == sc::kGraph) {
           bool b = false;
-          if (!v.get_bool().get(b)) L.graph = b;
+          if (get_bool(v, b)) L.graph = b;
         }
         break;
       case 'h':
@@ -439,10 +665,14 @@ class FileReader {
         break;
       case 'j':
         if (k == sc::kJob) {
+          dom::element je;
           dom::object o;
-          if (!v.get_object().get(o)) {
+          if (nested(v, je) && !je.get_object().get(o)) {
             for (dom::key_value_pair f : o) {
-              if (f.key == "job_id") get_str(f.value, L.job_id);
+              if (f.key == "job_id" && get_str(f.value, L.job_id)) {
+                job_id_own_ = std::string(L.job_id);  // outlives the nested parser's buffer
+                L.job_id = job_id_own_;
+              }
             }
           }
         }
@@ -469,7 +699,7 @@ class FileReader {
         else if (k == sc::kPluginVersion) get_str(v, L.plugin_version);
         else if (k == sc::kPartial) {
           bool b = false;
-          if (!v.get_bool().get(b)) L.partial = b;
+          if (get_bool(v, b)) L.partial = b;
         } else if (k == "p2p_perf") {
           parse_upstream_perf(v, true);
         }
@@ -478,7 +708,7 @@ class FileReader {
         if (k == sc::kRank) get_i64(v, L.rank);
         else if (k == sc::kReclaimed) {
           bool b = false;
-          if (!v.get_bool().get(b)) L.reclaimed = b;
+          if (get_bool(v, b)) L.reclaimed = b;
         } else if (k == sc::kRecordsWritten) get_u64(v, L.records_written);
         else if (k == sc::kReclaimedOps) get_u64(v, L.reclaimed_ops);
         break;
@@ -498,7 +728,10 @@ class FileReader {
     }
   }
 
-  void parse_hcas(dom::element v) {
+  template <class V>
+  void parse_hcas(V vin) {
+    dom::element v;
+    if (!nested(vin, v)) return;
     dom::array a;
     if (v.get_array().get(a)) return;
     for (auto e : a) {
@@ -520,7 +753,10 @@ class FileReader {
       detail_.hcas.push_back(std::move(h));
     }
   }
-  void parse_ch_times(dom::element v) {
+  template <class V>
+  void parse_ch_times(V vin) {
+    dom::element v;
+    if (!nested(vin, v)) return;
     dom::array a;
     if (v.get_array().get(a)) return;
     for (auto e : a) {
@@ -536,7 +772,10 @@ class FileReader {
       if (i >= 3) detail_.ch_times.push_back({static_cast<int>(vals[0]), vals[1], vals[2]});
     }
   }
-  void parse_net(dom::element v) {
+  template <class V>
+  void parse_net(V vin) {
+    dom::element v;
+    if (!nested(vin, v)) return;
     dom::object o;
     if (v.get_object().get(o)) return;
     for (dom::key_value_pair f : o) {
@@ -545,7 +784,10 @@ class FileReader {
   }
 
   // Upstream Inspector v4.0: {"header":{...},"metadata":{...},"coll_perf"|"p2p_perf":{...}}
-  void parse_upstream_header(dom::element v) {
+  template <class V>
+  void parse_upstream_header(V vin) {
+    dom::element v;
+    if (!nested(vin, v)) return;
     dom::object o;
     if (v.get_object().get(o)) return;
     L_.upstream = true;
@@ -568,7 +810,10 @@ class FileReader {
       }
     }
   }
-  void parse_upstream_meta(dom::element v) {
+  template <class V>
+  void parse_upstream_meta(V vin) {
+    dom::element v;
+    if (!nested(vin, v)) return;
     dom::object o;
     if (v.get_object().get(o)) return;
     L_.upstream = true;
@@ -581,7 +826,10 @@ class FileReader {
       else if (k == "git_rev") get_str(fv, L_.plugin_version);
     }
   }
-  void parse_upstream_perf(dom::element v, bool p2p) {
+  template <class V>
+  void parse_upstream_perf(V vin, bool p2p) {
+    dom::element v;
+    if (!nested(vin, v)) return;
     dom::object o;
     if (v.get_object().get(o)) return;
     L_.upstream = true;
@@ -661,9 +909,9 @@ class FileReader {
         s.dropped.clear();
         s.filtered.clear();
         s.faults.clear();
-        for (auto& [k, n] : L.dropped) s.dropped[k] = n;
-        for (auto& [k, n] : L.filtered) s.filtered[k] = n;
-        for (auto& [k, n] : L.faults) s.faults[k] = n;
+        for (auto& [k, n] : dropped_) s.dropped[k] = n;
+        for (auto& [k, n] : filtered_) s.filtered[k] = n;
+        for (auto& [k, n] : faults_) s.faults[k] = n;
       }
     } else if (t == sc::kTypeMark) {
       info_.marks.push_back({L.wall_ns, std::string(L.label)});
@@ -755,7 +1003,10 @@ class FileReader {
   std::size_t reported_ = 0;
   std::vector<char> carry_;
   dom::parser parser_;
+  dom::parser nested_parser_;
+  std::string job_id_own_;
   Line L_;
+  std::vector<std::pair<std::string, std::uint64_t>> dropped_, filtered_, faults_;
   OpDetail detail_;
   const CommInfo* last_comm_ = nullptr;
 };

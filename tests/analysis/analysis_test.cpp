@@ -411,3 +411,51 @@ TEST(Cli, ErrorsAndExitCodes) {
   EXPECT_EQ(run(cli + " validate " + dir).rc, 0);
   EXPECT_EQ(run(cli + " export -f jsonl " + dir).rc, 0);
 }
+
+TEST(Reader, FastScannerAgreesWithSimdjson) {
+  // The fast scanner (default) and simdjson's DOM path (validate mode) must read the same ops.
+  const auto dir = ni_test::temp_dir("fastpath");
+  JobSpec s;
+  s.iterations = 30;
+  s.fault = ni_test::Fault::kDegradedChannel;
+  ni_test::write_job(dir, s);
+  ni_test::write_text(dir + "/tricky.jsonl",
+                      R"({"type":"meta","format":"nccl-inspector-log","format_version":1,"host":"h\"q","pid":1,"job":{"job_id":"7"}})" "\n"
+                      R"({ "type" : "coll" , "comm_hash":"0x02","comm_name":"a\nb","func":"AllReduce","seq":1e2,"bytes":4096.0,"dur_us":-0,"x":["]",{"}":"["}],"hcas":[{"dev":3,"bytes":9}]} )" "\n"
+                      R"({"type":"coll","comm_hash":"0x02","func":"Reduce","seq":-3,"bytes":18446744073709551615,"dur_us":1.5e1,"rank":-9223372036854775808,"graph":true,"reclaimed":true})" "\n"
+                      R"({"type":"coll","comm_hash":"0x02","func":"Reduce","seq":1,"bytes":1,"dur_us":1,"extra":[1,2,}] })" "\n"
+                      R"({"type":"coll","comm_hash":"0x02","func":"Reduce","seq":1,"bytes":1,"dur_us":1}{})" "\n");
+  const auto files = ana::discover_files({dir}).files;
+  ana::ReadOptions fast, dom;
+  fast.progress = dom.progress = 0;
+  dom.validate = true;
+  ana::ReadResult rf, rd;
+  auto a = ana::read_merged<ana::CollectSink>(files, fast, 1, rf, true);
+  auto b = ana::read_merged<ana::CollectSink>(files, dom, 1, rd, true);
+  ASSERT_EQ(a->ops.size(), b->ops.size());
+  EXPECT_EQ(rf.bad_lines, rd.bad_lines);
+  EXPECT_EQ(rf.bad_lines, 2u);  // the unbalanced nested value and the trailing object
+  for (std::size_t i = 0; i < a->ops.size(); ++i) {
+    const auto &x = a->ops[i], &y = b->ops[i];
+    EXPECT_EQ(x.comm_hash, y.comm_hash);
+    EXPECT_EQ(x.seq, y.seq) << i;
+    EXPECT_EQ(x.bytes, y.bytes) << i;
+    EXPECT_EQ(x.rank, y.rank) << i;
+    EXPECT_EQ(x.func, y.func);
+    EXPECT_DOUBLE_EQ(x.dur_us, y.dur_us);
+    EXPECT_EQ(std::isnan(x.busbw_gbs), std::isnan(y.busbw_gbs));
+    if (!std::isnan(x.busbw_gbs)) {
+      EXPECT_DOUBLE_EQ(x.busbw_gbs, y.busbw_gbs);
+    }
+    EXPECT_EQ(x.ch_balance, y.ch_balance);
+    EXPECT_EQ(x.nchannels, y.nchannels) << i;
+    EXPECT_EQ(x.start_wall_ns, y.start_wall_ns);
+    EXPECT_EQ(x.flags, y.flags);
+    EXPECT_EQ(a->extra[i].hcas.size(), b->extra[i].hcas.size());
+    EXPECT_EQ(a->extra[i].slowest_channel, b->extra[i].slowest_channel);
+  }
+  for (std::size_t f = 0; f < rf.files.size(); ++f) {
+    EXPECT_EQ(rf.files[f].host, rd.files[f].host);
+    EXPECT_EQ(rf.files[f].job_id, rd.files[f].job_id);
+  }
+}

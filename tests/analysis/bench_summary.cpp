@@ -1,5 +1,5 @@
 // Benchmark (not a test): `summary` records/s on a generated multi-million-record dump.
-// Usage: bench_summary [records=4000000] [files=8] [dir=/tmp/ni_bench]
+// Usage: bench_summary [records=4000000] [files=8] [dir=/tmp/ni_bench]   (records 0: reuse dir)
 #include <libdeflate.h>
 
 #include <chrono>
@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(dir);
   libdeflate_compressor* c = libdeflate_alloc_compressor(1);
   std::size_t on_disk = 0, raw = 0;
-  for (int f = 0; f < files; ++f) {
+  for (int f = 0; f < files && records > 0; ++f) {  // records 0: reuse the dump in dir
     const std::string path = dir + "/host" + std::to_string(f / 4) + "-pid" + std::to_string(f) + ".jsonl.gz";
     std::ofstream out(path, std::ios::binary);
     std::string chunk;
