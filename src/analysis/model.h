@@ -72,6 +72,7 @@ struct OpRecord {
   Proto proto = Proto::kUnknown;
   Timing timing = Timing::kUnknown;
   std::uint8_t flags = 0;
+  std::uint8_t transport = 0;  // 0 unknown, 1 intra_node, 2 network
 
   bool has_start() const { return (flags & kFlagHasStart) != 0; }
   bool has_busbw() const { return !std::isnan(busbw_gbs); }

@@ -94,7 +94,7 @@ struct Line {
   bool has_wall = false;
   std::uint64_t seq = 0;
   bool has_seq = false;
-  std::string_view func, algo, proto, timing;
+  std::string_view func, algo, proto, timing, transport;
   bool has_func = false;
   std::uint64_t bytes = 0;
   bool has_bytes = false;
@@ -719,6 +719,7 @@ class FileReader {
       case 't':
         if (k == sc::kType) L.has_type = get_str(v, L.type);
         else if (k == sc::kTiming) get_str(v, L.timing);
+        else if (k == sc::kTransport) get_str(v, L.transport);
         break;
       case 'w':
         if (k == sc::kWallNs) L.has_wall = get_i64(v, L.wall_ns);
@@ -972,6 +973,7 @@ class FileReader {
       info_.comms.push_back({op.comm_hash, std::string(L.comm_name), op.rank, op.nranks, op.nnodes});
       last_comm_ = nullptr;
     }
+    op.transport = L.transport == "network" ? 2 : L.transport == "intra_node" ? 1 : 0;
     if (L.reclaimed) op.flags |= kFlagReclaimed;
     if (L.partial) op.flags |= kFlagPartial;
     if (L.graph) op.flags |= kFlagGraph;

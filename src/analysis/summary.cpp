@@ -22,12 +22,16 @@ std::size_t GroupKeyHash::operator()(const GroupKey& k) const {
 void GroupAcc::add(const OpRecord& op) {
   ++count;
   bytes += op.bytes;
+  intra += op.transport == 1;
+  network += op.transport == 2;
   lat.add(op.dur_us);
   if (op.has_busbw()) bw.add(op.busbw_gbs);
 }
 void GroupAcc::merge(const GroupAcc& o) {
   count += o.count;
   bytes += o.bytes;
+  intra += o.intra;
+  network += o.network;
   lat.merge(o.lat);
   bw.merge(o.bw);
 }
@@ -86,7 +90,9 @@ bool parse_peak(const std::string& s, std::map<std::string, double>& out) {
     std::size_t used = 0;
     const double v = std::stod(val, &used);
     if (used != val.size() || !(v > 0)) return false;
-    if (key != "*") {
+    if (key == "net") key = "network";
+    if (key == "intra" || key == "nvlink") key = "intra_node";
+    if (key != "*" && key != "network" && key != "intra_node") {
       const Func f = parse_func(key);
       if (f == Func::kOther) return false;
       key = std::string(to_string(f));
@@ -322,6 +328,9 @@ void add_summary_sections(Report& r, const SummarySink& s, const ReadResult& res
     c.push_back(Cell(a.bw.count() ? a.bw.min() : kNaN, 2));
     double peak = kNaN;
     if (auto it = o.peak_busbw.find(std::string(to_string(k.func))); it != o.peak_busbw.end()) peak = it->second;
+    else if (auto lt = o.peak_busbw.find(a.network >= a.intra ? "network" : "intra_node");
+             (a.network || a.intra) && lt != o.peak_busbw.end())
+      peak = lt->second;
     else if (auto st = o.peak_busbw.find("*"); st != o.peak_busbw.end()) peak = st->second;
     else if (auto b = best.find({k.func, k.nranks, k.nnodes}); b != best.end()) peak = b->second;
     c.push_back(Cell(a.bw.count() && peak > 0 ? 100.0 * a.bw.quantile(0.5) / peak : kNaN, 1));
@@ -330,7 +339,7 @@ void add_summary_sections(Report& r, const SummarySink& s, const ReadResult& res
   }
   sec.notes.push_back(o.peak_busbw.empty()
                           ? "util_pct: busbw P50 / best P50 observed for the same (op, nranks, nnodes)"
-                          : "util_pct: busbw P50 / --peak-busbw");
+                          : "util_pct: busbw P50 / --peak-busbw (by op, else by link type of most ops, else the default)");
   sec.notes.push_back("busbw per record and per rank (nccl-tests factors); never averaged across ranks");
   if (any_sketch)
     sec.notes.push_back("groups with more than 4096 records use a log-bucketed sketch: percentiles within 1%");

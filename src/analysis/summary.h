@@ -21,13 +21,13 @@ struct SummaryOptions {
   GroupBy group_by = GroupBy::kComm;
   std::map<std::string, std::string> host_map;  // host -> rack/switch (GroupBy::kRack)
   bool per_rank = false;
-  std::map<std::string, double> peak_busbw;      // func name or "*" -> GB/s
+  std::map<std::string, double> peak_busbw;      // func name, "network", "intra_node" or "*" -> GB/s
   bool advice = true;
 };
 
 // Parses "host rack" / "host,rack" / "host=rack" lines ('#' comments). false + error on failure.
 bool load_host_map(const std::string& path, std::map<std::string, std::string>& out, std::string& error);
-// Parses "300" or "AllReduce=300" into the map.
+// Parses "300", "AllReduce=300" or "network=25" / "intra_node=300" into the map.
 bool parse_peak(const std::string& s, std::map<std::string, double>& out);
 
 struct GroupKey {
@@ -48,6 +48,7 @@ struct GroupKeyHash {
 struct GroupAcc {
   std::uint64_t count = 0;
   std::uint64_t bytes = 0;
+  std::uint64_t intra = 0, network = 0;  // ops by transport (for per-link-type peaks)
   QuantileSketch lat;
   QuantileSketch bw;
   void add(const OpRecord& op);

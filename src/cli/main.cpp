@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
   sum->add_flag("--per-rank", so.per_rank, "one row per rank");
   sum->add_option("--group-by", group_by, "comm | host | rack (with --host-map)")->capture_default_str();
   sum->add_option("--host-map", host_map, "file of 'host rack' lines for --group-by rack");
-  sum->add_option("--peak-busbw", peaks, "peak busbw in GB/s for utilisation: 300 or AllReduce=300 (repeatable)");
+  sum->add_option("--peak-busbw", peaks, "peak busbw in GB/s for utilisation: 300, AllReduce=300, network=25 or intra_node=300 (repeatable)");
   sum->add_flag("--no-advice", no_advice, "skip the algorithm/protocol advice");
 
   // ---- validate

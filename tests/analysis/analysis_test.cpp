@@ -459,3 +459,27 @@ TEST(Reader, FastScannerAgreesWithSimdjson) {
     EXPECT_EQ(rf.files[f].job_id, rd.files[f].job_id);
   }
 }
+
+TEST(Summary, PeakBusbwPerOpAndLinkType) {
+  std::map<std::string, double> peaks;
+  EXPECT_TRUE(ana::parse_peak("AllReduce=40", peaks));
+  EXPECT_TRUE(ana::parse_peak("intra_node=20", peaks));
+  EXPECT_TRUE(ana::parse_peak("network=10", peaks));
+  EXPECT_FALSE(ana::parse_peak("Bogus=3", peaks));
+  EXPECT_FALSE(ana::parse_peak("AllReduce=-1", peaks));
+  const auto dir = ni_test::temp_dir("peaks");
+  JobSpec s;
+  s.iterations = 20;
+  ni_test::write_job(dir, s);
+  ana::SummaryOptions so;
+  so.peak_busbw = peaks;
+  std::unique_ptr<ana::SummarySink> sink;
+  const auto res = read_summary(dir, so, sink);
+  ana::Report r;
+  ana::add_summary_sections(r, *sink, res, so);
+  for (const auto& row : r.sections[0].table.rows) {
+    const double p50 = row[13].d, util = row[16].d;
+    const double peak = row[1].text() == "AllReduce" ? 40 : 20;  // AllGather on tp is intra_node
+    EXPECT_NEAR(util, 100.0 * p50 / peak, 0.2) << row[1].text();
+  }
+}
