@@ -6,8 +6,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <atomic>
 #include <chrono>
@@ -116,6 +120,16 @@ struct Line {
   std::string_view up_version;
 };
 static_assert(std::is_trivially_copyable_v<Line>);
+
+// Character classes for the scanner.
+constexpr std::array<std::uint8_t, 256> make_classes() {
+  std::array<std::uint8_t, 256> t{};
+  for (int c = '0'; c <= '9'; ++c) t[static_cast<std::size_t>(c)] = 1;
+  for (char c : {'-', '+', '.', 'e', 'E'}) t[static_cast<std::uint8_t>(c)] = 1;  // number characters
+  for (char c : {'"', '[', ']', '{', '}'}) t[static_cast<std::uint8_t>(c)] = 2;  // nesting structure
+  return t;
+}
+constexpr std::array<std::uint8_t, 256> kClass = make_classes();
 
 class FileReader {
  public:
@@ -428,30 +442,67 @@ class FileReader {
     return p;
   }
   // Scans a string starting after its opening quote; false on an escape or no closing quote.
+
+  // Scans a string starting after its opening quote; false on an escape or no closing
+  // quote. Reads up to 15 bytes past e: every line has SIMDJSON_PADDING readable bytes after it.
   static bool scan_string(const char*& p, const char* e, std::string_view& out) {
-    // Keys and values are short: a plain loop beats memchr's call overhead here.
     const char* q = p;
+#if defined(__SSE2__)
+    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
+    while (q < e) {
+      const __m128i chunk = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+      const unsigned m = static_cast<unsigned>(
+          _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(chunk, quote), _mm_cmpeq_epi8(chunk, bslash))));
+      if (m) {
+        q += __builtin_ctz(m);
+        break;
+      }
+      q += 16;
+    }
+#else
     while (q < e && *q != '"' && *q != '\\') ++q;
+#endif
     if (q >= e || *q != '"') return false;
     out = std::string_view(p, static_cast<std::size_t>(q - p));
     p = q + 1;
     return true;
   }
+  // End of a number token: the first byte that is not [0-9.eE+-] (at most e). Reads up to
+  // 15 bytes past e (padding), 16 bytes per step: no mispredicted exit per digit.
+  static const char* scan_number(const char* p, const char* e) {
+#if defined(__SSE2__)
+    const __m128i zero = _mm_set1_epi8('0'), nine = _mm_set1_epi8('9');
+    const __m128i dot = _mm_set1_epi8('.'), minus = _mm_set1_epi8('-'), plus = _mm_set1_epi8('+');
+    const __m128i lo_e = _mm_set1_epi8('e'), up_e = _mm_set1_epi8('E');
+    while (p < e) {
+      const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+      __m128i ok = _mm_and_si128(_mm_cmpeq_epi8(_mm_max_epu8(x, zero), x), _mm_cmpeq_epi8(_mm_min_epu8(x, nine), x));
+      ok = _mm_or_si128(ok, _mm_or_si128(_mm_cmpeq_epi8(x, dot), _mm_or_si128(_mm_cmpeq_epi8(x, minus), _mm_cmpeq_epi8(x, plus))));
+      ok = _mm_or_si128(ok, _mm_or_si128(_mm_cmpeq_epi8(x, lo_e), _mm_cmpeq_epi8(x, up_e)));
+      const unsigned stop = ~static_cast<unsigned>(_mm_movemask_epi8(ok)) & 0xffffu;
+      if (stop) return std::min(e, p + __builtin_ctz(stop));
+      p += 16;
+    }
+    return e;
+#else
+    while (p < e && kClass[static_cast<std::uint8_t>(*p)] == 1) ++p;
+    return p;
+#endif
+  }
   static bool skip_nested(const char*& p, const char* e) {
     int depth = 0;
     for (; p < e; ++p) {
       const char c = *p;
+      if (kClass[static_cast<std::uint8_t>(c)] != 2) continue;
       if (c == '"') {
         for (++p; p < e && *p != '"'; ++p)
           if (*p == '\\') ++p;
         if (p >= e) return false;
       } else if (c == '[' || c == '{') {
         ++depth;
-      } else if (c == ']' || c == '}') {
-        if (--depth == 0) {
-          ++p;
-          return true;
-        }
+      } else if (--depth == 0) {
+        ++p;
+        return true;
       }
     }
     return false;
@@ -462,7 +513,7 @@ class FileReader {
     if (p >= e || *p != '{') return false;
     p = skip_ws(p + 1, e);
     if (p < e && *p == '}') return skip_ws(p + 1, e) == e;
-    while (true) {
+    for (std::size_t pos = 0;; ++pos) {
       if (p >= e || *p != '"') return false;
       ++p;
       std::string_view key;
@@ -503,12 +554,12 @@ class FileReader {
           break;
         default:
           if (*p != '-' && (*p < '0' || *p > '9')) return false;
-          while (p < e && ((*p >= '0' && *p <= '9') || *p == '-' || *p == '+' || *p == '.' || *p == 'e' || *p == 'E')) ++p;
+          p = scan_number(p, e);
           v.kind = 'n';
           v.raw = std::string_view(vb, static_cast<std::size_t>(p - vb));
           break;
       }
-      parse_field(key, v);
+      handle_field(cached_field_id(pos, key), v);
       p = skip_ws(p, e);
       if (p >= e) return false;
       if (*p == '}') return skip_ws(p + 1, e) == e;
@@ -608,124 +659,142 @@ class FileReader {
     dispatch();
   }
 
+  // Field ids: the key -> handler lookup happens once per key position and is
+  // then cached (the writer repeats its key order on every line).
+  enum class F : std::uint8_t {
+    kNone, kAlgo, kAbi, kBytes, kBusbw, kCommHash, kCommName, kChannels, kChBalance, kChTimes, kCollPerf,
+    kDurUs, kDropped, kDroppedTotal, kFunc, kFormat, kFormatVersion, kFileSeq, kFiltered, kFaults, kGraph,
+    kHost, kHcas, kHeader, kJob, kLabel, kMetadata, kNranks, kNnodes, kNchannels, kNet, kOpsCompleted,
+    kProto, kPeer, kPid, kPluginVersion, kPartial, kP2pPerf, kRank, kReclaimed, kRecordsWritten,
+    kReclaimedOps, kSeq, kStartWallNs, kType, kTiming, kTransport, kWallNs
+  };
+  static F field_id(std::string_view k) {
+    static const std::pair<std::string_view, F> kFields[] = {
+        {sc::kAlgo, F::kAlgo}, {sc::kAbiVersion, F::kAbi}, {sc::kBytes, F::kBytes}, {sc::kBusbwGbs, F::kBusbw},
+        {sc::kCommHash, F::kCommHash}, {sc::kCommName, F::kCommName}, {sc::kChannels, F::kChannels},
+        {sc::kChBalance, F::kChBalance}, {sc::kChTimes, F::kChTimes}, {"coll_perf", F::kCollPerf},
+        {sc::kDurUs, F::kDurUs}, {sc::kDropped, F::kDropped}, {sc::kDroppedTotal, F::kDroppedTotal},
+        {sc::kFunc, F::kFunc}, {sc::kFormat, F::kFormat}, {sc::kFormatVersionField, F::kFormatVersion},
+        {sc::kFileSeq, F::kFileSeq}, {sc::kFiltered, F::kFiltered}, {sc::kFaults, F::kFaults},
+        {sc::kGraph, F::kGraph}, {sc::kHost, F::kHost}, {sc::kHcas, F::kHcas}, {"header", F::kHeader},
+        {sc::kJob, F::kJob}, {sc::kLabel, F::kLabel}, {"metadata", F::kMetadata}, {sc::kNranks, F::kNranks},
+        {sc::kNnodes, F::kNnodes}, {sc::kNchannels, F::kNchannels}, {sc::kNet, F::kNet},
+        {sc::kOpsCompleted, F::kOpsCompleted}, {sc::kProto, F::kProto}, {sc::kPeer, F::kPeer},
+        {sc::kPid, F::kPid}, {sc::kPluginVersion, F::kPluginVersion}, {sc::kPartial, F::kPartial},
+        {"p2p_perf", F::kP2pPerf}, {sc::kRank, F::kRank}, {sc::kReclaimed, F::kReclaimed},
+        {sc::kRecordsWritten, F::kRecordsWritten}, {sc::kReclaimedOps, F::kReclaimedOps}, {sc::kSeq, F::kSeq},
+        {sc::kStartWallNs, F::kStartWallNs}, {sc::kType, F::kType}, {sc::kTiming, F::kTiming},
+        {sc::kTransport, F::kTransport}, {sc::kWallNs, F::kWallNs}};
+    for (const auto& [name, id] : kFields)
+      if (name == k) return id;
+    return F::kNone;
+  }
+
+  // Cached key at each field position of the line (keys of up to 16 bytes).
+  struct KeySlot {
+    alignas(16) char key[16];
+    std::uint8_t len = 255;
+    F id = F::kNone;
+  };
+  F cached_field_id(std::size_t pos, std::string_view k) {
+    if (pos < kKeySlots && k.size() <= 16) {
+      KeySlot& slot = keys_[pos];
+      if (slot.len == k.size()) {
+#if defined(__SSE2__)
+        // The key lies inside the line buffer: 16 bytes are readable (padding).
+        const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(k.data()));
+        const __m128i b = _mm_load_si128(reinterpret_cast<const __m128i*>(slot.key));
+        const unsigned eq = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(a, b)));
+        const unsigned mask = k.size() == 16 ? 0xffffu : (1u << k.size()) - 1;
+        if ((eq & mask) == mask) return slot.id;
+#else
+        if (std::memcmp(slot.key, k.data(), k.size()) == 0) return slot.id;
+#endif
+      }
+      std::memset(slot.key, 0, sizeof slot.key);
+      std::memcpy(slot.key, k.data(), k.size());
+      slot.len = static_cast<std::uint8_t>(k.size());
+      slot.id = field_id(k);
+      return slot.id;
+    }
+    return field_id(k);
+  }
+
   template <class V>
-  void parse_field(std::string_view k, const V& v) {  // by reference: copying FastVal stalled store forwarding
+  void parse_field(std::string_view k, const V& v) {
+    handle_field(field_id(k), v);
+  }
+
+  template <class V>
+  void handle_field(F id, const V& v) {  // v by reference: copying FastVal stalled store forwarding
     Line& L = L_;
-    switch (k.empty() ? '\0' : k[0]) {
-      case 'a':
-        if (k == sc::kAlgo) get_str(v, L.algo);
-        else if (k == sc::kAbiVersion) get_i64(v, L.abi);
+    bool b = false;
+    switch (id) {
+      case F::kNone: break;
+      case F::kAlgo: get_str(v, L.algo); break;
+      case F::kAbi: get_i64(v, L.abi); break;
+      case F::kBytes: L.has_bytes = get_u64(v, L.bytes); break;
+      case F::kBusbw: get_f64(v, L.busbw); break;
+      case F::kCommHash: {
+        std::string_view s;
+        if (get_str(v, s)) L.has_hash = parse_hash(s, L.comm_hash);
+        else L.has_hash = get_u64(v, L.comm_hash);
         break;
-      case 'b':
-        if (k == sc::kBytes) L.has_bytes = get_u64(v, L.bytes);
-        else if (k == sc::kBusbwGbs) get_f64(v, L.busbw);
-        break;
-      case 'c':
-        if (k == sc::kCommHash) {
-          std::string_view s;
-          if (get_str(v, s)) L.has_hash = parse_hash(s, L.comm_hash);
-          else L.has_hash = get_u64(v, L.comm_hash);
-        } else if (k == sc::kCommName) {
-          L.has_comm_name = get_str(v, L.comm_name);
-        } else if (k == sc::kChannels) {
-          array_count(v, L.channels_len);
-        } else if (k == sc::kChBalance) {
-          get_f64(v, L.ch_balance);
-        } else if (k == sc::kChTimes && want_detail_) {
-          parse_ch_times(v);
-        } else if (k == "coll_perf") {
-          parse_upstream_perf(v, false);
-        }
-        break;
-      case 'd':
-        if (k == sc::kDurUs) get_f64(v, L.dur_us);
-        else if (k == sc::kDropped) get_counts(v, dropped_);
-        else if (k == sc::kDroppedTotal) get_u64(v, L.dropped_total);
-        break;
-      case 'e':
-        break;
-      case 'f':
-        if (k == sc::kFunc) L.has_func = get_str(v, L.func);
-        else if (k == sc::kFormat) get_str(v, L.format);
-        else if (k == sc::kFormatVersionField) get_i64(v, L.format_version);
-        else if (k == sc::kFileSeq) get_i64(v, L.file_seq);
-        else if (k == sc::kFiltered) get_counts(v, filtered_);
-        else if (k == sc::kFaults) get_counts(v, faults_);
-        break;
-      case 'g':
-        if (k == sc::kGraph) {
-          bool b = false;
-          if (get_bool(v, b)) L.graph = b;
-        }
-        break;
-      case 'h':
-        if (k == sc::kHost) get_str(v, L.host);
-        else if (k == sc::kHcas && want_detail_) parse_hcas(v);
-        else if (k == "header") parse_upstream_header(v);
-        break;
-      case 'j':
-        if (k == sc::kJob) {
-          dom::element je;
-          dom::object o;
-          if (nested(v, je) && !je.get_object().get(o)) {
-            for (dom::key_value_pair f : o) {
-              if (f.key == "job_id" && get_str(f.value, L.job_id)) {
-                job_id_own_ = std::string(L.job_id);  // outlives the nested parser's buffer
-                L.job_id = job_id_own_;
-              }
+      }
+      case F::kCommName: L.has_comm_name = get_str(v, L.comm_name); break;
+      case F::kChannels: array_count(v, L.channels_len); break;
+      case F::kChBalance: get_f64(v, L.ch_balance); break;
+      case F::kChTimes: if (want_detail_) parse_ch_times(v); break;
+      case F::kCollPerf: parse_upstream_perf(v, false); break;
+      case F::kDurUs: get_f64(v, L.dur_us); break;
+      case F::kDropped: get_counts(v, dropped_); break;
+      case F::kDroppedTotal: get_u64(v, L.dropped_total); break;
+      case F::kFunc: L.has_func = get_str(v, L.func); break;
+      case F::kFormat: get_str(v, L.format); break;
+      case F::kFormatVersion: get_i64(v, L.format_version); break;
+      case F::kFileSeq: get_i64(v, L.file_seq); break;
+      case F::kFiltered: get_counts(v, filtered_); break;
+      case F::kFaults: get_counts(v, faults_); break;
+      case F::kGraph: if (get_bool(v, b)) L.graph = b; break;
+      case F::kHost: get_str(v, L.host); break;
+      case F::kHcas: if (want_detail_) parse_hcas(v); break;
+      case F::kHeader: parse_upstream_header(v); break;
+      case F::kJob: {
+        dom::element je;
+        dom::object o;
+        if (nested(v, je) && !je.get_object().get(o)) {
+          for (dom::key_value_pair f : o) {
+            if (f.key == "job_id" && get_str(f.value, L.job_id)) {
+              job_id_own_ = std::string(L.job_id);  // outlives the nested parser's buffer
+              L.job_id = job_id_own_;
             }
           }
         }
         break;
-      case 'l':
-        if (k == sc::kLabel) get_str(v, L.label);
-        break;
-      case 'm':
-        if (k == "metadata") parse_upstream_meta(v);
-        break;
-      case 'n':
-        if (k == sc::kNranks) get_i64(v, L.nranks);
-        else if (k == sc::kNnodes) get_i64(v, L.nnodes);
-        else if (k == sc::kNchannels) get_i64(v, L.nchannels);
-        else if (k == sc::kNet && want_detail_) parse_net(v);
-        break;
-      case 'o':
-        if (k == sc::kOpsCompleted) get_u64(v, L.ops_completed);
-        break;
-      case 'p':
-        if (k == sc::kProto) get_str(v, L.proto);
-        else if (k == sc::kPeer) get_i64(v, L.peer);
-        else if (k == sc::kPid) get_i64(v, L.pid);
-        else if (k == sc::kPluginVersion) get_str(v, L.plugin_version);
-        else if (k == sc::kPartial) {
-          bool b = false;
-          if (get_bool(v, b)) L.partial = b;
-        } else if (k == "p2p_perf") {
-          parse_upstream_perf(v, true);
-        }
-        break;
-      case 'r':
-        if (k == sc::kRank) get_i64(v, L.rank);
-        else if (k == sc::kReclaimed) {
-          bool b = false;
-          if (get_bool(v, b)) L.reclaimed = b;
-        } else if (k == sc::kRecordsWritten) get_u64(v, L.records_written);
-        else if (k == sc::kReclaimedOps) get_u64(v, L.reclaimed_ops);
-        break;
-      case 's':
-        if (k == sc::kSeq) L.has_seq = get_u64(v, L.seq);
-        else if (k == sc::kStartWallNs) L.has_start = get_i64(v, L.start_wall_ns);
-        break;
-      case 't':
-        if (k == sc::kType) L.has_type = get_str(v, L.type);
-        else if (k == sc::kTiming) get_str(v, L.timing);
-        else if (k == sc::kTransport) get_str(v, L.transport);
-        break;
-      case 'w':
-        if (k == sc::kWallNs) L.has_wall = get_i64(v, L.wall_ns);
-        break;
-      default:
-        break;
+      }
+      case F::kLabel: get_str(v, L.label); break;
+      case F::kMetadata: parse_upstream_meta(v); break;
+      case F::kNranks: get_i64(v, L.nranks); break;
+      case F::kNnodes: get_i64(v, L.nnodes); break;
+      case F::kNchannels: get_i64(v, L.nchannels); break;
+      case F::kNet: if (want_detail_) parse_net(v); break;
+      case F::kOpsCompleted: get_u64(v, L.ops_completed); break;
+      case F::kProto: get_str(v, L.proto); break;
+      case F::kPeer: get_i64(v, L.peer); break;
+      case F::kPid: get_i64(v, L.pid); break;
+      case F::kPluginVersion: get_str(v, L.plugin_version); break;
+      case F::kPartial: if (get_bool(v, b)) L.partial = b; break;
+      case F::kP2pPerf: parse_upstream_perf(v, true); break;
+      case F::kRank: get_i64(v, L.rank); break;
+      case F::kReclaimed: if (get_bool(v, b)) L.reclaimed = b; break;
+      case F::kRecordsWritten: get_u64(v, L.records_written); break;
+      case F::kReclaimedOps: get_u64(v, L.reclaimed_ops); break;
+      case F::kSeq: L.has_seq = get_u64(v, L.seq); break;
+      case F::kStartWallNs: L.has_start = get_i64(v, L.start_wall_ns); break;
+      case F::kType: L.has_type = get_str(v, L.type); break;
+      case F::kTiming: get_str(v, L.timing); break;
+      case F::kTransport: get_str(v, L.transport); break;
+      case F::kWallNs: L.has_wall = get_i64(v, L.wall_ns); break;
     }
   }
 
@@ -1006,6 +1075,8 @@ class FileReader {
   std::vector<char> carry_;
   dom::parser parser_;
   dom::parser nested_parser_;
+  static constexpr std::size_t kKeySlots = 64;
+  std::array<KeySlot, kKeySlots> keys_{};
   std::string job_id_own_;
   Line L_;
   std::vector<std::pair<std::string, std::uint64_t>> dropped_, filtered_, faults_;
