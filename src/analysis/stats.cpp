@@ -11,13 +11,34 @@ namespace {
 constexpr double kLow = 1e-6;
 constexpr int kBuckets = 2800;
 const double kGamma = (1 + QuantileSketch::kAlpha) / (1 - QuantileSketch::kAlpha);
-const double kLogGamma = std::log(kGamma);
+}  // namespace
+
+namespace {
+// edges[j] = kLow * gamma^j: bucket 1 + j holds (edges[j-1], edges[j]].
+const std::vector<double>& edges() {
+  static const std::vector<double> e = [] {
+    std::vector<double> v(kBuckets);
+    for (int j = 0; j < kBuckets; ++j) v[static_cast<std::size_t>(j)] = kLow * std::pow(kGamma, j);
+    return v;
+  }();
+  return e;
+}
 }  // namespace
 
 int QuantileSketch::index(double v) const {
   if (v <= 0) return 0;
-  const double i = std::ceil(std::log(v / kLow) / kLogGamma);
-  return 1 + static_cast<int>(std::clamp(i, 0.0, static_cast<double>(kBuckets - 2)));
+  // log2 from the exponent and a linear mantissa (error < 0.09, i.e. a few buckets),
+  // then exact placement against the edge table: no log() per insert.
+  const auto& e = edges();
+  int ex = 0;
+  const double m = std::frexp(v, &ex);  // v = m * 2^ex, m in [0.5, 1)
+  const double l2 = static_cast<double>(ex - 1) + (2 * m - 1);
+  static const double kLog2Low = std::log2(kLow), kLog2Gamma = std::log2(kGamma);
+  int j = static_cast<int>(std::ceil((l2 - kLog2Low) / kLog2Gamma));
+  j = std::clamp(j, 0, kBuckets - 2);
+  while (j > 0 && v <= e[static_cast<std::size_t>(j - 1)]) --j;
+  while (j < kBuckets - 2 && v > e[static_cast<std::size_t>(j)]) ++j;
+  return 1 + j;
 }
 double QuantileSketch::value_of(int idx) const {
   if (idx == 0) return 0;
