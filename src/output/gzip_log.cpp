@@ -62,7 +62,7 @@ bool GzipLog::open_next(uint64_t now_ns) {
   bool made_dir = false;
   for (int attempt = 0; attempt < 10000; ++attempt) {
     std::string p = path_for(seq_);
-    int fd = io_.open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    int fd = io_.open(p.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0) {
       int e = errno;
       if (e == EEXIST) {  // never truncate someone's (or our earlier) file
@@ -121,7 +121,8 @@ bool GzipLog::flush(uint64_t now_ns) {
   int err = write_all(io_, fd_, pending_.data(), pending_.size(), &done);
   pending_.clear();
   if (err != 0) {
-    // Roll back a partial member so the members after it stay readable.
+    // Roll back a partial member so the members after it stay readable
+    // (O_APPEND: the next write lands at the new end, leaving no hole).
     if (done != 0 && io_.ftruncate(fd_, static_cast<off_t>(file_bytes_)) != 0) {
       io_.close(fd_);  // cannot repair: abandon this file, the next flush opens the next one
       fd_ = -1;
