@@ -99,6 +99,24 @@ class Buf {
     put_milli(std::llround(v * 1000.0));
     return true;
   }
+  // A finite non-negative-or-negative double to `sig` significant digits but
+  // never finer than 0.001 (bandwidths: 214.696 -> "215", 7.663 -> "7.66",
+  // 0.01234 -> "0.012"). Returns false for NaN/Inf/huge (field omitted).
+  bool put_sig(double v, int sig) {
+    if (!std::isfinite(v) || std::fabs(v) > 9.0e15) return false;
+    double a = std::fabs(v);
+    int decimals = 3;
+    if (a > 0) {
+      int mag = static_cast<int>(std::floor(std::log10(a)));  // 10^mag <= a
+      decimals = sig - 1 - mag;
+      if (decimals < 0) decimals = 0;
+      if (decimals > 3) decimals = 3;
+    }
+    static constexpr double kPow[] = {1, 10, 100, 1000};
+    static constexpr int64_t kScale[] = {1000, 100, 10, 1};
+    put_milli(std::llround(v * kPow[decimals]) * kScale[decimals]);
+    return true;
+  }
   // Shortest round-trip representation (Prometheus values). NaN/Inf are not
   // JSON, but Prometheus accepts "+Inf"/"NaN"; callers decide.
   void put_double(double v) {

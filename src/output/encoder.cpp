@@ -41,6 +41,23 @@ inline void kv_fixed3(Buf& b, std::string_view name, double v) {
   key(b, name);
   b.put_fixed3(v);
 }
+// Bandwidths: 3 significant digits (derived values; bytes and dur_us are exact).
+inline void kv_sig3(Buf& b, std::string_view name, double v) {
+  if (!std::isfinite(v) || std::fabs(v) > 9.0e15) return;
+  key(b, name);
+  b.put_sig(v, 3);
+}
+// Secondary times (per-channel, network): 0.1 us resolution.
+inline void kv_us_tenth(Buf& b, std::string_view name, uint64_t ns) {
+  key(b, name);
+  b.put_milli(static_cast<int64_t>((ns + 50) / 100 * 100));
+}
+// Ratios 0..1: 2 decimals.
+inline void kv_ratio(Buf& b, std::string_view name, double v) {
+  if (!std::isfinite(v)) return;
+  key(b, name);
+  b.put_milli(std::llround(v * 100.0) * 10);
+}
 inline void begin(Buf& b, std::string_view type) {
   b.put(std::string_view("{\"type\":\""));
   b.put(type);
@@ -162,19 +179,21 @@ void Encoder::op(Buf& b, const OpRecord& r, const CommInfo* comm, const ClockEst
   }
   if (r.enqueue_ns != 0) kv_int(b, sc::kEnqueueWallNs, mono_to_wall(r.enqueue_ns));
   if (t.has_span) kv_milli(b, sc::kDurUs, static_cast<int64_t>(span_ns));
-  if (r.max_channel_ns != 0) kv_milli(b, sc::kMaxChUs, r.max_channel_ns);
+  // Verbose-only fields are derivable from the others (or from ch_times); they
+  // stay out of the default line to keep it under ~40 compressed bytes.
+  if (verbose_ && r.max_channel_ns != 0) kv_us_tenth(b, sc::kMaxChUs, r.max_channel_ns);
   kv_str(b, sc::kTiming, timing_name(timing));
-  if (t.has_algbw) kv_fixed3(b, sc::kAlgbwGbs, t.algbw_gbs);
-  if (t.has_busbw) kv_fixed3(b, sc::kBusbwGbs, t.busbw_gbs);
+  if (verbose_ && t.has_algbw) kv_sig3(b, sc::kAlgbwGbs, t.algbw_gbs);
+  if (t.has_busbw) kv_sig3(b, sc::kBusbwGbs, t.busbw_gbs);
   if (r.busy_ns != 0) {
-    kv_milli(b, sc::kChBusyUs, static_cast<int64_t>(r.busy_ns));
+    if (verbose_) kv_us_tenth(b, sc::kChBusyUs, r.busy_ns);
     if (span_ns > 0 && nch > 0) {
       double util = static_cast<double>(r.busy_ns) / (static_cast<double>(span_ns) * nch);
-      kv_fixed3(b, sc::kChUtil, util > 1.0 ? 1.0 : util);
+      kv_ratio(b, sc::kChUtil, util > 1.0 ? 1.0 : util);
     }
   }
   if (r.max_channel_ns != 0 && r.min_channel_ns <= r.max_channel_ns)
-    kv_fixed3(b, sc::kChBalance, static_cast<double>(r.min_channel_ns) / r.max_channel_ns);
+    kv_ratio(b, sc::kChBalance, static_cast<double>(r.min_channel_ns) / r.max_channel_ns);
   kv_str(b, sc::kTransport, transport_name(enum_or(r.transport, Transport::kCount_, Transport::kUnknown)));
   if (r.flags & kFlagGraphCaptured) {
     key(b, sc::kGraph);
@@ -200,11 +219,11 @@ void Encoder::op(Buf& b, const OpRecord& r, const CommInfo* comm, const ClockEst
     kv_int(b, sc::kNetSteps, r.net_steps);
     kv_int(b, sc::kNetOps, r.net_ops);
     kv_int(b, sc::kNetPeers, r.net_peer_count);
-    kv_milli(b, sc::kNetGpuWaitUs, static_cast<int64_t>(r.net_gpu_wait_ns));
-    kv_milli(b, sc::kNetWaitUs, static_cast<int64_t>(r.net_wait_ns));
-    kv_milli(b, sc::kNetFlushUs, static_cast<int64_t>(r.net_flush_ns));
+    kv_us_tenth(b, sc::kNetGpuWaitUs, r.net_gpu_wait_ns);
+    kv_us_tenth(b, sc::kNetWaitUs, r.net_wait_ns);
+    kv_us_tenth(b, sc::kNetFlushUs, r.net_flush_ns);
     if (r.net_last_ns >= r.net_first_ns && r.net_first_ns != 0)
-      kv_milli(b, sc::kNetSpanUs, static_cast<int64_t>(r.net_last_ns - r.net_first_ns));
+      kv_us_tenth(b, sc::kNetSpanUs, r.net_last_ns - r.net_first_ns);
     b.put('}');
   }
   if (r.n_hcas != 0) {
