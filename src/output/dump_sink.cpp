@@ -103,8 +103,14 @@ bool DumpSink::running() const {
 }
 
 void DumpSink::start(const Config& cfg, nccl_abi::DebugLogger /*logfn: the source logs*/) {
+  // Registered with the exit hook after stop_mu_ is released: the hook holds
+  // g_exit_mu while it takes stop_mu_ (one lock order: g_exit_mu -> stop_mu_).
+  if (start_locked(cfg) && opts_.exit_hook) register_sink(this);
+}
+
+bool DumpSink::start_locked(const Config& cfg) {
   std::lock_guard<std::mutex> sl(stop_mu_);
-  if (started_) return;
+  if (started_) return false;
   started_ = true;
   cfg_ = cfg;
   owner_pid_ = opts_.pid != 0 ? opts_.pid : static_cast<int64_t>(getpid());
@@ -159,7 +165,7 @@ void DumpSink::start(const Config& cfg, nccl_abi::DebugLogger /*logfn: the sourc
                                 "); nothing will be written.");
   }
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  if (opts_.exit_hook && thread_.joinable()) register_sink(this);
+  return thread_.joinable();
 }
 
 void DumpSink::comm_added(const CommInfo& c) {

@@ -92,6 +92,7 @@ class DumpSink final : public Sink {
     uint64_t clock_cycle = UINT64_MAX;
   };
 
+  bool start_locked(const Config& cfg);
   void run();
   void cycle(bool final, std::vector<CommInfo>& added, std::vector<uint32_t>& removed);
   void encode_record(const OpRecord& r);
