@@ -66,7 +66,8 @@ class Encoder {
   void set_anchor(ClockAnchor a) { anchor_ = a; }
   const ClockAnchor& anchor() const { return anchor_; }
   int64_t mono_to_wall(uint64_t mono_ns) const {
-    return anchor_.wall_ns + static_cast<int64_t>(mono_ns - anchor_.mono_ns);
+    // Unsigned arithmetic: wraps instead of overflowing on garbage input.
+    return static_cast<int64_t>(static_cast<uint64_t>(anchor_.wall_ns) + (mono_ns - anchor_.mono_ns));
   }
 
   // coll / p2p / ce / mark line (with '\n'). comm may be null (unknown comm:

@@ -16,6 +16,10 @@
 #include "test_util.h"
 
 namespace ni::out {
+// Sinks a fork()ed child never destroys (it exits or is killed): reachable
+// from here so LeakSanitizer does not report them (volatile: the store stays).
+DumpSink* volatile g_child_sink = nullptr;
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -332,7 +336,8 @@ TEST(DumpSinkTest, NormalExitWithoutFinalizeWritesTheTail) {
     FakeSource* src = s.get();
     SinkOptions o;
     o.host = "child";
-    auto* sink = new DumpSink(std::move(s), o);  // never stopped, never deleted
+    auto* sink = new DumpSink(std::move(s), o);
+    g_child_sink = sink;  // never stopped, never deleted
     sink->start(test_config(d.path(), 5000000), nullptr);
     for (int i = 0; i < 77; ++i) src->push(make_coll(1, static_cast<uint64_t>(i)));
     std::exit(0);
@@ -357,6 +362,7 @@ TEST(DumpSinkTest, SigkillLeavesAReadableFile) {
     SinkOptions o;
     o.host = "victim";
     auto* sink = new DumpSink(std::move(s), o);
+    g_child_sink = sink;
     sink->start(test_config(d.path(), 1000), nullptr);
     for (uint64_t i = 0;; ++i) {
       src->push(make_coll(1, i));
