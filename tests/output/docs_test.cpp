@@ -15,8 +15,7 @@ TEST(DocsTest, ConfigurationTableIsGenerated) {
   std::string doc = testing::read_file(std::string(NI_SOURCE_DIR) + "/docs/configuration.md");
   ASSERT_FALSE(doc.empty());
   EXPECT_NE(doc.find(settings_markdown()), std::string::npos)
-      << "docs/configuration.md is out of date: paste the output of ni::settings_markdown() between the "
-         "<!-- settings-table --> markers:\n"
+      << "docs/configuration.md is out of date: run scripts/gen-docs.py. The table should be:\n"
       << settings_markdown();
 }
 
@@ -27,7 +26,7 @@ TEST(DocsTest, LogFormatQuotesRealExamples) {
     EXPECT_TRUE(nlohmann::json::accept(line)) << name;
     EXPECT_NE(doc.find(line), std::string::npos)
         << "docs/log-format.md lacks the current example of '" << name
-        << "' (regenerate with build/tests/output/log_examples):\n"
+        << "' (run scripts/gen-docs.py):\n"
         << line;
   }
 }
