@@ -255,6 +255,7 @@ void* comm_init(const InitArgs& a) noexcept {
     }
     c->abi = a.abi;
     c->nranks = a.nranks;
+    c->nnodes = a.nnodes;
     c->comm_hash.store(a.comm_hash, std::memory_order_relaxed);
     c->rank.store(a.rank, std::memory_order_relaxed);
     c->kernel_ch = a.abi >= 3;

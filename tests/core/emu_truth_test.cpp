@@ -155,6 +155,10 @@ TEST_P(EmuTruth, EveryVisibleOpIsCapturedOnceWithTheEmulatedTimes) {
       for (size_t i = 0; i < t.ch_start_ptimer.size(); ++i)
         maxd = std::max(maxd, t.ch_stop_ptimer[i] - t.ch_start_ptimer[i]);
       EXPECT_EQ(rec.max_channel_ns, maxd);
+      // Network events are off here: only a single-node comm is known to be intra-node.
+      EXPECT_EQ(rec.transport, static_cast<uint8_t>(t.nnodes == 1 ? ni::Transport::kIntraNode
+                                                                   : ni::Transport::kUnknown))
+          << t.comm << " nnodes " << t.nnodes;
     } else if (abi == 3) {
       EXPECT_EQ(rec.timing, static_cast<uint8_t>(ni::TimingSource::kProxyCpu));
     }
