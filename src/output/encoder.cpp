@@ -183,7 +183,7 @@ void Encoder::op(Buf& b, const OpRecord& r, const CommInfo* comm, const ClockEst
   // stay out of the default line to keep it under ~40 compressed bytes.
   if (verbose_ && r.max_channel_ns != 0) kv_us_tenth(b, sc::kMaxChUs, r.max_channel_ns);
   kv_str(b, sc::kTiming, timing_name(timing));
-  if (verbose_ && t.has_algbw) kv_sig3(b, sc::kAlgbwGbs, t.algbw_gbs);
+  if (t.has_algbw) kv_sig3(b, sc::kAlgbwGbs, t.algbw_gbs);
   if (t.has_busbw) kv_sig3(b, sc::kBusbwGbs, t.busbw_gbs);
   if (r.busy_ns != 0) {
     if (verbose_) kv_us_tenth(b, sc::kChBusyUs, r.busy_ns);

@@ -34,21 +34,7 @@ struct MetaInfo {
   int64_t pid = 0;
   JobInfo job;
   int abi_version = 0;  // 0 = not known yet (no comm seen)
-  // Duration and bandwidths of an op as the log reports them (shared with the
-// Prometheus writer). algbw = bytes x traffic_multiplier / span; busbw =
-// algbw x busbw_factor (names.h); absent when the span is 0/unknown, bytes are
-// 0, or the factor needs nranks and nranks is unknown (0).
-struct OpTiming {
-  bool has_span = false;
-  uint64_t span_ns = 0;
-  bool has_algbw = false;
-  bool has_busbw = false;
-  double algbw_gbs = 0;  // GB/s = bytes per ns
-  double busbw_gbs = 0;
-};
-OpTiming op_timing(const OpRecord& r, int nranks);
-
-// Effective configuration: (env name, JSON value text already encoded).
+  // Effective configuration: (env name, JSON value text already encoded).
   std::vector<std::pair<std::string, std::string>> config;
 };
 

@@ -134,7 +134,7 @@ TEST(EncoderTest, CollFieldsAndUnits) {
   EXPECT_NEAR(j[sc::kChBalance].get<double>(), 0.5, 0.006);
 }
 
-TEST(EncoderTest, DefaultLineLeavesDerivableFieldsToVerbose) {
+TEST(EncoderTest, DefaultLineHasBothBandwidthsAndLeavesPerChannelDetailToVerbose) {
   OpRecord r = base_coll();
   CommInfo c = make_comm(3, 8, 2);
   json j = encode(r, &c, nullptr, false);
@@ -144,7 +144,7 @@ TEST(EncoderTest, DefaultLineLeavesDerivableFieldsToVerbose) {
   EXPECT_TRUE(j.contains("ch_balance"));
   EXPECT_TRUE(j.contains("start_wall_ns"));
   EXPECT_TRUE(j.contains("enqueue_wall_ns"));
-  EXPECT_FALSE(j.contains("algbw_gbs"));
+  EXPECT_TRUE(j.contains("algbw_gbs"));
   EXPECT_FALSE(j.contains("ch_busy_us"));
   EXPECT_FALSE(j.contains("max_ch_us"));
   EXPECT_FALSE(j.contains("ch_times"));
