@@ -319,7 +319,7 @@ inline void bump(std::atomic<uint64_t>& c) noexcept {
   c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
-struct ThreadRing {
+struct alignas(kCacheLine) ThreadRing {  // own cache lines: no false sharing between threads
   ThreadCounters counters;
   // Created at the first push; published with release, read with acquire by
   // the dump thread.
