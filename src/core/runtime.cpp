@@ -255,6 +255,7 @@ void* comm_init(const InitArgs& a) noexcept {
     }
     c->abi = a.abi;
     c->nranks = a.nranks;
+    c->nnodes = a.nnodes;
     c->comm_hash.store(a.comm_hash, std::memory_order_relaxed);
     c->rank.store(a.rank, std::memory_order_relaxed);
     c->kernel_ch = a.abi >= 3;
@@ -283,7 +284,9 @@ void* comm_init(const InitArgs& a) noexcept {
     rt->live.fetch_add(1, std::memory_order_relaxed);  // under g_mu; readers only test for zero
 
     const int mask = compute_mask(*rt, a.abi);
-    if (a.mask != nullptr) *a.mask = mask;
+    // NCCL's one process-wide mask may be read by other threads (other comms'
+    // launches) while we write it; relaxed: a plain int flag, no data hangs off it.
+    if (a.mask != nullptr) std::atomic_ref<int>(*a.mask).store(mask, std::memory_order_relaxed);
     if (rt->sink) rt->sink->comm_added(c->info);
     logf(rt, nccl_abi::kLogInfo,
          "NCCL Inspector: bound profiler ABI v%d; comm %s hash 0x%016llx rank %d/%d nodes %d, event mask 0x%x",

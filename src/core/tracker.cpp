@@ -199,7 +199,10 @@ bool complete(Context& c, uint32_t slot, uint32_t gen, OpSlot& s, bool reclaimed
     r.net_first_peer = s.net_first_peer.load(std::memory_order_relaxed);
     r.transport = static_cast<uint8_t>(Transport::kNetwork);
   } else {
-    r.transport = static_cast<uint8_t>(mask != 0 ? Transport::kIntraNode : Transport::kUnknown);
+    // No proxy traffic means intra-node (NVLink/P2P/SHM) only when we asked
+    // for network events, or when the whole comm is on one node.
+    const bool knows = c.net || c.nnodes == 1;
+    r.transport = static_cast<uint8_t>(mask != 0 && knows ? Transport::kIntraNode : Transport::kUnknown);
   }
   int nh = 0;
   if (c.net) {

@@ -276,6 +276,7 @@ struct Context {
   std::atomic<uint64_t> comm_hash{0};  // v1-v3 learn it from op descriptors
   std::atomic<int32_t> rank{-1};
   int nranks = 0;
+  int nnodes = 0;           // 0 = unknown (ABI v1-v3)
   int abi = 0;
   bool kernel_ch = false;   // KernelCh events will come (ABI >= 3 and in our mask)
   bool net = false;         // ProxyOp/ProxyStep/NetPlugin requested
@@ -318,7 +319,7 @@ inline void bump(std::atomic<uint64_t>& c) noexcept {
   c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
-struct ThreadRing {
+struct alignas(kCacheLine) ThreadRing {  // own cache lines: no false sharing between threads
   ThreadCounters counters;
   // Created at the first push; published with release, read with acquire by
   // the dump thread.

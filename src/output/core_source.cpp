@@ -1,0 +1,32 @@
+// The production RecordSource (forwards to the capture core, src/core/runtime.h)
+// and make_sink(), the Sink the plugin's runtime creates. Only the plugin links
+// this file (target ni_output_core); tests use a fake source.
+#include <memory>
+
+#include "src/output/dump_sink.h"
+#include "src/output/source.h"
+
+namespace ni::out {
+namespace {
+
+class CoreSource final : public RecordSource {
+ public:
+  size_t drain(const std::function<void(const OpRecord*, size_t)>& fn) override { return ni::drain_records(fn); }
+  size_t reclaim(uint64_t now_mono_ns) override { return ni::reclaim_stale_ops(now_mono_ns); }
+  CoreStats stats() override { return ni::stats(); }
+  std::vector<CommInfo> comms() override { return ni::comms(); }
+  ClockEstimate clock(uint32_t comm_id) override { return ni::clock_estimate(comm_id); }
+  uint64_t now_mono_ns() override { return ni::mono_now_ns(); }
+  void refine_clock() override { ni::refine_clock(); }
+  void log(nccl_abi::LogLevel level, const std::string& msg) override { ni::log(level, "%s", msg.c_str()); }
+};
+
+}  // namespace
+
+std::unique_ptr<RecordSource> make_core_source() { return std::make_unique<CoreSource>(); }
+
+}  // namespace ni::out
+
+namespace ni {
+std::unique_ptr<Sink> make_sink() { return std::make_unique<out::DumpSink>(out::make_core_source()); }
+}  // namespace ni

@@ -1,0 +1,159 @@
+// The plugin's Sink: the dump thread and what it writes.
+//
+// Threads and contract:
+//  - start/stop/comm_added/comm_removed: cold paths (init/finalize threads, the
+//    process-exit hook); serialized internally, never called concurrently with
+//    the destructor.
+//  - wake(): any event thread; noexcept, never blocks (an atomic store and a
+//    condition-variable notify). A wake that races with the thread going to
+//    sleep can be missed; the cost is at most one interval, never a loss.
+//  - The dump thread ("ni-dump", all signals blocked) is the only consumer of
+//    the RecordSource and the only user of the file writers.
+//
+// Each cycle (every dump_interval_us, on wake(), at once on comm_removed and
+// stop): write `comm` lines for new comms; reclaim stale ops (every 100 ms);
+// drain every ring in bulk, encoding each record outside any lock into ~1 MiB
+// gzip members; `comm_end` for removed comms; `clock` when an estimate moved;
+// `stats` every stats_interval_ms; then one write. stop() runs a final cycle
+// at once (stats + `end`), fsyncs, closes and joins: it never waits out an
+// interval. Process exit: an atexit hook (registered once per library load)
+// stops every running sink, so a process that never finalizes its comms still
+// gets its tail written (see exit_hook() in dump_sink.cpp for why it is safe
+// after dlclose).
+//
+// Run-time control: the thread looks (at most once a second) for
+// <dump dir>/dump-now (acted on once per touch: every process sharing the
+// directory sees it; it is not removed) and <dump dir>/dump-now.<pid> (this
+// process only; removed after use). Either one forces a stats record, a flush
+// + fsync of the log and a Prometheus write now.
+#pragma once
+
+#include <sys/stat.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "src/core/config.h"
+#include "src/core/runtime.h"
+#include "src/output/buf.h"
+#include "src/output/encoder.h"
+#include "src/output/gzip_log.h"
+#include "src/output/io.h"
+#include "src/output/prom.h"
+#include "src/output/source.h"
+
+namespace ni::out {
+
+struct SinkOptions {
+  Io* io = nullptr;                 // nullptr: posix_io()
+  GetEnv getenv;                    // empty: std::getenv
+  std::string host;                 // empty: host_name()
+  int64_t pid = 0;                  // 0: getpid()
+  uint64_t retry_ns = 1000000000;   // retry pacing while writes fail
+  uint64_t trigger_check_ns = 1000000000;  // dump-now file polling
+  bool exit_hook = true;            // register with the process-exit hook
+  std::string plugin_version;       // empty: the build's version
+};
+
+class DumpSink final : public Sink {
+ public:
+  explicit DumpSink(std::unique_ptr<RecordSource> src, SinkOptions opts = {});
+  ~DumpSink() override;
+
+  void start(const Config& cfg, nccl_abi::DebugLogger logfn) override;
+  void comm_added(const CommInfo& c) override;
+  void comm_removed(uint32_t comm_id) override;
+  void wake() noexcept override;
+  void stop() override;
+
+  // ---- introspection (tests, benchmarks)
+  StatsSnapshot totals() const;          // consistent after stop()
+  std::string log_path() const;          // current/last log file ("" if none)
+  std::string prom_path() const;
+  uint64_t cycles() const { return cycles_.load(std::memory_order_relaxed); }
+  bool running() const;
+
+  // Runs the exit hook's work (stops every registered sink). Exposed for tests.
+  static void run_exit_hook();
+
+ private:
+  struct CommEntry {
+    CommInfo info;
+    bool announced = false;   // its comm line was in a flushed batch
+    ClockEstimate clock;      // last written clock record (valid=false: none)
+    ClockEstimate cycle_clock;// estimate used for this cycle's records
+    uint64_t clock_cycle = UINT64_MAX;
+  };
+
+  bool start_locked(const Config& cfg);
+  void run();
+  void cycle(bool final, std::vector<CommInfo>& added, std::vector<uint32_t>& removed);
+  void encode_record(const OpRecord& r);
+  CommEntry* find_comm(uint32_t comm_id);
+  void seal_member();
+  void flush_log(uint64_t now_ns);
+  bool check_trigger(uint64_t now_ns);
+  StatsSnapshot snapshot_now(bool include_pending);
+  void stop_internal();
+  void log(nccl_abi::LogLevel level, const std::string& msg);
+
+  std::unique_ptr<RecordSource> src_;
+  SinkOptions opts_;
+  Io* io_;
+  Config cfg_;
+  MetaInfo meta_;
+  Encoder enc_;
+  std::unique_ptr<GzipLog> gz_;
+  std::unique_ptr<PromWriter> prom_;
+
+  // ---- shared with other threads, under mu_
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_req_ = false;
+  bool urgent_ = false;
+  std::vector<CommInfo> pending_added_;
+  std::vector<uint32_t> pending_removed_;
+  // Set by wake() (any thread, relaxed): the dump thread's wait predicate
+  // reads it under mu_; a missed store costs at most one interval.
+  std::atomic<bool> wake_{false};
+  std::mutex stop_mu_;  // serializes start/stop
+  std::thread thread_;
+  bool started_ = false;
+  int64_t owner_pid_ = 0;  // the process that started the thread (fork guard)
+
+  // ---- dump thread only (read by totals() after join)
+  std::unordered_map<uint32_t, CommEntry> comms_;
+  uint32_t last_comm_id_ = UINT32_MAX;
+  CommEntry* last_comm_ = nullptr;
+  bool comms_refreshed_ = false;
+  Buf text_;
+  uint64_t text_records_ = 0;    // records encoded in text_
+  uint64_t sealed_records_ = 0;  // records in compressed members not yet written
+  CoreStats last_core_;          // core counters as of the last stats/prom write
+  uint64_t records_written_ = 0;
+  uint64_t dropped_write_error_ = 0;
+  uint64_t cycle_no_ = 0;
+  uint64_t last_reclaim_ns_ = 0;
+  uint64_t last_stats_ns_ = 0;
+  uint64_t last_prom_ns_ = 0;
+  uint64_t last_clock_check_ns_ = 0;
+  uint64_t last_trigger_ns_ = 0;
+  struct TriggerSeen {
+    bool exists = false;
+    int64_t mtime_ns = 0;
+    ino_t ino = 0;
+  } trigger_seen_;
+  bool thread_failed_logged_ = false;
+  std::atomic<uint64_t> cycles_{0};
+  mutable std::mutex totals_mu_;
+  StatsSnapshot totals_;  // published after each cycle
+};
+
+}  // namespace ni::out

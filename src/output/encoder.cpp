@@ -1,0 +1,438 @@
+#include "src/output/encoder.h"
+
+#include <bit>
+#include <string_view>
+
+#include "include/nccl_inspector/schema.h"
+#include "src/core/names.h"
+
+namespace ni::out {
+namespace {
+
+namespace sc = nccl_inspector::schema;
+
+// ,"name":
+inline void key(Buf& b, std::string_view name) {
+  char* p = b.room(name.size() + 4);
+  p[0] = ',';
+  p[1] = '"';
+  std::memcpy(p + 2, name.data(), name.size());
+  p[2 + name.size()] = '"';
+  p[3 + name.size()] = ':';
+  b.advance(name.size() + 4);
+}
+inline void kv_str(Buf& b, std::string_view name, std::string_view v) {  // v needs no escaping
+  key(b, name);
+  b.put('"');
+  b.put(v);
+  b.put('"');
+}
+template <typename Int>
+inline void kv_int(Buf& b, std::string_view name, Int v) {
+  key(b, name);
+  b.put_int(v);
+}
+inline void kv_milli(Buf& b, std::string_view name, int64_t milli) {
+  key(b, name);
+  b.put_milli(milli);
+}
+inline void kv_fixed3(Buf& b, std::string_view name, double v) {
+  if (!std::isfinite(v) || std::fabs(v) > 9.0e15) return;  // undefined -> omitted
+  key(b, name);
+  b.put_fixed3(v);
+}
+// Bandwidths: 3 significant digits (derived values; bytes and dur_us are exact).
+inline void kv_sig3(Buf& b, std::string_view name, double v) {
+  if (!std::isfinite(v) || std::fabs(v) > 9.0e15) return;
+  key(b, name);
+  b.put_sig(v, 3);
+}
+// Secondary times (per-channel, network): 0.1 us resolution.
+inline void kv_us_tenth(Buf& b, std::string_view name, uint64_t ns) {
+  key(b, name);
+  b.put_milli(static_cast<int64_t>((ns + 50) / 100 * 100));
+}
+// Ratios 0..1: 2 decimals.
+inline void kv_ratio(Buf& b, std::string_view name, double v) {
+  if (!std::isfinite(v)) return;
+  key(b, name);
+  b.put_milli(std::llround(v * 100.0) * 10);
+}
+inline void begin(Buf& b, std::string_view type) {
+  b.put(std::string_view("{\"type\":\""));
+  b.put(type);
+  b.put('"');
+}
+inline void finish(Buf& b) { b.put(std::string_view("}\n")); }
+
+bool is_rooted(Func f) {
+  return f == Func::kBroadcast || f == Func::kReduce || f == Func::kGather || f == Func::kScatter;
+}
+// Factors of names.h that depend on the number of ranks: unknown n -> omit.
+bool traffic_needs_n(Func f) { return f == Func::kAllGather || f == Func::kAllGatherV || f == Func::kReduceScatter; }
+bool busbw_needs_n(Func f) {
+  return f == Func::kAllReduce || f == Func::kAllGather || f == Func::kAllGatherV || f == Func::kReduceScatter ||
+         f == Func::kAlltoAll;
+}
+
+template <typename E>
+E enum_or(uint8_t v, E count, E unknown) {
+  return v < static_cast<uint8_t>(count) ? static_cast<E>(v) : unknown;
+}
+
+}  // namespace
+
+OpTiming op_timing(const OpRecord& r, int nranks) {
+  OpTiming t;
+  const auto timing = enum_or(r.timing, TimingSource::kCount_, TimingSource::kNone);
+  const Func func = enum_or(r.func, Func::kCount_, Func::kUnknown);
+  const auto kind = static_cast<OpKind>(r.kind);
+  t.has_span = timing != TimingSource::kNone && r.start_ns != 0 && r.end_ns >= r.start_ns;
+  t.span_ns = t.has_span ? r.end_ns - r.start_ns : 0;
+  if (t.span_ns > 0 && r.bytes > 0 && !(nranks <= 0 && traffic_needs_n(func))) {
+    t.algbw_gbs = static_cast<double>(r.bytes) * traffic_multiplier(func, kind, nranks) / static_cast<double>(t.span_ns);
+    t.has_algbw = std::isfinite(t.algbw_gbs);
+    double factor = busbw_factor(func, kind, nranks);
+    if (t.has_algbw && factor > 0 && !(nranks <= 0 && busbw_needs_n(func))) {
+      t.busbw_gbs = t.algbw_gbs * factor;
+      t.has_busbw = std::isfinite(t.busbw_gbs);
+    }
+  }
+  return t;
+}
+
+void Encoder::mark(Buf& b, const OpRecord& r) const {
+  begin(b, sc::kTypeMark);
+  uint64_t t = r.enqueue_ns != 0 ? r.enqueue_ns : r.complete_ns != 0 ? r.complete_ns : r.start_ns;
+  if (t != 0) kv_int(b, sc::kWallNs, mono_to_wall(t));
+  const char* label = reinterpret_cast<const char*>(r.channels);
+  size_t n = 0;
+  while (n < kMarkLabelMax && label[n] != '\0') ++n;
+  key(b, sc::kLabel);
+  b.put_json_string(std::string_view(label, n));
+  if (r.rank >= 0 && r.comm_id != 0) {
+    kv_int(b, sc::kCommId, r.comm_id);
+    kv_int(b, sc::kRank, r.rank);
+  }
+  finish(b);
+}
+
+void Encoder::op(Buf& b, const OpRecord& r, const CommInfo* comm, const ClockEstimate* clk) const {
+  const auto kind = static_cast<OpKind>(r.kind);
+  if (kind == kMarkKind) {
+    mark(b, r);
+    return;
+  }
+  std::string_view type = kind == OpKind::kColl ? sc::kTypeColl : kind == OpKind::kP2p ? sc::kTypeP2p : sc::kTypeCe;
+  const Func func = enum_or(r.func, Func::kCount_, Func::kUnknown);
+  const DType dtype = enum_or(r.dtype, DType::kCount_, DType::kUnknown);
+  const auto timing = enum_or(r.timing, TimingSource::kCount_, TimingSource::kNone);
+  const int nranks = comm != nullptr ? comm->nranks : 0;
+
+  b.reserve(b.size() + 1024);
+  begin(b, type);
+  kv_int(b, sc::kCommId, r.comm_id);
+  key(b, sc::kCommHash);
+  b.put('"');
+  b.put_hex64(r.comm_hash != 0 || comm == nullptr ? r.comm_hash : comm->comm_hash);
+  b.put('"');
+  kv_int(b, sc::kRank, r.rank);
+  kv_int(b, sc::kNranks, nranks);
+  kv_int(b, sc::kSeq, r.seq);
+  kv_str(b, sc::kFunc, func_name(func));
+  if (kind == OpKind::kP2p) kv_int(b, sc::kPeer, r.peer);
+  kv_str(b, sc::kDtype, dtype_name(dtype));
+  kv_int(b, sc::kCount, r.count);
+  kv_int(b, sc::kBytes, r.bytes);
+  if (kind != OpKind::kP2p && is_rooted(func) && r.peer >= 0) kv_int(b, sc::kRoot, r.peer);
+  if (kind == OpKind::kColl) {
+    kv_str(b, sc::kAlgo, algo_name(enum_or(r.algo, Algo::kCount_, Algo::kUnknown)));
+    kv_str(b, sc::kProto, proto_name(enum_or(r.proto, Proto::kCount_, Proto::kUnknown)));
+  }
+  if (r.n_channels != 0) kv_int(b, sc::kNchannels, r.n_channels);
+  if (kind == OpKind::kColl && r.n_warps != 0) kv_int(b, sc::kNwarps, r.n_warps);
+  const int nch = std::popcount(r.channel_mask);
+  if (nch > 0) {
+    key(b, sc::kChannels);
+    b.put('[');
+    uint64_t m = r.channel_mask;
+    bool first = true;
+    while (m != 0) {
+      if (!first) b.put(',');
+      first = false;
+      b.put_int(std::countr_zero(m));
+      m &= m - 1;
+    }
+    b.put(']');
+  }
+
+  // Times. GPU pTimer -> monotonic through the comm's clock estimate; without
+  // a valid estimate the op still has its duration but no wall-clock start.
+  const OpTiming t = op_timing(r, nranks);
+  const uint64_t span_ns = t.span_ns;
+  if (t.has_span) {
+    if (timing != TimingSource::kGpu) {
+      kv_int(b, sc::kStartWallNs, mono_to_wall(r.start_ns));
+    } else if (clk != nullptr && clk->valid) {
+      kv_int(b, sc::kStartWallNs, mono_to_wall(r.start_ns + static_cast<uint64_t>(clk->offset_ns)));
+    }
+  }
+  if (r.enqueue_ns != 0) kv_int(b, sc::kEnqueueWallNs, mono_to_wall(r.enqueue_ns));
+  if (t.has_span) kv_milli(b, sc::kDurUs, static_cast<int64_t>(span_ns));
+  // Verbose-only fields are derivable from the others (or from ch_times); they
+  // stay out of the default line to keep it under ~40 compressed bytes.
+  if (verbose_ && r.max_channel_ns != 0) kv_us_tenth(b, sc::kMaxChUs, r.max_channel_ns);
+  kv_str(b, sc::kTiming, timing_name(timing));
+  if (t.has_algbw) kv_sig3(b, sc::kAlgbwGbs, t.algbw_gbs);
+  if (t.has_busbw) kv_sig3(b, sc::kBusbwGbs, t.busbw_gbs);
+  if (r.busy_ns != 0) {
+    if (verbose_) kv_us_tenth(b, sc::kChBusyUs, r.busy_ns);
+    if (span_ns > 0 && nch > 0) {
+      double util = static_cast<double>(r.busy_ns) / (static_cast<double>(span_ns) * nch);
+      kv_ratio(b, sc::kChUtil, util > 1.0 ? 1.0 : util);
+    }
+  }
+  if (r.max_channel_ns != 0 && r.min_channel_ns <= r.max_channel_ns)
+    kv_ratio(b, sc::kChBalance, static_cast<double>(r.min_channel_ns) / r.max_channel_ns);
+  kv_str(b, sc::kTransport, transport_name(enum_or(r.transport, Transport::kCount_, Transport::kUnknown)));
+  if (r.flags & kFlagGraphCaptured) {
+    key(b, sc::kGraph);
+    b.put(std::string_view("true"));
+  }
+  if (r.flags & kFlagReclaimed) {
+    key(b, sc::kReclaimed);
+    b.put(std::string_view("true"));
+  }
+  if (r.flags & kFlagPartialChannels) {
+    key(b, sc::kPartial);
+    b.put(std::string_view("true"));
+  }
+
+  if (r.net_ops != 0) {
+    key(b, sc::kNet);
+    b.put('{');
+    b.put('"');
+    b.put(sc::kNetSendBytes);
+    b.put(std::string_view("\":"));
+    b.put_int(r.net_send_bytes);
+    kv_int(b, sc::kNetRecvBytes, r.net_recv_bytes);
+    kv_int(b, sc::kNetSteps, r.net_steps);
+    kv_int(b, sc::kNetOps, r.net_ops);
+    kv_int(b, sc::kNetPeers, r.net_peer_count);
+    kv_us_tenth(b, sc::kNetGpuWaitUs, r.net_gpu_wait_ns);
+    kv_us_tenth(b, sc::kNetWaitUs, r.net_wait_ns);
+    kv_us_tenth(b, sc::kNetFlushUs, r.net_flush_ns);
+    if (r.net_last_ns >= r.net_first_ns && r.net_first_ns != 0)
+      kv_us_tenth(b, sc::kNetSpanUs, r.net_last_ns - r.net_first_ns);
+    b.put('}');
+  }
+  if (r.n_hcas != 0) {
+    key(b, sc::kHcas);
+    b.put('[');
+    int n = r.n_hcas < kRecordHcas ? r.n_hcas : kRecordHcas;
+    for (int i = 0; i < n; ++i) {
+      const HcaTraffic& h = r.hcas[i];
+      if (i) b.put(',');
+      b.put(std::string_view("{\"dev\":"));
+      if (h.device == 0xFFFF)
+        b.put_int(-1);
+      else
+        b.put_int(h.device);
+      kv_int(b, sc::kBytes, h.bytes);
+      kv_int(b, sc::kHcaWrs, h.wrs);
+      kv_int(b, sc::kHcaQps, h.qps);
+      b.put('}');
+    }
+    b.put(']');
+  }
+  if (verbose_ && nch > 0) {
+    key(b, sc::kChTimes);
+    b.put('[');
+    uint64_t m = r.channel_mask;
+    int n = nch < kRecordChannels ? nch : kRecordChannels;
+    for (int i = 0; i < n; ++i) {
+      if (i) b.put(',');
+      b.put('[');
+      b.put_int(std::countr_zero(m));
+      m &= m - 1;
+      b.put(',');
+      b.put_milli(r.channels[i].start_off_ns);
+      b.put(',');
+      b.put_milli(r.channels[i].dur_ns);
+      b.put(']');
+    }
+    b.put(']');
+  }
+  finish(b);
+}
+
+void Encoder::meta(Buf& b, const MetaInfo& m, uint32_t file_seq) const {
+  begin(b, sc::kTypeMeta);
+  key(b, sc::kFormat);
+  b.put_json_string(sc::kFormatName);
+  kv_int(b, sc::kFormatVersionField, sc::kFormatVersion);
+  key(b, sc::kPluginVersion);
+  b.put_json_string(m.plugin_version);
+  key(b, sc::kHost);
+  b.put_json_string(m.host);
+  kv_int(b, sc::kPid, m.pid);
+  kv_int(b, sc::kFileSeq, file_seq);
+  // Clock anchors: CLOCK_REALTIME wall_ns and CLOCK_MONOTONIC mono_ns read
+  // together; wall = wall_ns + (mono - mono_ns) for every CPU time in the file.
+  kv_int(b, sc::kWallNs, anchor_.wall_ns);
+  kv_int(b, sc::kClockMonoNs, anchor_.mono_ns);
+  key(b, sc::kJob);
+  b.put('{');
+  bool first = true;
+  auto field = [&](std::string_view k, const std::string& v) {
+    if (!first) b.put(',');
+    first = false;
+    b.put_json_string(k);
+    b.put(':');
+    b.put_json_string(v);
+  };
+  for (const auto& [k, v] : m.job.fields) field(k, v);
+  field("job_id", m.job.job_id);
+  field("job_id_source", m.job.job_id_source);
+  if (!m.job.global_rank.empty()) {
+    field("global_rank", m.job.global_rank);
+    field("global_rank_source", m.job.global_rank_source);
+  }
+  b.put('}');
+  kv_int(b, sc::kAbiVersion, m.abi_version);
+  key(b, sc::kConfig);
+  b.put('{');
+  first = true;
+  for (const auto& [k, v] : m.config) {
+    if (!first) b.put(',');
+    first = false;
+    b.put_json_string(k);
+    b.put(':');
+    b.put(v);
+  }
+  b.put('}');
+  finish(b);
+}
+
+void Encoder::comm(Buf& b, const CommInfo& c, int64_t wall_ns) const {
+  begin(b, sc::kTypeComm);
+  kv_int(b, sc::kWallNs, wall_ns);
+  kv_int(b, sc::kCommId, c.comm_id);
+  key(b, sc::kCommHash);
+  b.put('"');
+  b.put_hex64(c.comm_hash);
+  b.put('"');
+  key(b, sc::kCommName);
+  b.put_json_string(c.name);
+  kv_int(b, sc::kRank, c.rank);
+  kv_int(b, sc::kNranks, c.nranks);
+  kv_int(b, sc::kNnodes, c.nnodes);
+  kv_int(b, sc::kAbiVersion, c.abi_version);
+  finish(b);
+}
+
+void Encoder::comm_end(Buf& b, const CommInfo& c, int64_t wall_ns) const {
+  begin(b, sc::kTypeCommEnd);
+  kv_int(b, sc::kWallNs, wall_ns);
+  kv_int(b, sc::kCommId, c.comm_id);
+  key(b, sc::kCommHash);
+  b.put('"');
+  b.put_hex64(c.comm_hash);
+  b.put('"');
+  kv_int(b, sc::kRank, c.rank);
+  finish(b);
+}
+
+void Encoder::clock(Buf& b, const ClockEstimate& e, uint64_t comm_hash, int64_t wall_ns) const {
+  begin(b, sc::kTypeClock);
+  kv_int(b, sc::kWallNs, wall_ns);
+  kv_int(b, sc::kCommId, e.comm_id);
+  key(b, sc::kCommHash);
+  b.put('"');
+  b.put_hex64(comm_hash);
+  b.put('"');
+  kv_int(b, sc::kGpuOffsetNs, e.offset_ns);
+  kv_int(b, sc::kUncertaintyNs, e.uncertainty_ns);
+  kv_int(b, sc::kSamples, e.samples);
+  finish(b);
+}
+
+void Encoder::stats(Buf& b, const StatsSnapshot& s, int64_t wall_ns) const {
+  const CoreStats& c = s.core;
+  begin(b, sc::kTypeStats);
+  kv_int(b, sc::kWallNs, wall_ns);
+  kv_int(b, sc::kRecordsWritten, s.records_written);
+  kv_int(b, sc::kOpsCompleted, c.ops_completed);
+  key(b, sc::kDropped);
+  b.put('{');
+  b.put_json_string(sc::kDropRingFull);
+  b.put(':');
+  b.put_int(c.dropped_ring_full);
+  kv_int(b, sc::kDropPoolExhausted, c.dropped_pool_exhausted);
+  kv_int(b, sc::kDropWriteError, s.dropped_write_error);
+  b.put('}');
+  key(b, sc::kFiltered);
+  b.put(std::string_view("{\"min_size\":"));
+  b.put_int(c.filtered_min_size);
+  kv_int(b, "sampled_out", c.sampled_out);
+  b.put('}');
+  key(b, sc::kFaults);
+  b.put(std::string_view("{\"null_handle\":"));
+  b.put_int(c.fault_null_handle);
+  kv_int(b, "stale_handle", c.fault_stale_handle);
+  kv_int(b, "foreign_pid", c.fault_foreign_pid);
+  kv_int(b, "double_stop", c.fault_double_stop);
+  kv_int(b, "late_child", c.fault_late_child);
+  kv_int(b, "unknown_event", c.fault_unknown_event);
+  kv_int(b, "bad_channel", c.fault_bad_channel);
+  kv_int(b, "null_context", c.fault_null_context);
+  b.put('}');
+  kv_int(b, sc::kRingHighWater, c.ring_high_water);
+  kv_int(b, sc::kRings, c.rings);
+  kv_int(b, sc::kPoolInUse, c.pool_in_use);
+  kv_int(b, sc::kPoolHighWater, c.pool_high_water);
+  kv_int(b, sc::kReclaimedOps, c.reclaimed);
+  finish(b);
+}
+
+void Encoder::end(Buf& b, const StatsSnapshot& s, int64_t wall_ns) const {
+  begin(b, sc::kTypeEnd);
+  kv_int(b, sc::kWallNs, wall_ns);
+  kv_int(b, sc::kRecordsWritten, s.records_written);
+  kv_int(b, sc::kDroppedTotal,
+         s.core.dropped_ring_full + s.core.dropped_pool_exhausted + s.dropped_write_error);
+  finish(b);
+}
+
+std::vector<std::pair<std::string, std::string>> config_json_fields(const Config& c) {
+  // describe() is "NAME=value NAME=value ..." in settings() order; string
+  // values may contain spaces, so each value runs up to " <next NAME>=".
+  const std::string d = describe(c);
+  const auto& st = settings();
+  std::vector<std::pair<std::string, std::string>> out;
+  size_t pos = 0;
+  for (size_t i = 0; i < st.size(); ++i) {
+    std::string name(st[i].env);
+    std::string head = name + "=";
+    if (d.compare(pos, head.size(), head) != 0) break;  // table and describe() disagree: stop
+    size_t vstart = pos + head.size();
+    size_t vend = d.size();
+    if (i + 1 < st.size()) {
+      size_t nx = d.find(" " + std::string(st[i + 1].env) + "=", vstart);
+      if (nx != std::string::npos) vend = nx;
+    }
+    std::string v = d.substr(vstart, vend - vstart);
+    Buf b;
+    bool numeric = st[i].type != SettingType::kString && !v.empty() &&
+                   v.find_first_not_of("-0123456789") == std::string::npos;
+    if (numeric)
+      b.put(v);
+    else
+      b.put_json_string(v);
+    out.emplace_back(name, std::string(b.view()));
+    pos = vend + 1;
+  }
+  return out;
+}
+
+}  // namespace ni::out

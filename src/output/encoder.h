@@ -1,0 +1,96 @@
+// JSON-lines encoder: one OpRecord (or meta/comm/clock/stats/end) -> one line
+// of the log schema (include/nccl_inspector/schema.h, docs/log-format.md).
+//
+// Purpose-built for the dump thread: appends straight into a Buf, integers via
+// to_chars, µs with 3 decimals from integer ns, bandwidth/ratios with 3
+// decimals; never NaN/Inf (an undefined value is omitted). Field order is
+// fixed, which also helps deflate.
+//
+// Contract: const methods, no shared state: any thread may encode with its own
+// Encoder; the dump thread owns the one it uses.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "src/core/record.h"
+#include "src/core/runtime.h"
+#include "src/output/buf.h"
+#include "src/output/job.h"
+
+namespace ni::out {
+
+// CLOCK_REALTIME at the moment CLOCK_MONOTONIC (the core's clock) read mono_ns.
+struct ClockAnchor {
+  int64_t wall_ns = 0;
+  uint64_t mono_ns = 0;
+};
+
+struct MetaInfo {
+  std::string plugin_version;
+  std::string host;
+  int64_t pid = 0;
+  JobInfo job;
+  int abi_version = 0;  // 0 = not known yet (no comm seen)
+  // Effective configuration: (env name, JSON value text already encoded).
+  std::vector<std::pair<std::string, std::string>> config;
+};
+
+struct StatsSnapshot {
+  CoreStats core;
+  uint64_t records_written = 0;     // records drained and written to the log
+  uint64_t dropped_write_error = 0; // records drained but lost to write errors
+};
+
+class Encoder {
+ public:
+  Encoder() = default;
+  Encoder(ClockAnchor anchor, bool verbose) : anchor_(anchor), verbose_(verbose) {}
+
+  void set_anchor(ClockAnchor a) { anchor_ = a; }
+  const ClockAnchor& anchor() const { return anchor_; }
+  int64_t mono_to_wall(uint64_t mono_ns) const {
+    // Unsigned arithmetic: wraps instead of overflowing on garbage input.
+    return static_cast<int64_t>(static_cast<uint64_t>(anchor_.wall_ns) + (mono_ns - anchor_.mono_ns));
+  }
+
+  // coll / p2p / ce / mark line (with '\n'). comm may be null (unknown comm:
+  // nranks 0, so n-dependent bandwidths are omitted); clk may be null or
+  // invalid (GPU-timed ops then carry dur_us but no start_wall_ns).
+  void op(Buf& b, const OpRecord& r, const CommInfo* comm, const ClockEstimate* clk) const;
+
+  // wall_ns/mono_ns of the meta line are the clock anchors.
+  void meta(Buf& b, const MetaInfo& m, uint32_t file_seq) const;
+  void comm(Buf& b, const CommInfo& c, int64_t wall_ns) const;
+  void comm_end(Buf& b, const CommInfo& c, int64_t wall_ns) const;
+  void clock(Buf& b, const ClockEstimate& e, uint64_t comm_hash, int64_t wall_ns) const;
+  void stats(Buf& b, const StatsSnapshot& s, int64_t wall_ns) const;
+  void end(Buf& b, const StatsSnapshot& s, int64_t wall_ns) const;
+
+ private:
+  void mark(Buf& b, const OpRecord& r) const;
+  ClockAnchor anchor_;
+  bool verbose_ = false;
+};
+
+// Duration and bandwidths of an op as the log reports them (shared with the
+// Prometheus writer). algbw = bytes x traffic_multiplier / span; busbw =
+// algbw x busbw_factor (names.h); absent when the span is 0/unknown, bytes are
+// 0, or the factor needs nranks and nranks is unknown (0).
+struct OpTiming {
+  bool has_span = false;
+  uint64_t span_ns = 0;
+  bool has_algbw = false;
+  bool has_busbw = false;
+  double algbw_gbs = 0;  // GB/s = bytes per ns
+  double busbw_gbs = 0;
+};
+OpTiming op_timing(const OpRecord& r, int nranks);
+
+// Effective configuration as (name, JSON value) pairs, from ni::describe()
+// and the settings table (typed: bools/ints as numbers, strings quoted).
+std::vector<std::pair<std::string, std::string>> config_json_fields(const Config& c);
+
+}  // namespace ni::out

@@ -1,0 +1,98 @@
+#include "src/output/io.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace ni::out {
+namespace {
+
+class PosixIo final : public Io {
+ public:
+  int open(const char* path, int flags, mode_t mode) override {
+    int fd;
+    do {
+      fd = ::open(path, flags, mode);
+    } while (fd < 0 && errno == EINTR);
+    return fd;
+  }
+  ssize_t write(int fd, const void* buf, size_t n) override { return ::write(fd, buf, n); }
+  int fsync(int fd) override { return ::fsync(fd); }
+  int ftruncate(int fd, off_t len) override { return ::ftruncate(fd, len); }
+  // Linux closes the descriptor even when close() reports EINTR: never retry.
+  int close(int fd) override { return ::close(fd); }
+  int rename(const char* from, const char* to) override { return ::rename(from, to); }
+  int mkdir(const char* path, mode_t mode) override { return ::mkdir(path, mode); }
+  int unlink(const char* path) override { return ::unlink(path); }
+  int stat(const char* path, struct stat* st) override { return ::stat(path, st); }
+};
+
+}  // namespace
+
+Io& posix_io() {
+  // Leaked on purpose: usable from exit hooks after static destructors ran.
+  static PosixIo* io = new PosixIo();
+  return *io;
+}
+
+int write_all(Io& io, int fd, const void* buf, size_t n, size_t* done) {
+  const char* p = static_cast<const char*>(buf);
+  size_t off = 0;
+  int err = 0;
+  while (off < n) {
+    ssize_t w = io.write(fd, p + off, n - off);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      err = errno != 0 ? errno : EIO;
+      break;
+    }
+    if (w == 0) {  // no progress and no error: treat as an I/O error rather than spin
+      err = EIO;
+      break;
+    }
+    off += static_cast<size_t>(w);
+  }
+  if (done != nullptr) *done = off;
+  return err;
+}
+
+int mkdir_p(Io& io, const std::string& dir) {
+  if (dir.empty()) return 0;
+  std::string path;
+  path.reserve(dir.size());
+  size_t i = 0;
+  while (i <= dir.size()) {
+    size_t slash = dir.find('/', i);
+    if (slash == std::string::npos) slash = dir.size();
+    path.assign(dir, 0, slash);
+    i = slash + 1;
+    if (path.empty() || path == "." || path == "..") continue;
+    if (slash < dir.size() && dir[slash - 1] == '/') continue;  // "a//b"
+    if (io.mkdir(path.c_str(), 0777) != 0) {
+      int e = errno;
+      if (e == EEXIST) {
+        struct stat st {};
+        if (io.stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) continue;
+        return ENOTDIR;
+      }
+      // A parent we may not create but that exists (e.g. EACCES on "/"):
+      // keep going; the final component decides.
+      struct stat st {};
+      if (io.stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) continue;
+      return e;
+    }
+  }
+  return 0;
+}
+
+std::string errno_text(int err) {
+  char buf[256];
+  buf[0] = '\0';
+  // GNU strerror_r returns a pointer that may or may not be buf.
+  const char* s = strerror_r(err, buf, sizeof buf);
+  return s != nullptr ? std::string(s) : std::string("errno ") + std::to_string(err);
+}
+
+}  // namespace ni::out

@@ -1,0 +1,341 @@
+#include "src/output/prom.h"
+
+#include <fcntl.h>
+
+#include <bit>
+#include <cerrno>
+
+#include "src/core/names.h"
+
+namespace ni::out {
+namespace {
+
+// Upper bounds (le) of the latency histogram, seconds; the literal text is
+// what the file shows.
+constexpr double kDurLe[PromWriter::kDurBuckets] = {1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2,
+                                                    2.5e-2, 5e-2, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+constexpr const char* kDurLeText[PromWriter::kDurBuckets] = {
+    "1e-05", "2.5e-05", "5e-05", "0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01",
+    "0.025", "0.05",    "0.1",   "0.25",   "0.5",     "1",      "2.5",   "5",      "10"};
+// Bus bandwidth, bytes per second (100 MB/s .. 1.6 TB/s).
+constexpr double kBwLe[PromWriter::kBwBuckets] = {1e8,   2.5e8, 5e8,  1e9,  2.5e9, 5e9,   1e10,
+                                                  2.5e10, 5e10, 1e11, 2e11, 4e11,  8e11, 1.6e12};
+constexpr const char* kBwLeText[PromWriter::kBwBuckets] = {"1e+08", "2.5e+08", "5e+08", "1e+09", "2.5e+09",
+                                                           "5e+09", "1e+10",   "2.5e+10", "5e+10", "1e+11",
+                                                           "2e+11", "4e+11",   "8e+11", "1.6e+12"};
+
+constexpr int kSizeBits = 8;
+
+uint64_t series_key(const OpRecord& r) {
+  unsigned size_class = r.bytes == 0 ? 0u : static_cast<unsigned>(std::bit_width(r.bytes));  // 1 + floor(log2)
+  return (static_cast<uint64_t>(r.comm_id) << 32) | (static_cast<uint64_t>(r.kind & 3u) << 28) |
+         (static_cast<uint64_t>(r.func & 0x1Fu) << 20) | (static_cast<uint64_t>(r.algo & 0xFu) << 16) |
+         (static_cast<uint64_t>(r.proto & 0xFu) << 12) | size_class;
+}
+
+std::string size_text(uint64_t v) {
+  static const char* kUnit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int u = 0;
+  while (v >= 1024 && (v % 1024) == 0 && u < 6) {
+    v /= 1024;
+    ++u;
+  }
+  return std::to_string(v) + kUnit[u];
+}
+
+// "64KiB-128KiB": the power-of-two range [2^k, 2^(k+1)) holding the op's size.
+std::string size_bucket(unsigned size_class) {
+  if (size_class == 0) return "0B";
+  uint64_t lo = uint64_t{1} << (size_class - 1);
+  if (size_class >= 64) return size_text(lo) + "-";
+  return size_text(lo) + "-" + size_text(lo << 1);
+}
+
+void put_value(Buf& b, double v) { b.put_double(v); }
+
+}  // namespace
+
+std::string prom_escape(std::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  size_t i = 0;
+  while (i < v.size()) {
+    auto c = static_cast<unsigned char>(v[i]);
+    if (c == '\\') {
+      out += "\\\\";
+      ++i;
+    } else if (c == '"') {
+      out += "\\\"";
+      ++i;
+    } else if (c == '\n') {
+      out += "\\n";
+      ++i;
+    } else if (c < 0x80) {
+      out.push_back(static_cast<char>(c));
+      ++i;
+    } else {
+      size_t n = utf8_seq_len(v, i);
+      if (n == 0) {
+        out.push_back('?');
+        ++i;
+      } else {
+        out.append(v.substr(i, n));
+        i += n;
+      }
+    }
+  }
+  return out;
+}
+
+PromWriter::PromWriter(Io& io, std::string dir, PromIdentity id, Logger log)
+    : io_(io), dir_(std::move(dir)), id_(std::move(id)), log_(std::move(log)) {
+  std::string d = dir_;
+  if (!d.empty() && d.back() != '/') d.push_back('/');
+  std::string name = "nccl_inspector_" + id_.host + "_" + std::to_string(id_.pid);
+  path_ = d + name + ".prom";
+  tmp_path_ = d + "." + name + ".prom.tmp";  // not *.prom: the collector ignores it
+  base_labels_ = "job=\"" + prom_escape(id_.job) + "\",host=\"" + prom_escape(id_.host) + "\",pid=\"" +
+                 std::to_string(id_.pid) + "\"";
+}
+
+void PromWriter::set_comm(const CommInfo& c) {
+  CommLabels& l = comms_[c.comm_id];
+  Buf h;
+  h.put_hex64(c.comm_hash);
+  l.hash = std::string(h.view());
+  l.name = prom_escape(c.name);
+  l.rank = std::to_string(c.rank);
+  l.ended = false;
+}
+
+void PromWriter::comm_ended(uint32_t comm_id) {
+  auto it = comms_.find(comm_id);
+  if (it != comms_.end()) it->second.ended = true;
+}
+
+void PromWriter::add(const OpRecord& r, const CommInfo* comm) {
+  if (static_cast<OpKind>(r.kind) == kMarkKind) return;
+  Series& s = series_[series_key(r)];
+  ++s.ops;
+  if (comm != nullptr && comms_.find(r.comm_id) == comms_.end()) set_comm(*comm);
+  OpTiming t = op_timing(r, comm != nullptr ? comm->nranks : 0);
+  if (t.has_span) {
+    double sec = static_cast<double>(t.span_ns) * 1e-9;
+    ++s.dur_count;
+    s.dur_sum += sec;
+    for (int i = 0; i < kDurBuckets; ++i)
+      if (sec <= kDurLe[i]) {
+        ++s.dur_bucket[i];  // stored per bucket, made cumulative when rendered
+        break;
+      }
+  }
+  if (t.has_busbw) {
+    double bps = t.busbw_gbs * 1e9;
+    ++s.bw_count;
+    s.bw_sum += bps;
+    for (int i = 0; i < kBwBuckets; ++i)
+      if (bps <= kBwLe[i]) {
+        ++s.bw_bucket[i];
+        break;
+      }
+  }
+}
+
+std::string PromWriter::render(const StatsSnapshot& st, int64_t wall_ns) const {
+  Buf b;
+  auto family = [&](const char* name, const char* type, const char* help) {
+    b.put(std::string_view("# HELP "));
+    b.put(std::string_view(name));
+    b.put(' ');
+    b.put(std::string_view(help));
+    b.put(std::string_view("\n# TYPE "));
+    b.put(std::string_view(name));
+    b.put(' ');
+    b.put(std::string_view(type));
+    b.put('\n');
+  };
+  // Labels of one op series, without braces.
+  auto op_labels = [&](uint64_t key) {
+    auto comm_id = static_cast<uint32_t>(key >> 32);
+    auto kind = static_cast<OpKind>((key >> 28) & 3u);
+    auto func = static_cast<Func>((key >> 20) & 0x1Fu);
+    auto algo = static_cast<Algo>((key >> 16) & 0xFu);
+    auto proto = static_cast<Proto>((key >> 12) & 0xFu);
+    auto size_class = static_cast<unsigned>(key & ((1u << kSizeBits) - 1));
+    std::string l = base_labels_;
+    auto it = comms_.find(comm_id);
+    l += ",rank=\"";
+    l += it != comms_.end() ? it->second.rank : std::string("-1");
+    l += "\",comm_hash=\"";
+    l += it != comms_.end() ? it->second.hash : std::string("unknown");
+    l += "\",comm_name=\"";
+    if (it != comms_.end()) l += it->second.name;
+    l += "\",kind=\"";
+    l += kind_name(kind);
+    l += "\",op=\"";
+    l += func_name(func < Func::kCount_ ? func : Func::kUnknown);
+    l += "\",algo_proto=\"";
+    if (kind == OpKind::kColl) {
+      l += algo_name(algo < Algo::kCount_ ? algo : Algo::kUnknown);
+      l += "_";
+      l += proto_name(proto < Proto::kCount_ ? proto : Proto::kUnknown);
+    } else {
+      l += "none";
+    }
+    l += "\",size_bucket=\"";
+    l += size_bucket(size_class);
+    l += "\"";
+    return l;
+  };
+  auto live = [&](uint64_t key) {
+    auto it = comms_.find(static_cast<uint32_t>(key >> 32));
+    return it == comms_.end() || !it->second.ended;
+  };
+
+  family("nccl_inspector_info", "gauge", "NCCL Inspector plugin and job identity; the value is always 1.");
+  b.put(std::string_view("nccl_inspector_info{"));
+  b.put(base_labels_);
+  b.put(std::string_view(",version=\""));
+  b.put(prom_escape(id_.version));
+  b.put(std::string_view("\"} 1\n"));
+
+  family("nccl_inspector_last_update_timestamp_seconds", "gauge", "Unix time when this file was written.");
+  b.put(std::string_view("nccl_inspector_last_update_timestamp_seconds{"));
+  b.put(base_labels_);
+  b.put(std::string_view("} "));
+  put_value(b, static_cast<double>(wall_ns) * 1e-9);
+  b.put('\n');
+
+  family("nccl_inspector_records_written_total", "counter", "Op records drained from the rings and written out.");
+  b.put(std::string_view("nccl_inspector_records_written_total{"));
+  b.put(base_labels_);
+  b.put(std::string_view("} "));
+  b.put_int(st.records_written);
+  b.put('\n');
+
+  family("nccl_inspector_dropped_records_total", "counter", "Op records lost, by reason.");
+  const std::pair<const char*, uint64_t> drops[] = {{"ring_full", st.core.dropped_ring_full},
+                                                    {"pool_exhausted", st.core.dropped_pool_exhausted},
+                                                    {"write_error", st.dropped_write_error}};
+  for (const auto& [reason, n] : drops) {
+    b.put(std::string_view("nccl_inspector_dropped_records_total{"));
+    b.put(base_labels_);
+    b.put(std::string_view(",reason=\""));
+    b.put(std::string_view(reason));
+    b.put(std::string_view("\"} "));
+    b.put_int(n);
+    b.put('\n');
+  }
+
+  bool any = false;
+  for (const auto& [key, s] : series_) any = any || live(key);
+  if (any) {
+    family("nccl_inspector_ops_total", "counter", "Operations completed, by communicator, operation, algorithm_protocol and size bucket.");
+    for (const auto& [key, s] : series_) {
+      if (!live(key)) continue;
+      b.put(std::string_view("nccl_inspector_ops_total{"));
+      b.put(op_labels(key));
+      b.put(std::string_view("} "));
+      b.put_int(s.ops);
+      b.put('\n');
+    }
+    auto histogram = [&](const char* name, const char* help, auto count_of, auto sum_of, auto bucket_of, int nb,
+                         const char* const* le_text) {
+      family(name, "histogram", help);
+      for (const auto& [key, s] : series_) {
+        if (!live(key)) continue;
+        std::string l = op_labels(key);
+        uint64_t cum = 0;
+        for (int i = 0; i < nb; ++i) {
+          cum += bucket_of(s, i);
+          b.put(std::string_view(name));
+          b.put(std::string_view("_bucket{"));
+          b.put(l);
+          b.put(std::string_view(",le=\""));
+          b.put(std::string_view(le_text[i]));
+          b.put(std::string_view("\"} "));
+          b.put_int(cum);
+          b.put('\n');
+        }
+        b.put(std::string_view(name));
+        b.put(std::string_view("_bucket{"));
+        b.put(l);
+        b.put(std::string_view(",le=\"+Inf\"} "));
+        b.put_int(count_of(s));
+        b.put('\n');
+        b.put(std::string_view(name));
+        b.put(std::string_view("_sum{"));
+        b.put(l);
+        b.put(std::string_view("} "));
+        put_value(b, sum_of(s));
+        b.put('\n');
+        b.put(std::string_view(name));
+        b.put(std::string_view("_count{"));
+        b.put(l);
+        b.put(std::string_view("} "));
+        b.put_int(count_of(s));
+        b.put('\n');
+      }
+    };
+    histogram(
+        "nccl_inspector_op_duration_seconds", "Operation duration (earliest channel start to latest stop).",
+        [](const Series& s) { return s.dur_count; }, [](const Series& s) { return s.dur_sum; },
+        [](const Series& s, int i) { return s.dur_bucket[i]; }, kDurBuckets, kDurLeText);
+    histogram(
+        "nccl_inspector_op_busbw_bytes_per_second", "Operation bus bandwidth (nccl-tests convention).",
+        [](const Series& s) { return s.bw_count; }, [](const Series& s) { return s.bw_sum; },
+        [](const Series& s, int i) { return s.bw_bucket[i]; }, kBwBuckets, kBwLeText);
+  }
+  return std::string(b.view());
+}
+
+bool PromWriter::write(const StatsSnapshot& st, int64_t wall_ns, uint64_t now_ns) {
+  // A finalized comm's series are dropped from this write on.
+  for (auto it = series_.begin(); it != series_.end();) {
+    auto c = comms_.find(static_cast<uint32_t>(it->first >> 32));
+    if (c != comms_.end() && c->second.ended)
+      it = series_.erase(it);
+    else
+      ++it;
+  }
+  for (auto it = comms_.begin(); it != comms_.end();) {
+    if (it->second.ended)
+      it = comms_.erase(it);
+    else
+      ++it;
+  }
+  if (failing_ && now_ns < retry_at_ns_) return false;
+  const std::string text = render(st, wall_ns);
+  auto fail = [&](int err, const char* what, const std::string& p) {
+    retry_at_ns_ = now_ns + 1000000000ull;
+    if (!failing_)
+      log_(nccl_abi::kLogWarn, "NCCL Inspector: cannot " + std::string(what) + " " + p + ": " + errno_text(err) +
+                                   " (Prometheus file not updated; retrying)");
+    failing_ = true;
+    return false;
+  };
+  int fd = io_.open(tmp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0 && errno == ENOENT) {
+    int me = mkdir_p(io_, dir_);
+    if (me != 0) return fail(me, "create directory", dir_);
+    fd = io_.open(tmp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  }
+  if (fd < 0) return fail(errno, "create", tmp_path_);
+  size_t done = 0;
+  int err = write_all(io_, fd, text.data(), text.size(), &done);
+  int cerr = io_.close(fd) != 0 ? errno : 0;
+  if (err != 0 || (cerr != 0 && cerr != EINTR)) {
+    io_.unlink(tmp_path_.c_str());
+    return fail(err != 0 ? err : cerr, err != 0 ? "write" : "close", tmp_path_);
+  }
+  if (io_.rename(tmp_path_.c_str(), path_.c_str()) != 0) {
+    int e = errno;
+    io_.unlink(tmp_path_.c_str());
+    return fail(e, "rename onto", path_);
+  }
+  if (failing_) log_(nccl_abi::kLogWarn, "NCCL Inspector: writing " + path_ + " works again.");
+  failing_ = false;
+  return true;
+}
+
+}  // namespace ni::out

@@ -1,0 +1,90 @@
+// Prometheus textfile writer (node_exporter's textfile collector).
+//
+// Aggregates every op the dump thread drains into per comm / op / algo-proto /
+// power-of-two size bucket histograms of latency (seconds) and bus bandwidth
+// (bytes per second), plus counters of ops, records written and drops, and
+// rewrites <dir>/nccl_inspector_<host>_<pid>.prom atomically (a temporary
+// ".nccl_inspector_<host>_<pid>.prom.tmp" in the same directory, then
+// rename). Series of a finalized communicator disappear at the next write; at
+// stop the last file is left in place with its final values (the collector's
+// node_textfile_mtime_seconds shows it is stale; job epilogs may delete it).
+//
+// Every family has # HELP and # TYPE, base units, _total on counters, no
+// client timestamps: `promtool check metrics` passes (tests/output/prom_test).
+//
+// Contract: single-threaded (the dump thread).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+
+#include "src/core/record.h"
+#include "src/core/runtime.h"
+#include "src/output/encoder.h"
+#include "src/output/gzip_log.h"
+#include "src/output/io.h"
+
+namespace ni::out {
+
+struct PromIdentity {
+  std::string job;   // job id (JobInfo::job_id)
+  std::string host;
+  int64_t pid = 0;
+  std::string version;
+};
+
+class PromWriter {
+ public:
+  static constexpr int kDurBuckets = 19;
+  static constexpr int kBwBuckets = 14;
+
+  PromWriter(Io& io, std::string dir, PromIdentity id, Logger log);
+
+  void set_comm(const CommInfo& c);
+  void comm_ended(uint32_t comm_id);  // its series go at the next write
+  // One drained record (marks are ignored). comm may be null.
+  void add(const OpRecord& r, const CommInfo* comm);
+  // Renders and replaces the file atomically. Returns true on success.
+  bool write(const StatsSnapshot& s, int64_t wall_ns, uint64_t now_ns);
+  std::string render(const StatsSnapshot& s, int64_t wall_ns) const;
+
+  const std::string& path() const { return path_; }
+  size_t series() const { return series_.size(); }
+
+ private:
+  struct Series {
+    uint64_t ops = 0;
+    uint64_t dur_count = 0;
+    double dur_sum = 0;
+    uint64_t dur_bucket[kDurBuckets] = {};
+    uint64_t bw_count = 0;
+    double bw_sum = 0;
+    uint64_t bw_bucket[kBwBuckets] = {};
+  };
+  struct CommLabels {
+    std::string hash;  // "0x..."
+    std::string name;  // escaped
+    std::string rank;
+    bool ended = false;
+  };
+
+  Io& io_;
+  std::string dir_;
+  std::string path_;
+  std::string tmp_path_;
+  PromIdentity id_;
+  std::string base_labels_;  // job="..",host="..",pid=".."
+  Logger log_;
+  std::unordered_map<uint32_t, CommLabels> comms_;
+  std::map<uint64_t, Series> series_;  // ordered: stable output
+  bool failing_ = false;
+  uint64_t retry_at_ns_ = 0;
+};
+
+// Escapes a Prometheus label value: \ -> \\, " -> \", newline -> \n; invalid
+// UTF-8 bytes become '?'.
+std::string prom_escape(std::string_view v);
+
+}  // namespace ni::out

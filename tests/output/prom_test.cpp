@@ -1,0 +1,252 @@
+// The Prometheus textfile: structure, escaping, stale series, atomic
+// replacement, faults; promtool and a real node_exporter when installed.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <map>
+#include <thread>
+
+#include "fake_source.h"
+#include "fault_io.h"
+#include "src/output/dump_sink.h"
+#include "src/output/prom.h"
+#include "test_util.h"
+
+namespace ni::out {
+namespace {
+
+using testing::FaultIo;
+using testing::make_coll;
+using testing::make_comm;
+using testing::TempDir;
+
+PromIdentity ident() { return PromIdentity{"job\"1\\", "node-a", 42, "0.1.0"}; }
+
+struct Prom {
+  explicit Prom(Io& io, const std::string& dir)
+      : w(io, dir, ident(), [this](nccl_abi::LogLevel l, const std::string&) {
+          if (l == nccl_abi::kLogWarn) ++warns;
+        }) {}
+  PromWriter w;
+  int warns = 0;
+};
+
+void feed(PromWriter& w) {
+  CommInfo c1 = make_comm(1, 8, 3);
+  c1.name = "dp \"x\"\nline\\";
+  CommInfo c2 = make_comm(2, 4, 1);
+  w.set_comm(c1);
+  w.set_comm(c2);
+  for (int i = 0; i < 100; ++i) w.add(make_coll(1, static_cast<uint64_t>(i), Func::kAllReduce, 1 << 20), &c1);
+  for (int i = 0; i < 10; ++i) w.add(make_coll(1, static_cast<uint64_t>(i), Func::kAllReduce, 4096), &c1);
+  for (int i = 0; i < 5; ++i) w.add(make_coll(2, static_cast<uint64_t>(i), Func::kAllGather, 1 << 16), &c2);
+  OpRecord p = make_coll(2, 0, Func::kSend, 1 << 20);
+  p.kind = static_cast<uint8_t>(OpKind::kP2p);
+  p.peer = 1;
+  w.add(p, &c2);
+}
+
+bool have(const char* tool) {
+  std::string cmd = std::string("command -v ") + tool + " > /dev/null 2>&1";
+  return std::system(cmd.c_str()) == 0;
+}
+
+TEST(PromTest, FamiliesHistogramsAndEscaping) {
+  TempDir d;
+  Prom p(posix_io(), d.path());
+  feed(p.w);
+  StatsSnapshot s;
+  s.records_written = 116;
+  s.core.dropped_ring_full = 3;
+  std::string text = p.w.render(s, 1700000000000000000);
+  // Every family has HELP and TYPE.
+  for (const char* fam : {"nccl_inspector_info", "nccl_inspector_last_update_timestamp_seconds",
+                          "nccl_inspector_records_written_total", "nccl_inspector_dropped_records_total",
+                          "nccl_inspector_ops_total", "nccl_inspector_op_duration_seconds",
+                          "nccl_inspector_op_busbw_bytes_per_second"}) {
+    EXPECT_NE(text.find(std::string("# HELP ") + fam + " "), std::string::npos) << fam;
+    EXPECT_NE(text.find(std::string("# TYPE ") + fam + " "), std::string::npos) << fam;
+  }
+  EXPECT_NE(text.find("comm_name=\"dp \\\"x\\\"\\nline\\\\\""), std::string::npos) << text.substr(0, 2000);
+  EXPECT_NE(text.find("job=\"job\\\"1\\\\\""), std::string::npos);
+  EXPECT_NE(text.find("size_bucket=\"1MiB-2MiB\""), std::string::npos);
+  EXPECT_NE(text.find("size_bucket=\"4KiB-8KiB\""), std::string::npos);
+  EXPECT_NE(text.find("algo_proto=\"RING_SIMPLE\""), std::string::npos);
+  EXPECT_NE(text.find("op=\"Send\""), std::string::npos);
+  EXPECT_NE(text.find("nccl_inspector_dropped_records_total{job=\"job\\\"1\\\\\",host=\"node-a\",pid=\"42\",reason=\"ring_full\"} 3"),
+            std::string::npos);
+  // Buckets are cumulative, end in +Inf == _count.
+  std::istringstream is(text);
+  std::string line;
+  std::map<std::string, uint64_t> last_bucket, inf_bucket, count;
+  // (hand-parsed: std::regex trips a GCC 12 -Wmaybe-uninitialized false positive under ASan)
+  size_t buckets = 0;
+  while (std::getline(is, line)) {
+    ASSERT_EQ(line.find("nan"), std::string::npos);
+    if (line.rfind("nccl_inspector_op_", 0) != 0) continue;
+    size_t brace = line.find('{');
+    size_t close = line.rfind("} ");
+    ASSERT_NE(brace, std::string::npos) << line;
+    ASSERT_NE(close, std::string::npos) << line;
+    std::string name = line.substr(0, brace);
+    std::string labels = line.substr(brace + 1, close - brace - 1);
+    uint64_t v = std::stoull(line.substr(close + 2));
+    auto ends_with = [&](const std::string& suf) {
+      return name.size() > suf.size() && name.compare(name.size() - suf.size(), suf.size(), suf) == 0;
+    };
+    if (ends_with("_bucket")) {
+      size_t le = labels.rfind(",le=\"");
+      ASSERT_NE(le, std::string::npos) << line;
+      std::string key = name.substr(0, name.size() - 7) + "{" + labels.substr(0, le) + "}";
+      EXPECT_GE(v, last_bucket[key]) << line;
+      last_bucket[key] = v;
+      if (labels.substr(le) == ",le=\"+Inf\"") inf_bucket[key] = v;
+      ++buckets;
+    } else if (ends_with("_count")) {
+      count[name.substr(0, name.size() - 6) + "{" + labels + "}"] = v;
+    }
+  }
+  EXPECT_GT(buckets, 0u);
+  ASSERT_EQ(inf_bucket.size(), count.size());
+  for (auto& [k, v] : count) EXPECT_EQ(inf_bucket[k], v) << k;
+}
+
+TEST(PromTest, AtomicWriteAndStaleSeriesDropped) {
+  TempDir d;
+  Prom p(posix_io(), d / "prom");
+  feed(p.w);
+  StatsSnapshot s;
+  ASSERT_TRUE(p.w.write(s, 1, 0));
+  EXPECT_EQ(p.w.path(), d / "prom/nccl_inspector_node-a_42.prom");
+  EXPECT_EQ(testing::list_dir(d / "prom"), std::vector<std::string>{"nccl_inspector_node-a_42.prom"});
+  std::string first = testing::read_file(p.w.path());
+  EXPECT_NE(first.find("comm_hash=\"0x1234567890abcdf1\""), std::string::npos);  // comm 2
+  p.w.comm_ended(2);
+  ASSERT_TRUE(p.w.write(s, 2, 0));
+  std::string second = testing::read_file(p.w.path());
+  EXPECT_EQ(second.find("comm_hash=\"0x1234567890abcdf1\""), std::string::npos);
+  EXPECT_NE(second.find("comm_hash=\"0x1234567890abcdf0\""), std::string::npos);
+  EXPECT_EQ(p.warns, 0);
+}
+
+TEST(PromTest, FailingRenameWarnsOnceAndLeavesNoTemp) {
+  TempDir d;
+  FaultIo io;
+  FaultIo::Script sc;
+  sc.rename_errno = EXDEV;
+  io.set(sc);
+  Prom p(io, d.path());
+  feed(p.w);
+  StatsSnapshot s;
+  EXPECT_FALSE(p.w.write(s, 1, 0));
+  EXPECT_FALSE(p.w.write(s, 1, 2000000000));
+  EXPECT_EQ(p.warns, 1);
+  EXPECT_TRUE(testing::list_dir(d.path()).empty());
+  io.set({});
+  EXPECT_TRUE(p.w.write(s, 1, 4000000000));
+  EXPECT_EQ(p.warns, 2);  // "works again"
+  sc = {};
+  sc.write_errno = ENOSPC;
+  io.set(sc);
+  EXPECT_FALSE(p.w.write(s, 1, 6000000000));
+  EXPECT_EQ(testing::list_dir(d.path()), std::vector<std::string>{"nccl_inspector_node-a_42.prom"});
+}
+
+TEST(PromTest, SinkWritesPromTogetherWithJson) {
+  TempDir d;
+  auto src = std::make_unique<testing::FakeSource>();
+  auto* fake = src.get();
+  SinkOptions o;
+  o.host = "h1";
+  o.exit_hook = false;
+  DumpSink sink(std::move(src), o);
+  Config c;
+  c.dump_dir = d.path();
+  c.prom_dir = d / "prom";
+  c.prom_dump = true;
+  c.dump_interval_us = 1000;
+  sink.start(c, nullptr);
+  fake->set_comm(make_comm(1));
+  sink.comm_added(make_comm(1));
+  for (int i = 0; i < 20; ++i) fake->push(make_coll(1, static_cast<uint64_t>(i)));
+  sink.stop();  // the final write happens at stop and the file stays
+  std::string text = testing::read_file(sink.prom_path());
+  EXPECT_NE(text.find("nccl_inspector_records_written_total{job="), std::string::npos);
+  EXPECT_NE(text.find("} 20\n"), std::string::npos);
+  EXPECT_EQ(testing::count_type(testing::read_log(sink.log_path()), "coll"), 20u);
+}
+
+TEST(PromTest, PromtoolCheckMetrics) {
+  if (!have("promtool")) GTEST_SKIP() << "promtool not installed (apt-get install prometheus)";
+  TempDir d;
+  Prom p(posix_io(), d.path());
+  feed(p.w);
+  StatsSnapshot s;
+  ASSERT_TRUE(p.w.write(s, 1700000000000000000, 0));
+  std::string cmd = "promtool check metrics < '" + p.w.path() + "' > '" + d.path() + "/out' 2>&1";
+  int rc = std::system(cmd.c_str());
+  EXPECT_EQ(rc, 0) << testing::read_file(d / "out");
+}
+
+int free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  int port = ntohs(a.sin_port);
+  close(fd);
+  return port;
+}
+
+TEST(PromTest, NodeExporterServesTheFile) {
+  if (!have("prometheus-node-exporter") || !have("curl"))
+    GTEST_SKIP() << "prometheus-node-exporter or curl not installed";
+  TempDir d;
+  Prom p(posix_io(), d / "textfile");
+  feed(p.w);
+  StatsSnapshot s;
+  s.records_written = 116;
+  ASSERT_TRUE(p.w.write(s, 1700000000000000000, 0));
+  int port = free_port();
+  std::string listen = "--web.listen-address=127.0.0.1:" + std::to_string(port);
+  std::string dir = "--collector.textfile.directory=" + d.path() + "/textfile";
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    int devnull = ::open("/dev/null", O_WRONLY);
+    dup2(devnull, 1);
+    dup2(devnull, 2);
+    execlp("prometheus-node-exporter", "prometheus-node-exporter", "--collector.disable-defaults",
+           "--collector.textfile", dir.c_str(), listen.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  std::string out = d / "metrics";
+  std::string cmd = "curl -sf http://127.0.0.1:" + std::to_string(port) + "/metrics > '" + out + "'";
+  bool ok = false;
+  for (int i = 0; i < 100 && !ok; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ok = std::system(cmd.c_str()) == 0;
+  }
+  kill(pid, SIGTERM);
+  waitpid(pid, nullptr, 0);
+  ASSERT_TRUE(ok) << "node_exporter did not answer";
+  std::string m = testing::read_file(out);
+  EXPECT_NE(m.find("node_textfile_scrape_error 0"), std::string::npos) << m.substr(0, 3000);
+  EXPECT_NE(m.find("nccl_inspector_op_duration_seconds_bucket{"), std::string::npos);
+  EXPECT_NE(m.find("nccl_inspector_records_written_total{"), std::string::npos);
+  EXPECT_NE(m.find("comm_name=\"dp \\\"x\\\"\\nline\\\\\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ni::out
