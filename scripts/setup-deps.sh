@@ -3,7 +3,7 @@
 # Idempotent; quiet when everything is already there.
 set -euo pipefail
 pkgs=(cmake g++ make pkg-config zlib1g-dev libdeflate-dev nlohmann-json3-dev libsimdjson-dev
-      libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev valgrind binutils clang libclang-rt-14-dev python3)
+      libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev valgrind binutils clang libclang-rt-14-dev python3 python3-pandas)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
