@@ -27,9 +27,10 @@ export NCCL_INSPECTOR_DUMP_DIR=$PWD/$OUT/logs
 export NCCL_INSPECTOR_ENABLE_NET=1          # network bytes, step time split, per-HCA traffic
 export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
 pids=()
+start_at=$(( $(date +%s%N) + 500000000 ))  # one time origin for both processes of the job
 for ranks in 0-3 4-7; do
   "$BUILD/bin/nccl-emu" --plugin "$PLUGIN" --nccl "$NCCL_VERSION" --workload scripts/demo-job.json \
-    --world 8 --ranks "$ranks" --pace realtime --seed 42 --truth "$OUT/truth-$ranks.jsonl" \
+    --world 8 --ranks "$ranks" --pace realtime --seed 42 --start-at "$start_at" --truth "$OUT/truth-$ranks.jsonl" \
     >"$OUT/emu-$ranks.log" 2>&1 &
   pids+=("$!")
 done

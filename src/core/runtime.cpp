@@ -424,20 +424,53 @@ std::vector<CommInfo> comms() {
   return out;
 }
 
+namespace {
+// One context's own estimate (relaxed: statistics kept by the progress threads).
+bool own_estimate(Context* c, int64_t* off, uint64_t* unc, uint64_t* samples) {
+  const int64_t mn = c->clk_min.load(std::memory_order_relaxed);
+  const int64_t typ = c->clk_typical.load(std::memory_order_relaxed);
+  *samples = c->clk_samples.load(std::memory_order_relaxed);
+  if (mn == INT64_MAX || *samples == 0) return false;
+  *off = mn;
+  *unc = typ > mn ? static_cast<uint64_t>(typ) - static_cast<uint64_t>(mn) : 0;
+  return true;
+}
+}  // namespace
+
+// Communicators of one process usually share a GPU, hence a GPU clock, but a
+// comm whose progress thread is busy with network work observes its kernel
+// starts late and gets a loose bound. When another live comm's bound is
+// tighter and lies within this comm's own uncertainty, it is presumed to be
+// the same clock and its bound is used: the error this can add is at most the
+// uncertainty the comm already had. Distinct GPU clocks with arbitrary epochs
+// are far apart and are never merged.
 ClockEstimate clock_estimate(uint32_t comm_id) {
   ClockEstimate e;
   e.comm_id = comm_id;
   Runtime* rt = runtime();
   Context* c = context_of(rt, comm_id);
   if (c == nullptr) return e;
-  // Relaxed: statistics maintained by the progress threads.
-  const int64_t mn = c->clk_min.load(std::memory_order_relaxed);
-  const int64_t typ = c->clk_typical.load(std::memory_order_relaxed);
-  e.samples = c->clk_samples.load(std::memory_order_relaxed);
-  if (mn == INT64_MAX || e.samples == 0) return e;
+  int64_t off = 0;
+  uint64_t unc = 0, samples = 0;
+  if (!own_estimate(c, &off, &unc, &samples)) return e;
   e.valid = true;
-  e.offset_ns = mn;
-  e.uncertainty_ns = typ > mn ? static_cast<uint64_t>(typ) - static_cast<uint64_t>(mn) : 0;
+  e.offset_ns = off;
+  e.uncertainty_ns = unc;
+  e.samples = samples;
+  const uint32_t nc = rt->n_contexts.load(std::memory_order_relaxed);
+  for (uint32_t i = 0; i < nc; ++i) {
+    Context* o = context_of(rt, i);
+    if (o == nullptr || o == c || !o->live.load(std::memory_order_relaxed)) continue;
+    int64_t ooff = 0;
+    uint64_t ounc = 0, osamples = 0;
+    if (!own_estimate(o, &ooff, &ounc, &osamples)) continue;
+    if (ooff >= e.offset_ns) continue;
+    const uint64_t gap = static_cast<uint64_t>(off) - static_cast<uint64_t>(ooff);
+    if (gap > unc) continue;
+    e.offset_ns = ooff;
+    e.uncertainty_ns = ounc;
+    e.samples = samples + osamples;
+  }
   return e;
 }
 

@@ -224,6 +224,10 @@ struct Options {
   int graph_replays = 3;             // replays per captured op for Fault::kGraphReplay
   nccl_abi::DebugLogger logger = nullptr;  // passed to v4+ init; nullptr = nccl_logger()
   int fault_op = 3;                  // per-comm op index where one-shot faults fire
+  // The job's time origin (CLOCK_REALTIME ns); 0 = now. Processes that
+  // together form one job pass the same value so their timelines line up
+  // (run() waits until then).
+  uint64_t start_at_real_ns = 0;
 };
 
 struct RunResult {

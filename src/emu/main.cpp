@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   std::string nccl = "2.30", plugin, workload, truth, pace = "realtime", ranks, net = "";
   std::vector<std::string> faults;
-  uint64_t seed = 1;
+  uint64_t seed = 1, start_at = 0;
   int iters = 0, world = 0, nodes = 0, fault_op = 3, replays = 3;
   bool quiet = false;
   app.add_option("--nccl", nccl, "NCCL release to emulate, 2.23 .. 2.30")->capture_default_str();
@@ -58,6 +58,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"realtime", "none"}))
       ->capture_default_str();
   app.add_option("--seed", seed, "model seed (processes of one job must agree)")->capture_default_str();
+  app.add_option("--start-at", start_at,
+                 "job time origin, CLOCK_REALTIME ns (processes of one job pass the same value; waits until then)");
   app.add_option("--ranks", ranks, "world ranks this process emulates, e.g. 0-3 (default: all)");
   app.add_option("--world", world, "override the workload's world size");
   app.add_option("--nodes", nodes, "override the workload's node count");
@@ -135,6 +137,7 @@ int main(int argc, char** argv) {
   std::string err;
   if (!ranks.empty() && !parse_ranks(ranks, &o.world_ranks, &err)) return fail(err);
   o.pace = pace == "none" ? Pace::kNone : Pace::kRealtime;
+  o.start_at_real_ns = start_at;
   o.seed = seed;
   o.fault_op = fault_op;
   o.graph_replays = replays;

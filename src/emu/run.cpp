@@ -1,6 +1,8 @@
 // One emulated process: validation, plugin load/bind, comm init (serial or
 // concurrent), one app thread per emulated GPU, teardown (proxy first, then
 // finalize, dlclose after the last one, §6), the reload fault, and the summary.
+#include <cerrno>
+#include <ctime>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -278,8 +280,14 @@ RunResult run_impl(const Options& o) {
   P.foreign_page = mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (P.foreign_page == MAP_FAILED) P.foreign_page = reinterpret_cast<void*>(uintptr_t{0xdead0000});
   P.cudacb = std::make_unique<Worker>("emu-cudacb");
+  if (o.start_at_real_ns > now_real_ns()) {
+    timespec ts{static_cast<time_t>(o.start_at_real_ns / 1000000000ull),
+                static_cast<long>(o.start_at_real_ns % 1000000000ull)};
+    while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+    }
+  }
   P.t0_mono_ns = now_mono_ns();
-  P.t0_real_ns = now_real_ns();
+  P.t0_real_ns = o.start_at_real_ns != 0 ? o.start_at_real_ns : now_real_ns();
 
   std::vector<int> gs = o.world_ranks;
   if (gs.empty())
