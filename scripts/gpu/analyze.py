@@ -104,8 +104,18 @@ for b in sorted(per_size):
     size_rows.append((b, len(ev), ev50, len(pl), pl50, ratio, verdict))
 add("durations vs CUDA events", (dur_ok and bool(size_rows)) if ver >= (2, 27) else None, "median plugin GPU span <= event span, >= 25% for >= 1 MiB")
 
-grouped_ev = [float(e["event_us"]) for e in events if e["phase"] == "grouped"]
-add("grouped P2P", None, f"{len(grouped_ev)} groups, event p50 {pct(grouped_ev, .5):.1f} us")
+# Grouped P2P (sizes 2, 4, 8, 32 MiB in one group, see nccl_check.cu): each op's GPU span lies inside the group's
+# event span.
+grouped_ev = [float(e["event_us"]) for e in events if e["phase"] == "grouped" and int(e["iter"]) >= 0]
+grouped_sizes = (2 << 20, 4 << 20, 8 << 20, 32 << 20)
+grouped_pl = [float(r["dur_us"]) for r in gpu_timed if r["bytes"] in grouped_sizes]
+if grouped_ev and grouped_pl and ver >= (2, 27):
+    gev, gpl = pct(grouped_ev, .5), pct(grouped_pl, .5)
+    add("grouped P2P", gpl <= gev + 2.0 and len(grouped_pl) >= 8 * len(grouped_ev) * 0.9,
+        f"{len(grouped_ev)} groups, {len(grouped_pl)} records (want 8/group), record p50 {gpl:.1f} us <= group event p50 {gev:.1f} us")
+else:
+    add("grouped P2P", False if ver >= (2, 27) else None,
+        f"{len(grouped_ev)} groups, {len(grouped_pl)} GPU-timed records of the grouped sizes")
 
 if ngpu > 1:
     multi = [r for r in ops if r["type"] == "coll" and r.get("nranks") == ngpu]

@@ -111,12 +111,13 @@ int main(int argc, char** argv) {
   for (int i = 0; i < iters; ++i)
     for (size_t bytes : sizes) self_sendrecv(comm, s, sbuf, rbuf, bytes, i, t);
 
-  // Grouped P2P: four self send/recv pairs of different sizes in one group, timed as one unit.
+  // Grouped P2P: four self send/recv pairs in one group, timed as one unit. Sizes differ from the single ops'
+  // so that analyze.py can tell the records apart.
   for (int i = 0; i < iters; ++i) {
     CUDA_OK(cudaEventRecord(t.a, s));
     NCCL_OK(ncclGroupStart());
     size_t off = 0;
-    for (size_t bytes : {size_t(1) << 20, size_t(4) << 20, size_t(8) << 20, size_t(16) << 20}) {
+    for (size_t bytes : {size_t(2) << 20, size_t(4) << 20, size_t(8) << 20, size_t(32) << 20}) {
       NCCL_OK(ncclSend(sbuf + off, bytes, ncclInt8, 0, comm, s));
       NCCL_OK(ncclRecv(rbuf + off, bytes, ncclInt8, 0, comm, s));
       off += bytes;
@@ -126,7 +127,7 @@ int main(int argc, char** argv) {
     CUDA_OK(cudaEventSynchronize(t.b));
     float ms = 0;
     CUDA_OK(cudaEventElapsedTime(&ms, t.a, t.b));
-    emit("grouped", "GroupedP2P", (1u + 4u + 8u + 16u) << 20, i, ms);
+    emit("grouped", "GroupedP2P", (2u + 4u + 8u + 32u) << 20, i, ms);
   }
 
   // nranks == 1 AllReduce: NCCL copies locally and the profiler sees nothing.
