@@ -1,0 +1,102 @@
+# Install layout for documentation and deployment recipes, and CPack packages.
+#
+#   <prefix>/lib/libnccl-profiler-inspector.so      (plugin/CMakeLists.txt, component "plugin")
+#   <prefix>/bin/nccl-emu, bin/nccl-inspector         (their own CMakeLists, default component)
+#   <prefix>/share/doc/nccl-inspector/               README.md, LICENSE, docs/*.md  (component "plugin")
+#   <prefix>/share/nccl-inspector/{slurm,docker,k8s} deployment recipes           (component "plugin")
+#
+# Packages (cpack in the build directory, or `cmake --build build --target package`):
+#   nccl-inspector_<ver>_<arch>.deb        the plugin, docs and recipes; depends on libc6 only
+#   nccl-inspector-tools_<ver>_<arch>.deb  nccl-emu and the nccl-inspector analyzer; depends on the
+#                                          plugin package and on what dpkg-shlibdeps finds
+#   nccl-inspector-<ver>-Linux-<arch>.tar.gz  everything, relative paths (unpack anywhere, e.g. /opt)
+
+set(NI_DOC_DIR "${CMAKE_INSTALL_DATADIR}/doc/nccl-inspector")
+set(NI_SHARE_DIR "${CMAKE_INSTALL_DATADIR}/nccl-inspector")
+
+install(FILES "${PROJECT_SOURCE_DIR}/README.md" "${PROJECT_SOURCE_DIR}/LICENSE"
+        DESTINATION "${NI_DOC_DIR}" COMPONENT plugin)
+file(GLOB _ni_docs CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/docs/*.md")
+install(FILES ${_ni_docs} DESTINATION "${NI_DOC_DIR}/docs" COMPONENT plugin)
+
+foreach(_ni_recipe slurm docker k8s)
+  if(IS_DIRECTORY "${PROJECT_SOURCE_DIR}/scripts/${_ni_recipe}")
+    install(DIRECTORY "${PROJECT_SOURCE_DIR}/scripts/${_ni_recipe}" DESTINATION "${NI_SHARE_DIR}"
+            COMPONENT plugin
+            FILE_PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ
+            PATTERN "*.sh" PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE
+                                        WORLD_READ WORLD_EXECUTE
+            PATTERN "*.sbatch" PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE
+                                           WORLD_READ WORLD_EXECUTE)
+  endif()
+endforeach()
+if(EXISTS "${PROJECT_SOURCE_DIR}/scripts/gpu-check.sh")
+  install(PROGRAMS "${PROJECT_SOURCE_DIR}/scripts/gpu-check.sh" DESTINATION "${NI_SHARE_DIR}" COMPONENT plugin)
+endif()
+
+# ---------------------------------------------------------------------------------------------------------------
+# CPack
+set(NCCL_INSPECTOR_MAINTAINER "nccl-inspector developers <nccl-inspector@users.noreply.github.com>"
+    CACHE STRING "Maintainer written into the packages")
+
+set(CPACK_PACKAGE_NAME "nccl-inspector")
+set(CPACK_PACKAGE_VENDOR "nccl-inspector")
+set(CPACK_PACKAGE_VERSION "${PROJECT_VERSION}")
+set(CPACK_PACKAGE_CONTACT "${NCCL_INSPECTOR_MAINTAINER}")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "NCCL profiler plugin: per-collective GPU timing logs for production jobs")
+set(CPACK_PACKAGE_DESCRIPTION
+    "libnccl-profiler-inspector.so is an NCCL profiler plugin (ABI v1..v6, NCCL 2.23+). Set "
+    "NCCL_PROFILER_PLUGIN=inspector and every process writes gzip JSON-lines logs with one record per "
+    "collective and point-to-point operation (GPU kernel time, algorithm, protocol, channels, bandwidth), "
+    "optionally a Prometheus textfile. The library depends on glibc only.")
+set(CPACK_RESOURCE_FILE_LICENSE "${PROJECT_SOURCE_DIR}/LICENSE")
+set(CPACK_RESOURCE_FILE_README "${PROJECT_SOURCE_DIR}/README.md")
+set(CPACK_GENERATOR "DEB;TGZ")
+set(CPACK_SOURCE_GENERATOR "TGZ")
+set(CPACK_SOURCE_IGNORE_FILES "/\\\\.git/" "/build[^/]*/" "/out/" "\\\\.jsonl\\\\.gz$")
+set(CPACK_PACKAGE_CHECKSUM SHA256)
+set(CPACK_STRIP_FILES OFF)  # keep symbols: crash reports from inside NCCL jobs stay readable
+
+# .tar.gz: one archive, relative layout (bin/, lib/, share/), unpack under any prefix.
+set(CPACK_ARCHIVE_COMPONENT_INSTALL OFF)
+
+# .deb: two packages. The plugin package must be installable on GPU nodes and in containers that have nothing
+# but glibc; the tools package carries the C++ executables and their library dependencies.
+set(CPACK_DEB_COMPONENT_INSTALL ON)
+# The .deb installs under /usr (/usr/lib is on the loader path: NCCL_PROFILER_PLUGIN=inspector just works); the
+# .tar.gz keeps relative paths. CPack has no per-generator prefix variable: a project config file picks it.
+set(CPACK_PACKAGING_INSTALL_PREFIX "/usr")
+file(WRITE "${PROJECT_BINARY_DIR}/CPackProjectConfig.cmake"
+     "if(CPACK_GENERATOR STREQUAL \"TGZ\")\n  set(CPACK_PACKAGING_INSTALL_PREFIX \"\")\nendif()\n")
+set(CPACK_PROJECT_CONFIG_FILE "${PROJECT_BINARY_DIR}/CPackProjectConfig.cmake")
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${NCCL_INSPECTOR_MAINTAINER}")
+set(CPACK_DEBIAN_PACKAGE_SECTION "devel")
+set(CPACK_DEBIAN_PACKAGE_PRIORITY "optional")
+set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://github.com/nccl-inspector/nccl-inspector")
+find_program(NI_DPKG_SHLIBDEPS dpkg-shlibdeps)
+if(NI_DPKG_SHLIBDEPS)
+  set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)  # computes libc6 (>= x) etc. from the ELF files actually packaged
+endif()
+set(CPACK_DEBIAN_ENABLE_COMPONENT_DEPENDS ON)
+
+set(CPACK_COMPONENTS_ALL plugin Unspecified)
+set(CPACK_COMPONENT_PLUGIN_DISPLAY_NAME "NCCL profiler plugin")
+set(CPACK_COMPONENT_UNSPECIFIED_DISPLAY_NAME "nccl-emu and nccl-inspector")
+set(CPACK_COMPONENT_UNSPECIFIED_DEPENDS plugin)
+
+set(CPACK_DEBIAN_PLUGIN_PACKAGE_NAME "nccl-inspector")
+set(CPACK_DEBIAN_PLUGIN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PLUGIN_DESCRIPTION "${CPACK_PACKAGE_DESCRIPTION_SUMMARY}\n ${CPACK_PACKAGE_DESCRIPTION}")
+set(CPACK_DEBIAN_UNSPECIFIED_PACKAGE_NAME "nccl-inspector-tools")
+set(CPACK_DEBIAN_UNSPECIFIED_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_UNSPECIFIED_DESCRIPTION
+    "NCCL Inspector tools: log analyzer and GPU-free NCCL emulator\n nccl-inspector analyzes the logs written by the "
+    "NCCL profiler plugin (percentiles, stragglers, anomalies, run comparison); nccl-emu loads any NCCL profiler "
+    "plugin and calls it exactly as a chosen NCCL release would, without a GPU.")
+if(NOT NI_DPKG_SHLIBDEPS)
+  set(CPACK_DEBIAN_PLUGIN_PACKAGE_DEPENDS "libc6 (>= 2.34)")
+  set(CPACK_DEBIAN_UNSPECIFIED_PACKAGE_DEPENDS "libc6 (>= 2.34), libstdc++6 (>= 12), libgcc-s1")
+endif()
+
+include(CPack)

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Builds the CPack packages of BUILD_DIR into a temporary directory and checks them: two .deb packages (the
+# plugin package depends on libc6 only), one .tar.gz with the relative install layout.
+#   check_packages.sh BUILD_DIR VERSION
+set -euo pipefail
+build=$(cd "${1:?usage: check_packages.sh BUILD_DIR VERSION}" && pwd)
+version=${2:?usage: check_packages.sh BUILD_DIR VERSION}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+command -v dpkg-deb >/dev/null || { echo "SKIP: dpkg-deb not installed"; exit 77; }
+
+cpack --config "$build/CPackConfig.cmake" -B "$tmp" >"$tmp/cpack.log" 2>&1 || { cat "$tmp/cpack.log" >&2; fail "cpack"; }
+ls -l "$tmp"/*.deb "$tmp"/*.tar.gz
+arch=$(dpkg --print-architecture)
+plugin_deb=$tmp/nccl-inspector_${version}_${arch}.deb
+tools_deb=$tmp/nccl-inspector-tools_${version}_${arch}.deb
+[[ -f $plugin_deb ]] || fail "no $plugin_deb"
+[[ -f $tools_deb ]] || fail "no $tools_deb"
+
+field() { dpkg-deb -f "$1" "$2"; }
+[[ $(field "$plugin_deb" Package) == nccl-inspector ]] || fail "plugin package name"
+[[ $(field "$plugin_deb" Version) == "$version" ]] || fail "plugin package version $(field "$plugin_deb" Version)"
+[[ -n $(field "$plugin_deb" Maintainer) ]] || fail "no Maintainer"
+[[ -n $(field "$plugin_deb" Description) ]] || fail "no Description"
+deps=$(field "$plugin_deb" Depends)
+echo "nccl-inspector Depends: $deps"
+[[ $deps =~ ^libc6(\ \(\>=\ [0-9.]+\))?$ ]] || fail "the plugin package must depend on libc6 only, got '$deps'"
+tdeps=$(field "$tools_deb" Depends)
+echo "nccl-inspector-tools Depends: $tdeps"
+grep -q "nccl-inspector (= $version)" <<<"$tdeps" || fail "tools package does not depend on the plugin package"
+grep -q 'libstdc++6' <<<"$tdeps" || fail "tools package lacks its libstdc++6 dependency"
+if dpkg-deb -c "$tools_deb" | grep -q './usr/bin/nccl-inspector$'; then
+  grep -q 'libsimdjson' <<<"$tdeps" || fail "nccl-inspector links libsimdjson but the package does not depend on it"
+fi
+
+dpkg-deb -c "$plugin_deb" >"$tmp/plugin.list"
+for f in ./usr/lib/libnccl-profiler-inspector.so ./usr/share/doc/nccl-inspector/README.md \
+  ./usr/share/doc/nccl-inspector/LICENSE ./usr/share/doc/nccl-inspector/docs/deployment.md \
+  ./usr/share/nccl-inspector/slurm/taskprolog.sh; do
+  grep -q " $f$" "$tmp/plugin.list" || fail "$f not in the plugin package"
+done
+if grep -q 'usr/bin/' "$tmp/plugin.list"; then fail "executables in the plugin package"; fi
+dpkg-deb -c "$tools_deb" | grep -q ' ./usr/bin/nccl-emu$' || fail "nccl-emu not in the tools package"
+
+# The .deb installs, file by file, where NCCL finds it: extract and resolve "inspector" from /usr/lib.
+dpkg-deb -x "$plugin_deb" "$tmp/root"
+[[ -f $tmp/root/usr/lib/libnccl-profiler-inspector.so ]] || fail "extracted .deb lacks usr/lib/libnccl-profiler-inspector.so"
+
+tgz=$tmp/nccl-inspector-$version-Linux.tar.gz
+[[ -f $tgz ]] || tgz=$(find "$tmp" -maxdepth 1 -name "nccl-inspector-$version-*.tar.gz" | head -n1)
+[[ -f $tgz ]] || fail "no .tar.gz"
+tar -tzf "$tgz" >"$tmp/tgz.list"
+top=$(head -n1 "$tmp/tgz.list" | cut -d/ -f1)
+for f in lib/libnccl-profiler-inspector.so bin/nccl-emu share/doc/nccl-inspector/README.md; do
+  grep -qx "$top/$f" "$tmp/tgz.list" || fail "$f not in $(basename "$tgz")"
+done
+mkdir "$tmp/opt"
+tar -xzf "$tgz" -C "$tmp/opt"
+(cd "$tmp" && NCCL_INSPECTOR_DUMP_DIR=tgzlogs NCCL_DEBUG=WARN "$tmp/opt/$top/bin/nccl-emu" \
+  --plugin "$tmp/opt/$top/lib/libnccl-profiler-inspector.so" --pace none --iters 2 --quiet >/dev/null) ||
+  fail "nccl-emu from the unpacked tarball"
+[[ -n $(find "$tmp/tgzlogs" -name '*.jsonl.gz') ]] || fail "no log from the unpacked tarball"
+echo "PASS: packages $(basename "$plugin_deb") $(basename "$tools_deb") $(basename "$tgz")"
