@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -449,6 +450,37 @@ TEST_F(Tracker, MarksCarryTheirLabel) {
   EXPECT_STREQ(reinterpret_cast<const char*>(recs[0].channels), "iteration 7");
   EXPECT_GT(recs[0].enqueue_ns, 0u);
   EXPECT_EQ(std::strlen(reinterpret_cast<const char*>(recs[1].channels)), ni::kMarkLabelMax - 1);
+}
+
+// Comms of one process usually share a GPU clock; a comm whose kernel starts
+// are observed late borrows a tighter bound that lies within its uncertainty,
+// and a comm on a clock with another epoch never does.
+TEST_F(Tracker, ClockBoundsAreSharedOnlyWithinUncertainty) {
+  CommV5 tight(8, 0, 0x1), loose(8, 0, 0x2), other(8, 0, 0x3);
+  const uint64_t kOffset = 1000000000ull;  // GPU clock = CPU monotonic - 1 s
+  auto op_with_start = [](CommV5& c, uint64_t ptimer) {
+    void* op = c.coll(c.coll_api(), "AllReduce", 1024, "ncclFloat32", 1, 0);
+    c.stop(op);
+    CommV5::kstop(c.kch(op, 0, ptimer), ptimer + 10);
+  };
+  for (int i = 0; i < 20; ++i) {
+    const uint64_t now = ni::mono_now_ns();
+    op_with_start(tight, now - kOffset - 2000);                       // seen ~2 us late
+    op_with_start(loose, now - kOffset - 500000 - (i % 4) * 1000000);  // seen 0.5..3.5 ms late
+    op_with_start(other, now - 5000000000000ull);                     // another epoch
+  }
+  std::map<uint64_t, uint32_t> id;
+  for (const auto& ci : ni::comms()) id[ci.comm_hash] = ci.comm_id;
+  ni::ClockEstimate t = ni::clock_estimate(id[0x1]);
+  ni::ClockEstimate l = ni::clock_estimate(id[0x2]);
+  ni::ClockEstimate o = ni::clock_estimate(id[0x3]);
+  ASSERT_TRUE(t.valid && l.valid && o.valid);
+  const int64_t truth = static_cast<int64_t>(kOffset);  // mono = ptimer + offset
+  EXPECT_GE(t.offset_ns, truth);
+  EXPECT_LT(t.offset_ns - truth, 200000) << "tight bound";
+  EXPECT_EQ(l.offset_ns, t.offset_ns) << "the loose comm borrows the tight bound";
+  EXPECT_GT(o.offset_ns - truth, 4000000000000ll) << "another clock is never merged";
+  sink()->take();
 }
 
 TEST_F(Tracker, ContextOfAFinishedRuntimeIsIgnored) {

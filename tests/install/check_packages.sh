@@ -30,7 +30,9 @@ tdeps=$(field "$tools_deb" Depends)
 echo "nccl-inspector-tools Depends: $tdeps"
 grep -q "nccl-inspector (= $version)" <<<"$tdeps" || fail "tools package does not depend on the plugin package"
 grep -q 'libstdc++6' <<<"$tdeps" || fail "tools package lacks its libstdc++6 dependency"
-if dpkg-deb -c "$tools_deb" | grep -q './usr/bin/nccl-inspector$'; then
+# Lists go to files first: `dpkg-deb -c | grep -q` would die of SIGPIPE under pipefail.
+dpkg-deb -c "$tools_deb" >"$tmp/tools.list"
+if grep -q './usr/bin/nccl-inspector$' "$tmp/tools.list"; then
   grep -q 'libsimdjson' <<<"$tdeps" || fail "nccl-inspector links libsimdjson but the package does not depend on it"
 fi
 
@@ -41,7 +43,7 @@ for f in ./usr/lib/libnccl-profiler-inspector.so ./usr/share/doc/nccl-inspector/
   grep -q " $f$" "$tmp/plugin.list" || fail "$f not in the plugin package"
 done
 if grep -q 'usr/bin/' "$tmp/plugin.list"; then fail "executables in the plugin package"; fi
-dpkg-deb -c "$tools_deb" | grep -q ' ./usr/bin/nccl-emu$' || fail "nccl-emu not in the tools package"
+grep -q ' ./usr/bin/nccl-emu$' "$tmp/tools.list" || fail "nccl-emu not in the tools package"
 
 # The .deb installs, file by file, where NCCL finds it: extract and resolve "inspector" from /usr/lib.
 dpkg-deb -x "$plugin_deb" "$tmp/root"
