@@ -143,6 +143,7 @@ struct FileInfo {
   std::uint64_t ops = 0;
   std::uint64_t truncated_lines = 0;  // a cut last line (counted, not a bad line)
   std::uint64_t bad_lines = 0;        // not JSON or not an object or missing required fields
+  std::uint64_t no_duration = 0;      // valid op records without dur_us (timing "none"): counted, not analysed
   std::uint64_t unknown_records = 0;  // valid JSON with an unknown "type"
   std::uint64_t compressed_bytes = 0;
   std::uint64_t uncompressed_bytes = 0;

@@ -998,10 +998,15 @@ class FileReader {
 
   void on_op() {
     Line& L = L_;
-    if (!L.has_hash || !L.has_func || std::isnan(L.dur_us)) {
+    if (!L.has_hash || !L.has_func) {
       ++info_.bad_lines;
-      problem(std::string("op record without ") +
-              (!L.has_hash ? "comm_hash" : !L.has_func ? "func" : "dur_us"));
+      problem(std::string("op record without ") + (!L.has_hash ? "comm_hash" : "func"));
+      return;
+    }
+    if (std::isnan(L.dur_us)) {
+      // Legal (the schema omits dur_us when an op had no usable time, timing
+      // "none"): counted and reported, left out of the analyses.
+      ++info_.no_duration;
       return;
     }
     if (L.upstream && info_.format == FileFormat::kUnknown) {
@@ -1225,6 +1230,7 @@ ReadResult read_logs(const std::vector<std::string>& files, const ReadOptions& o
     res.ops += f.ops;
     res.lines += f.lines;
     res.bad_lines += f.bad_lines;
+    res.no_duration += f.no_duration;
     res.unknown_records += f.unknown_records;
     res.truncated_files += f.truncated ? 1 : 0;
     res.corrupt_files += f.corrupt ? 1 : 0;

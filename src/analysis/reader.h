@@ -38,6 +38,7 @@ struct ReadResult {
   std::uint64_t ops = 0;
   std::uint64_t lines = 0;
   std::uint64_t bad_lines = 0;
+  std::uint64_t no_duration = 0;   // op records without a duration (timing "none"), not analysed
   std::uint64_t unknown_records = 0;
   std::uint64_t truncated_files = 0;
   std::uint64_t corrupt_files = 0;

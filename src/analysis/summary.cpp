@@ -206,7 +206,8 @@ void add_health_section(Report& r, const ReadResult& res, const OpHealth* ops) {
   for (const auto& f : res.files)
     if (f.corrupt && corrupt.size() < 300) corrupt += (corrupt.empty() ? "" : "; ") + f.path + ": " + f.error;
   row("corrupt files", res.corrupt_files, corrupt);
-  row("bad lines", res.bad_lines, "not JSON objects or op records missing comm_hash/func/dur_us");
+  row("bad lines", res.bad_lines, "not JSON objects or op records missing comm_hash/func");
+  row("ops without duration", res.no_duration, "timing \"none\": no usable time; counted, not analysed");
   std::map<std::string, std::uint64_t> ut;
   for (const auto& f : res.files)
     for (const auto& [k, n] : f.unknown_types) ut[k] += n;

@@ -87,7 +87,8 @@ OpTiming op_timing(const OpRecord& r, int nranks) {
   const auto timing = enum_or(r.timing, TimingSource::kCount_, TimingSource::kNone);
   const Func func = enum_or(r.func, Func::kCount_, Func::kUnknown);
   const auto kind = static_cast<OpKind>(r.kind);
-  t.has_span = timing != TimingSource::kNone && r.start_ns != 0 && r.end_ns >= r.start_ns;
+  // start_ns 0 is a valid GPU timer value; only the timing source says "no time".
+  t.has_span = timing != TimingSource::kNone && r.end_ns >= r.start_ns;
   t.span_ns = t.has_span ? r.end_ns - r.start_ns : 0;
   if (t.span_ns > 0 && r.bytes > 0 && !(nranks <= 0 && traffic_needs_n(func))) {
     t.algbw_gbs = static_cast<double>(r.bytes) * traffic_multiplier(func, kind, nranks) / static_cast<double>(t.span_ns);

@@ -1,0 +1,204 @@
+// Round trips through the real pieces: nccl-emu drives the built plugin .so
+// exactly as an NCCL release would, the plugin's dump thread writes gzip JSON
+// lines, and the analyzer's reader reads them back; every op the emulator
+// issued must appear exactly once (or be counted as dropped).
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <tuple>
+
+#include <zlib.h>
+
+#include "plugin/abi/all.h"
+#include "reader.h"
+
+namespace fs = std::filesystem;
+namespace ana = nccl_inspector::analysis;
+using json = nlohmann::json;
+
+namespace {
+
+fs::path temp_dir(const std::string& tag) {
+  fs::path p = fs::temp_directory_path() / ("ni-it-" + tag + "-" + std::to_string(getpid()));
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+
+struct Read {
+  ana::ReadResult result;
+  std::vector<ana::OpRecord> ops;
+};
+
+Read read_dir(const fs::path& dir) {
+  ana::Discovery d = ana::discover_files({dir.string()});
+  EXPECT_TRUE(d.error.empty()) << d.error;
+  Read r;
+  ana::ReadOptions o;
+  o.progress = 0;
+  auto sink = ana::read_merged<ana::CollectSink>(d.files, o, 2, r.result);
+  r.ops = std::move(sink->ops);
+  return r;
+}
+
+std::string func_name(const ana::OpRecord& op) { return std::string(ana::to_string(op.func)); }
+
+class RoundTrip : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(RoundTrip, EveryIssuedOpIsInTheLogExactlyOnce) {
+  const std::string version = GetParam();
+  fs::path dir = temp_dir("rt" + version);
+  const std::string cmd = "NCCL_INSPECTOR_DUMP_DIR=" + (dir / "logs").string() +
+                          " NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES=0 NCCL_DEBUG=WARN " + NI_EMU_PATH +
+                          " --plugin " + NI_PLUGIN_PATH + " --nccl " + version + " --pace none --iters 30 --quiet" +
+                          " --truth " + (dir / "truth.jsonl").string() + " > " + (dir / "emu.log").string() +
+                          " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+
+  using Key = std::tuple<uint64_t, int, std::string, int, uint64_t>;
+  std::map<Key, json> truth;
+  std::ifstream tf(dir / "truth.jsonl");
+  std::string line;
+  while (std::getline(tf, line)) {
+    json t = json::parse(line);
+    if (!t.contains("visible") || !t["visible"].get<bool>()) continue;
+    uint64_t hash = 0;
+    ASSERT_TRUE(ana::parse_hash(t["comm_hash"].get<std::string>(), hash));
+    const bool p2p = t["kind"] == "p2p";
+    Key k{hash, t["rank"].get<int>(), t["func"].get<std::string>(), p2p ? t["peer"].get<int>() : -1,
+          t["seq"].get<uint64_t>()};
+    truth[k] = t;
+  }
+  ASSERT_GT(truth.size(), 50u);
+
+  Read r = read_dir(dir / "logs");
+  EXPECT_EQ(r.result.truncated_files, 0u);
+  EXPECT_EQ(r.result.bad_lines, 0u);
+  uint64_t dropped = 0;
+  bool ended = false;
+  for (const auto& f : r.result.files) {
+    for (const auto& [why, n] : f.stats.dropped) dropped += n;
+    ended = ended || f.has_end;
+  }
+  EXPECT_TRUE(ended) << "a clean shutdown writes an end record";
+  EXPECT_EQ(dropped, 0u);
+  EXPECT_EQ(r.ops.size() + dropped, truth.size());
+
+  const bool gpu = version >= std::string("2.27");
+  std::map<Key, int> seen;
+  for (const auto& op : r.ops) {
+    Key k{op.comm_hash, op.rank, func_name(op), op.kind == ana::OpKind::kP2p ? op.peer : -1, op.seq};
+    auto it = truth.find(k);
+    ASSERT_NE(it, truth.end()) << "op not issued: " << func_name(op) << " seq " << op.seq << " rank " << op.rank;
+    ++seen[k];
+    const json& t = it->second;
+    EXPECT_EQ(op.bytes, t["bytes"].get<uint64_t>());
+    if (gpu) {
+      EXPECT_EQ(op.timing, ana::Timing::kGpu);
+      uint64_t lo = UINT64_MAX, hi = 0;
+      for (auto v : t["ch_start_ptimer_ns"]) lo = std::min(lo, v.get<uint64_t>());
+      for (auto v : t["ch_stop_ptimer_ns"]) hi = std::max(hi, v.get<uint64_t>());
+      EXPECT_NEAR(op.dur_us, static_cast<double>(hi - lo) / 1000.0, 0.0011) << func_name(op);
+      EXPECT_EQ(op.nchannels, t["channels"].size());
+    }
+  }
+  for (const auto& [k, n] : seen) EXPECT_EQ(n, 1);
+  fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Releases, RoundTrip, ::testing::Values("2.23", "2.26", "2.27", "2.28", "2.30"),
+                         [](const auto& p) {
+                           std::string s = p.param;
+                           std::replace(s.begin(), s.end(), '.', '_');
+                           return "nccl_" + s;
+                         });
+
+// A burst of one million collectives through a deliberately tiny ring: the
+// plugin keeps up or drops, and every op is either in the log or counted.
+TEST(Burst, MillionOpsThroughATinyRingAreWrittenOrCounted) {
+  fs::path dir = temp_dir("burst");
+  setenv("NCCL_INSPECTOR_DUMP_DIR", (dir / "logs").c_str(), 1);
+  setenv("NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES", "0", 1);
+  setenv("NCCL_INSPECTOR_RING_RECORDS", "16", 1);
+  setenv("NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS", "1000000", 1);
+  void* lib = dlopen(NI_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  auto* t = static_cast<nccl_abi::ProfilerV5*>(dlsym(lib, "ncclProfiler_v5"));
+  int mask = 0;
+  void* ctx = nullptr;
+  t->init(&ctx, 0xb0b0, &mask, "burst", 1, 2, 0, nullptr);
+  constexpr uint64_t kOps = 1000000;
+  nccl_abi::StateArgsV5 a{};
+  for (uint64_t i = 0; i < kOps; ++i) {
+    nccl_abi::EventDescrV5 d{};
+    d.type = nccl_abi::kColl;
+    d.coll.func = "AllReduce";
+    d.coll.datatype = "ncclFloat32";
+    d.coll.count = 256;
+    d.coll.nChannels = 1;
+    d.coll.seqNumber = i;
+    void* op = nullptr;
+    t->startEvent(ctx, &op, &d);
+    t->stopEvent(op);
+    nccl_abi::EventDescrV5 k{};
+    k.type = nccl_abi::kKernelCh;
+    k.parentObj = op;
+    k.kernelCh.pTimer = 1000 * i;
+    void* kh = nullptr;
+    t->startEvent(ctx, &kh, &k);
+    a.kernelCh.pTimer = 1000 * i + 100;
+    t->recordEventState(kh, nccl_abi::kKernelChStop, &a);
+    t->stopEvent(kh);
+  }
+  t->finalize(ctx);
+  dlclose(lib);
+  for (const char* v : {"NCCL_INSPECTOR_DUMP_DIR", "NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES", "NCCL_INSPECTOR_RING_RECORDS",
+                        "NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS"})
+    unsetenv(v);
+
+  Read r = read_dir(dir / "logs");
+  ASSERT_EQ(r.result.files.size(), 1u);
+  const auto& st = r.result.files[0].stats;
+  ASSERT_TRUE(st.present);
+  uint64_t ring_full = st.dropped.count("ring_full") ? st.dropped.at("ring_full") : 0;
+  uint64_t other = 0;
+  for (const auto& [why, n] : st.dropped) other += why == "ring_full" ? 0 : n;
+  EXPECT_EQ(st.ops_completed, kOps);
+  EXPECT_EQ(r.result.bad_lines, 0u);
+  EXPECT_EQ(r.result.no_duration, 0u) << "every op here has a GPU time (pTimer 0 included)";
+  EXPECT_EQ(r.ops.size(), st.records_written);
+  EXPECT_EQ(r.ops.size() + ring_full + other, kOps) << "written + dropped == issued";
+  EXPECT_GT(ring_full, 0u) << "a 16-record ring must overflow under this burst";
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
+// An op the plugin could not time (timing "none", no dur_us) is legal: the
+// reader counts it apart and does not call it a bad line.
+TEST(Reader, OpsWithoutDurationAreCountedNotBad) {
+  fs::path dir = temp_dir("nodur");
+  gzFile f = gzopen((dir / "h-pid1-x.jsonl.gz").c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  const char* lines =
+      "{\"type\":\"meta\",\"format\":\"nccl-inspector-log\",\"format_version\":1,\"host\":\"h\",\"pid\":1}\n"
+      "{\"type\":\"coll\",\"comm_hash\":\"0x0000000000000001\",\"rank\":0,\"nranks\":2,\"seq\":0,"
+      "\"func\":\"AllReduce\",\"bytes\":1024,\"dur_us\":5.5,\"timing\":\"gpu\"}\n"
+      "{\"type\":\"coll\",\"comm_hash\":\"0x0000000000000001\",\"rank\":0,\"nranks\":2,\"seq\":1,"
+      "\"func\":\"AllReduce\",\"bytes\":1024,\"timing\":\"none\",\"reclaimed\":true}\n";
+  gzputs(f, lines);
+  gzclose(f);
+  Read r = read_dir(dir);
+  EXPECT_EQ(r.ops.size(), 1u);
+  EXPECT_EQ(r.result.no_duration, 1u);
+  EXPECT_EQ(r.result.bad_lines, 0u);
+  fs::remove_all(dir);
+}
+
+}  // namespace
