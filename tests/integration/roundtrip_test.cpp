@@ -13,6 +13,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <sys/wait.h>
+#include <thread>
 #include <tuple>
 
 #include <zlib.h>
@@ -177,6 +179,104 @@ TEST(Burst, MillionOpsThroughATinyRingAreWrittenOrCounted) {
   EXPECT_EQ(r.ops.size(), st.records_written);
   EXPECT_EQ(r.ops.size() + ring_full + other, kOps) << "written + dropped == issued";
   EXPECT_GT(ring_full, 0u) << "a 16-record ring must overflow under this burst";
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
+// Drives the real .so through ABI v5 directly (as NCCL 2.28 would).
+struct Plugin {
+  void* lib = nullptr;
+  nccl_abi::ProfilerV5* t = nullptr;
+  explicit Plugin(const fs::path& logs) {
+    setenv("NCCL_INSPECTOR_DUMP_DIR", logs.c_str(), 1);
+    setenv("NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES", "0", 1);
+    lib = dlopen(NI_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
+    if (lib) t = static_cast<nccl_abi::ProfilerV5*>(dlsym(lib, "ncclProfiler_v5"));
+  }
+  ~Plugin() {
+    if (lib) dlclose(lib);
+    unsetenv("NCCL_INSPECTOR_DUMP_DIR");
+    unsetenv("NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES");
+  }
+  void* init(uint64_t hash) {
+    int mask = 0;
+    void* ctx = nullptr;
+    t->init(&ctx, hash, &mask, "t", 1, 2, 0, nullptr);
+    return ctx;
+  }
+  void op(void* ctx, uint64_t seq) {
+    nccl_abi::EventDescrV5 d{};
+    d.type = nccl_abi::kColl;
+    d.coll.func = "AllReduce";
+    d.coll.datatype = "ncclFloat32";
+    d.coll.count = 1024;
+    d.coll.nChannels = 1;
+    d.coll.seqNumber = seq;
+    void* h = nullptr;
+    t->startEvent(ctx, &h, &d);
+    t->stopEvent(h);
+    nccl_abi::EventDescrV5 k{};
+    k.type = nccl_abi::kKernelCh;
+    k.parentObj = h;
+    k.kernelCh.pTimer = 1000 + seq;
+    void* kh = nullptr;
+    t->startEvent(ctx, &kh, &k);
+    nccl_abi::StateArgsV5 a{};
+    a.kernelCh.pTimer = 2000 + seq;
+    t->recordEventState(kh, nccl_abi::kKernelChStop, &a);
+    t->stopEvent(kh);
+  }
+};
+
+// Records a thread left in its ring when it exited are still written.
+TEST(Lifetime, ThreadThatExitsWithAFullRingLosesNothing) {
+  fs::path dir = temp_dir("texit");
+  {
+    setenv("NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS", "60000000", 1);  // no periodic drain
+    Plugin p(dir / "logs");
+    ASSERT_NE(p.t, nullptr);
+    void* ctx = p.init(0x7e);
+    std::thread worker([&] {
+      for (uint64_t i = 0; i < 200; ++i) p.op(ctx, i);
+    });
+    worker.join();  // the thread is gone; its ring is not
+    p.t->finalize(ctx);
+    unsetenv("NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS");
+  }
+  Read r = read_dir(dir / "logs");
+  EXPECT_EQ(r.ops.size(), 200u);
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
+// fork() with the plugin loaded and its dump thread running: the child can
+// create its own communicators and write its own log; the parent carries on.
+TEST(Lifetime, ForkedChildGetsItsOwnLogAndParentContinues) {
+  fs::path dir = temp_dir("fork");
+  {
+    Plugin p(dir / "logs");
+    ASSERT_NE(p.t, nullptr);
+    void* ctx = p.init(0xf0);
+    for (uint64_t i = 0; i < 50; ++i) p.op(ctx, i);
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      void* c2 = p.init(0xc1);
+      for (uint64_t i = 0; i < 30; ++i) p.op(c2, i);
+      p.t->finalize(c2);
+      _exit(0);
+    }
+    for (uint64_t i = 50; i < 100; ++i) p.op(ctx, i);
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+    p.t->finalize(ctx);
+  }
+  Read r = read_dir(dir / "logs");
+  ASSERT_EQ(r.result.files.size(), 2u);
+  size_t parent_ops = 0, child_ops = 0;
+  for (const auto& op : r.ops) (op.comm_hash == 0xf0 ? parent_ops : child_ops)++;
+  EXPECT_EQ(parent_ops, 100u);
+  EXPECT_EQ(child_ops, 30u);
+  for (const auto& f : r.result.files) EXPECT_TRUE(f.has_end) << f.path;
   if (!HasFailure()) fs::remove_all(dir);
 }
 
