@@ -26,8 +26,13 @@ int64_t wall_now_ns() {
 }
 
 // ---- process-exit hook
+
+extern "C" {
+extern void* __dso_handle;
+int __cxa_atexit(void (*fn)(void*), void* arg, void* dso);
+}
 //
-// Why atexit and why it is safe after dlclose: in a shared object, atexit()
+// Why an atexit-style hook and why it is safe after dlclose: in a shared object, atexit()
 // binds the handler to that object's __dso_handle (glibc's libc_nonshared
 // atexit calls __cxa_atexit(fn, 0, __dso_handle)), so dlclose() runs it (via
 // __cxa_finalize) and then forgets it: the handler can never be called once
@@ -44,13 +49,16 @@ std::mutex g_exit_mu;                    // constant-initialized
 DumpSink* g_sinks[kMaxSinks] = {};       // under g_exit_mu
 bool g_hook_registered = false;          // under g_exit_mu
 
-extern "C" void ni_output_exit_hook() { DumpSink::run_exit_hook(); }
+extern "C" void ni_output_exit_hook(void*) { DumpSink::run_exit_hook(); }
 
 void register_sink(DumpSink* s) {
   std::lock_guard<std::mutex> lk(g_exit_mu);
   if (!g_hook_registered) {
     g_hook_registered = true;
-    std::atexit(ni_output_exit_hook);
+    // __cxa_atexit with our own __dso_handle, spelled out: a plain atexit()
+    // may resolve to an interposed one (sanitizer runtimes do this) that is
+    // not tied to this object and would run after dlclose unmapped us.
+    __cxa_atexit(ni_output_exit_hook, nullptr, &__dso_handle);
   }
   for (auto& slot : g_sinks)
     if (slot == nullptr) {

@@ -250,6 +250,9 @@ TEST(Lifetime, ThreadThatExitsWithAFullRingLosesNothing) {
 // fork() with the plugin loaded and its dump thread running: the child can
 // create its own communicators and write its own log; the parent carries on.
 TEST(Lifetime, ForkedChildGetsItsOwnLogAndParentContinues) {
+#if defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "ThreadSanitizer cannot start threads after a multi-threaded fork";
+#endif
   fs::path dir = temp_dir("fork");
   {
     Plugin p(dir / "logs");
