@@ -28,6 +28,19 @@ std::mutex g_mu;
 // A torn-down runtime is kept one generation (or until the library is
 // unloaded) so that a straggling callback can never touch freed memory.
 std::unique_ptr<Runtime> g_graveyard;
+
+// At library unload (dlclose, or process exit), a runtime without live comms
+// (e.g. NCCL_INSPECTOR_ENABLE=0, which never tears down) is freed too. One
+// with live comms is left alone: other threads may still be in callbacks.
+struct UnloadGuard {
+  ~UnloadGuard() {
+    Runtime* rt = g_rt.load(std::memory_order_acquire);  // pairs with the release stores in comm_init/teardown
+    if (rt != nullptr && rt->live.load(std::memory_order_relaxed) == 0 && !rt->sink) {
+      g_rt.store(nullptr, std::memory_order_release);  // pairs with runtime()'s acquire
+      delete rt;
+    }
+  }
+} g_unload_guard;
 uint64_t g_generation = 0;  // guarded by g_mu
 
 thread_local ThreadRing* tls_ring = nullptr;

@@ -1,3 +1,4 @@
+#include <new>
 #include "src/output/io.h"
 
 #include <fcntl.h>
@@ -32,8 +33,11 @@ class PosixIo final : public Io {
 }  // namespace
 
 Io& posix_io() {
-  // Leaked on purpose: usable from exit hooks after static destructors ran.
-  static PosixIo* io = new PosixIo();
+  // Never destroyed, so it stays usable from exit hooks after static
+  // destructors ran; built in static storage (not the heap) so that nothing
+  // is left behind when the library is dlclosed.
+  alignas(PosixIo) static unsigned char storage[sizeof(PosixIo)];
+  static PosixIo* io = new (storage) PosixIo();
   return *io;
 }
 
