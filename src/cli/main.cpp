@@ -11,6 +11,7 @@
 #include "reader.h"
 #include "stragglers.h"
 #include "summary.h"
+#include "trace.h"
 #include "validate.h"
 
 namespace ana = nccl_inspector::analysis;
@@ -158,6 +159,26 @@ int main(int argc, char** argv) {
   auto* itr = app.add_subcommand("iterations", "per-iteration stats between ncclInspectorMark records");
   add_common(itr, ic);
 
+  // ---- trace
+  Common tc;
+  ana::TraceOptions to;
+  bool no_flows = false, no_counters = false, no_findings = false;
+  auto* trc = app.add_subcommand("trace", "Chrome/Perfetto trace (JSON, .gz): every rank on one clock, flows, findings");
+  add_common(trc, tc);
+  trc->remove_option(trc->get_option("--format"));
+  trc->get_option("--output")->required()->description("trace file: .json or .json.gz");
+  trc->add_option("--from", to.from, "start of the window: seconds from the first op (12.5) or ISO 8601 UTC time");
+  trc->add_option("--to", to.to, "end of the window: seconds from the first op or ISO 8601 UTC time");
+  trc->add_option("--comm", to.comms, "only this communicator (name or 0x hash; repeatable)");
+  trc->add_option("--rank", to.ranks, "only this rank (as in the process names; repeatable)");
+  trc->add_option("--op", to.ops, "only this NCCL function (AllReduce, Send, ...; repeatable)");
+  trc->add_option("--sample", to.sample, "keep ops whose seq is a multiple of N (all ranks keep the same instances)")->capture_default_str();
+  trc->add_option("--max-ops", to.max_ops, "sample more when more ops remain (0: no limit)")->capture_default_str();
+  trc->add_option("--channel-ops-max", to.channel_ops_max, "per-channel sub-tracks only up to this many ops (0: never)")->capture_default_str();
+  trc->add_flag("--no-flows", no_flows, "no flow arrows between ranks");
+  trc->add_flag("--no-counters", no_counters, "no network/HCA counter tracks");
+  trc->add_flag("--no-findings", no_findings, "do not run the detectors (no straggler/change point/outlier markers)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -257,6 +278,31 @@ int main(int argc, char** argv) {
         return kExitUsage;
       }
       return emit(r, ic);
+    }
+    if (*trc) {
+      to.flows = !no_flows;
+      to.counters = !no_counters;
+      to.findings = !no_findings;
+      if (!discover(tc.inputs, files)) return kExitUsage;
+      ana::ReadResult res;
+      auto v = ana::read_merged<ana::ViewSink>(files, read_opts(tc), threads(tc), res);
+      if (!check_read(res)) return kExitUsage;
+      ana::TraceStats ts;
+      std::string err;
+      if (!ana::write_trace_file(*v, res, to, tc.output, ts, err)) {
+        std::cerr << "nccl-inspector: " << err << "\n";
+        return err.rfind("write", 0) == 0 || err.rfind("cannot", 0) == 0 ? kExitInvalid : kExitUsage;
+      }
+      std::cerr << "nccl-inspector: wrote " << tc.output << ": " << ts.ops_written << " ops of " << ts.ops_input
+                << " (" << ts.ops_selected << " selected";
+      if (ts.sample > 1) std::cerr << ", every " << ts.sample << "th seq";
+      std::cerr << "), " << ts.events << " events, " << ts.processes << " ranks, " << ts.threads << " tracks, "
+                << ts.flows / 2 << " flows, " << ts.instants << " markers, " << ts.bytes / 1000 << " kB of JSON";
+      if (!ts.channel_tracks) std::cerr << "; no channel sub-tracks: " << ts.channel_note;
+      if (ts.sample > to.sample) std::cerr << "; sampled to stay under --max-ops " << to.max_ops;
+      if (ts.ops_no_start) std::cerr << "; " << ts.ops_no_start << " ops without a start time skipped";
+      std::cerr << "\n";
+      return 0;
     }
     if (*cmp) {
       std::vector<std::string> bf, rf;
