@@ -4,11 +4,13 @@
 
 #include <fstream>
 #include <iostream>
+#include <memory>
 
 #include "anomalies.h"
 #include "compare.h"
 #include "export.h"
 #include "reader.h"
+#include "report.h"
 #include "stragglers.h"
 #include "summary.h"
 #include "trace.h"
@@ -179,6 +181,17 @@ int main(int argc, char** argv) {
   trc->add_flag("--no-counters", no_counters, "no network/HCA counter tracks");
   trc->add_flag("--no-findings", no_findings, "do not run the detectors (no straggler/change point/outlier markers)");
 
+  // ---- report
+  Common rpc;
+  ana::ReportOptions rpo;
+  std::string baseline_dir;
+  auto* rep = app.add_subcommand("report", "self-contained offline HTML report: busbw, latency, stragglers, balance, gaps, health");
+  add_common(rep, rpc);
+  rep->remove_option(rep->get_option("--format"));
+  rep->get_option("--output")->required()->description("the HTML file to write");
+  rep->add_option("--baseline", baseline_dir, "a baseline dump dir: busbw vs size drawn against it");
+  rep->add_option("--title", rpo.title, "page title")->capture_default_str();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -302,6 +315,33 @@ int main(int argc, char** argv) {
       if (ts.sample > to.sample) std::cerr << "; sampled to stay under --max-ops " << to.max_ops;
       if (ts.ops_no_start) std::cerr << "; " << ts.ops_no_start << " ops without a start time skipped";
       std::cerr << "\n";
+      return 0;
+    }
+    if (*rep) {
+      if (!discover(rpc.inputs, files)) return kExitUsage;
+      ana::ReadResult res, bres;
+      auto v = ana::read_merged<ana::ViewSink>(files, read_opts(rpc), threads(rpc), res);
+      if (!check_read(res)) return kExitUsage;
+      std::unique_ptr<ana::ViewSink> b;
+      if (!baseline_dir.empty()) {
+        std::vector<std::string> bf;
+        if (!discover({baseline_dir}, bf)) return kExitUsage;
+        b = ana::read_merged<ana::ViewSink>(bf, read_opts(rpc), threads(rpc), bres);
+        if (!check_read(bres)) return kExitUsage;
+      }
+      std::ofstream out(rpc.output, std::ios::binary);
+      if (!out) {
+        std::cerr << "nccl-inspector: cannot write " << rpc.output << "\n";
+        return kExitUsage;
+      }
+      const ana::ReportStats rs = ana::write_report(*v, res, b.get(), b ? &bres : nullptr, rpo, out);
+      out.close();
+      if (!out) {
+        std::cerr << "nccl-inspector: write error on " << rpc.output << "\n";
+        return kExitInvalid;
+      }
+      std::cerr << "nccl-inspector: wrote " << rpc.output << ": " << rs.plots << " charts, " << rs.tables << " tables, "
+                << rs.bytes / 1000 << " kB\n";
       return 0;
     }
     if (*cmp) {

@@ -508,3 +508,77 @@ TEST(Trace, OneMillionOpsSizeBound) {
 }
 
 }  // namespace
+
+namespace {
+
+json report_data(const std::string& html) {
+  const std::string open = "<script type=\"application/json\" id=\"ni-data\">";
+  const auto a = html.find(open);
+  if (a == std::string::npos) return json();
+  const auto b = html.find("</script>", a);
+  return json::parse(html.substr(a + open.size(), b - a - open.size()), nullptr, false);
+}
+
+// `report`: one self-contained page; the data block lists every chart; a baseline adds dashed curves.
+TEST(Report, SelfContainedWithBaseline) {
+  const Fixture& fx = fixture();
+  const std::string d = ni_test::temp_dir("report_fx");
+  ni_test::JobSpec slow = fx.spec;
+  slow.slowdown = 1.3;
+  const std::string base = ni_test::temp_dir("report_fx_base");
+  ni_test::write_job(base, slow);
+  std::string log;
+  ASSERT_EQ(run(cli() + " report " + fx.dir + " -o " + d + "/r.html --baseline " + base, &log), 0) << log;
+  const std::string html = ni_test::read_text(d + "/r.html");
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  for (const char* bad : {"<link", "src=\"http", "href=\"http", "@import", "url(http", "fetch(", "XMLHttpRequest"})
+    EXPECT_EQ(html.find(bad), std::string::npos) << bad;
+  EXPECT_NE(html.find("Content-Security-Policy"), std::string::npos);
+  const json data = report_data(html);
+  ASSERT_TRUE(data.is_object());
+  std::set<std::string> ids;
+  std::size_t plots = 0, dashed = 0;
+  for (const auto& s : data["sections"]) {
+    ids.insert(s["id"].get<std::string>());
+    plots += s["plots"].size();
+    for (const auto& p : s["plots"])
+      if (p.contains("series"))
+        for (const auto& se : p["series"]) dashed += se.value("dash", false);
+  }
+  EXPECT_EQ(ids, (std::set<std::string>{"health", "busbw", "size", "latency", "time", "stragglers", "channels", "occupancy"}));
+  // busbw box, 2 size charts, 3 comms over time, heatmap, channel busy, balance, HCA, occupancy, gaps
+  EXPECT_EQ(plots, 12u);
+  EXPECT_EQ(data["expected_plots"], plots);
+  EXPECT_GE(dashed, 2u);  // baseline curves for AllReduce and AllGather
+  // the late rank shows as a flagged row
+  EXPECT_NE(html.find("\"LATE\""), std::string::npos);
+  EXPECT_LT(html.size(), 400000u);
+}
+
+// The page in headless Chromium, network blocked: no requests, no console errors, every chart drawn.
+TEST(ReportConsumers, ChromiumOfflineRender) {
+  if (!have_node_modules() || !have_chromium()) GTEST_SKIP() << "node, chromium or tests/js/node_modules missing";
+  for (const bool real : {false, true}) {
+    const std::string d = ni_test::temp_dir(real ? "report_real" : "report_cr");
+    std::string input = fixture().dir;
+    if (real) {
+      ASSERT_FALSE(real_trace().empty());
+      input = fs::path(real_trace()).parent_path().string() + "/logs";
+    }
+    std::string out;
+    ASSERT_EQ(run(cli() + " report " + input + " -o " + d + "/r.html", &out), 0) << out;
+    ASSERT_EQ(run("node " + js_script("report_page.mjs") + " " + js_modules() + " " + d + "/r.html " + d + "/r.png", &out), 0) << out;
+    const json r = json::parse(out.substr(out.find('{')));
+    EXPECT_TRUE(r["requests"].empty()) << out;
+    EXPECT_TRUE(r["errors"].empty()) << out;
+    EXPECT_GE(r["expected"].get<int>(), real ? 14 : 12) << out;
+    EXPECT_EQ(r["rendered"], r["expected"]) << out;
+    std::size_t with_data = 0;
+    for (const auto& p : r["plots"]) with_data += p["marks"].get<int>() > 0 && p["svg"].get<int>() == 1;
+    EXPECT_EQ(with_data, r["expected"].get<std::size_t>()) << out;
+    EXPECT_GE(r["tables"].get<int>(), 5);
+    EXPECT_GT(fs::file_size(d + "/r.png"), 50000u);
+  }
+}
+
+}  // namespace
