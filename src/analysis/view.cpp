@@ -90,9 +90,10 @@ GpuMap map_gpus(const std::vector<OpRecord>& ops, const ReadResult& res) {
   std::vector<std::uint64_t> widest(nproc, 0);
   for (std::size_t pi = 0; pi < nproc; ++pi) {
     Proc& p = procs[pi];
+    int local_max = 1;  // most local ranks in one comm: > 1 means a multi-GPU process
     for (const auto& [c, rs] : p.ranks) {
       (void)c;
-      ngpu[pi] = std::max(ngpu[pi], static_cast<int>(rs.size()));
+      local_max = std::max(local_max, static_cast<int>(rs.size()));
     }
     // widest comm: most ranks, then most local ranks, then lowest hash
     std::tuple<int, int, std::uint64_t> best{-1, -1, 0};
@@ -103,24 +104,37 @@ GpuMap map_gpus(const std::vector<OpRecord>& ops, const ReadResult& res) {
         widest[pi] = c;
       }
     }
-    // comms in order of appearance, then any not announced by a comm record (by hash)
-    std::vector<std::uint64_t> order = p.comm_order;
-    for (const auto& [c, rs] : p.ranks)
-      if (std::find(order.begin(), order.end(), c) == order.end()) order.push_back(c);
-    int cursor = 0;
-    for (std::uint64_t c : order) {
-      auto it = p.ranks.find(c);
-      if (it == p.ranks.end()) continue;
-      const auto& rs = it->second;
-      int i = 0;
-      for (int r : rs) {
-        int o;
-        if (static_cast<int>(rs.size()) == ngpu[pi]) o = i;
-        else o = (cursor++) % ngpu[pi];
-        ordinal[{static_cast<int>(pi), c, r}] = o;
-        ++i;
+    if (local_max == 1) {  // one GPU
+      for (const auto& [c, rs] : p.ranks)
+        for (int r : rs) ordinal[{static_cast<int>(pi), c, r}] = 0;
+      continue;
+    }
+    // Several GPUs: the (comm, rank) pairs of one comm name, in the order their comm
+    // records appeared (NCCL inits per device in device order), are GPUs 0, 1, ...;
+    // pairs without a comm record follow by (hash, rank). Unnamed comms stand alone.
+    std::map<std::string, std::vector<std::pair<std::uint64_t, int>>> groups;
+    std::set<std::pair<std::uint64_t, int>> seen;
+    auto group_of = [&](std::uint64_t c) {
+      auto it = res.comm_names.find(c);
+      return it != res.comm_names.end() && !it->second.empty() ? "n:" + it->second : "h:" + hex_hash(c);
+    };
+    for (std::size_t f = 0; f < res.files.size(); ++f) {
+      if (file_proc[f] != static_cast<int>(pi)) continue;
+      for (const auto& ci : res.files[f].comms) {
+        auto it = p.ranks.find(ci.comm_hash);
+        if (it == p.ranks.end() || !it->second.count(ci.rank) || !seen.insert({ci.comm_hash, ci.rank}).second) continue;
+        groups[group_of(ci.comm_hash)].push_back({ci.comm_hash, ci.rank});
       }
     }
+    for (const auto& [c, rs] : p.ranks)
+      for (int r : rs)
+        if (seen.insert({c, r}).second) groups[group_of(c)].push_back({c, r});
+    int g = local_max;
+    for (const auto& [name, pairs] : groups) g = std::max(g, static_cast<int>(pairs.size()));
+    ngpu[pi] = g;
+    for (const auto& [name, pairs] : groups)
+      for (std::size_t k = 0; k < pairs.size(); ++k)
+        ordinal[{static_cast<int>(pi), pairs[k].first, pairs[k].second}] = static_cast<int>(k) % g;
   }
   // GPUs: (proc, ordinal)
   std::map<std::pair<int, int>, std::uint32_t> gpu_of;
@@ -137,12 +151,18 @@ GpuMap map_gpus(const std::vector<OpRecord>& ops, const ReadResult& res) {
         g.rank = p.global_rank;
         g.rank_source = "global_rank";
       } else if (!p.ranks.empty()) {
-        const auto it = p.ranks.find(widest[pi]);
-        if (it != p.ranks.end()) {
-          for (int r : it->second)
-            if (ordinal[{static_cast<int>(pi), widest[pi], r}] == o) g.rank = r;
+        // its rank in the widest comm, or in a comm of the same name (the GPU's own "tp" of several)
+        const std::string wname = comm_short(widest[pi], res);
+        for (const auto& [key, ord] : ordinal) {
+          const auto& [kp, c, r] = key;
+          if (kp != static_cast<int>(pi) || ord != o) continue;
+          if (c == widest[pi]) {
+            g.rank = r;
+            break;
+          }
+          if (g.rank < 0 && comm_short(c, res) == wname) g.rank = r;
         }
-        g.rank_source = "rank in " + comm_short(widest[pi], res);
+        g.rank_source = "rank in " + wname;
       }
       gpu_of[{static_cast<int>(pi), o}] = static_cast<std::uint32_t>(gpus.size());
       gpus.push_back(std::move(g));

@@ -7,12 +7,13 @@
 //    the GPU is (host, pid); its rank is meta job.global_rank when the launcher
 //    set one (RANK, OMPI_COMM_WORLD_RANK, ...), else its rank in its widest
 //    communicator (most ranks; ties: lowest hash);
-//  * a process with G > 1 local ranks in some communicator drives G GPUs: in a
-//    communicator with G local ranks, the i-th smallest local rank is GPU i; a
-//    communicator with fewer local ranks is assigned round-robin, in the order
-//    the communicators appeared in the log (NCCL creates per-GPU communicators in
-//    device order in ncclCommInitAll and in the common one-thread-per-GPU loops).
-//    Such a GPU's rank is its rank in the process's widest communicator.
+//  * a process with several local ranks in some communicator drives several
+//    GPUs: the (comm, rank) pairs of one communicator name, in the order their
+//    comm records appear in the log, are GPU 0, 1, ... (NCCL initialises the
+//    communicators of a process device by device: ncclCommInitAll, one thread or
+//    loop iteration per GPU); unnamed communicators stand alone (their local
+//    ranks in order). Such a GPU's rank is its rank in the process's widest
+//    communicator, and the name says so ("tp rank 1 ... GPU 5").
 #pragma once
 
 #include <cstdint>

@@ -582,3 +582,30 @@ TEST(ReportConsumers, ChromiumOfflineRender) {
 }
 
 }  // namespace
+
+namespace {
+
+// One process driving 8 GPUs (two "tp" comms of 4 local ranks, four "dp" comms of 2): 8 distinct processes in
+// the trace, each GPU's tp and dp tracks together (the k-th tp/dp comm record of the process is GPU k).
+TEST(Trace, MultiGpuProcess) {
+  const std::string d = ni_test::temp_dir("trace_multi");
+  std::string log;
+  ASSERT_EQ(run("NCCL_INSPECTOR_DUMP_DIR=" + d + "/logs " + NCCL_EMU + " --plugin " + INSPECTOR_SO +
+                " --nccl 2.30 --iters 12 --quiet", &log), 0) << log;
+  ASSERT_EQ(run(cli() + " trace " + d + "/logs -o " + d + "/t.json", &log), 0) << log;
+  const TraceCheck t = check_trace(d + "/t.json");
+  ASSERT_TRUE(t.errors.empty()) << errors_of(t);
+  std::set<std::string> names;
+  for (const auto& [pid, name] : t.process_names)
+    if (pid > 0) names.insert(name);
+  EXPECT_EQ(names.size(), 8u);
+  for (const auto& n : names) EXPECT_NE(n.find(" GPU "), std::string::npos) << n;
+  // every GPU has exactly one tp and one dp track (+ markers)
+  std::map<int, std::set<std::string>> comms_per_pid;
+  for (const auto& [pt, name] : t.thread_names)
+    if (pt.first > 0 && pt.second >= 10000 && pt.second % 10000 == 0) comms_per_pid[pt.first].insert(name.substr(0, 2));
+  ASSERT_EQ(comms_per_pid.size(), 8u);
+  for (const auto& [pid, c] : comms_per_pid) EXPECT_EQ(c, (std::set<std::string>{"dp", "tp"})) << pid;
+}
+
+}  // namespace
