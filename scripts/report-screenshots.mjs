@@ -20,6 +20,7 @@ const page = await ctx.newPage();
 await page.goto(pathToFileURL(path.resolve(report)).href);
 await page.waitForSelector('body[data-rendered-plots]');
 await page.screenshot({ path: path.join(outdir, 'report-overview.png') });
+await page.evaluate(() => { document.querySelector('nav').style.position = 'static'; });  // not over the sections
 for (const id of ['busbw', 'time', 'stragglers', 'occupancy']) {
   const el = page.locator('#' + id);
   await el.scrollIntoViewIfNeeded();

@@ -67,12 +67,16 @@ function logTicks(lo, hi, base) {
   const out = [];
   const a = Math.floor(Math.log(lo) / Math.log(base)), b = Math.ceil(Math.log(hi) / Math.log(base));
   const every = Math.max(1, Math.ceil((b - a) / 8));
-  for (let k = a; k <= b; k += every) out.push(Math.pow(base, k));
+  const steps = base === 10 && b - a <= 3 ? [1, 2, 5] : [1];  // a short range: 1-2-5 ticks
+  for (let k = a; k <= b; k += every) for (const m of steps) out.push(m * Math.pow(base, k));
   return out;
 }
 // A frame: axes with ticks, gridlines, labels. x: {lo,hi,log,base,cats,fmt}; y likewise.
 function frame(div, p, x, y, W, H) {
-  const M = {l: 58, r: 12, t: 8, b: x.cats ? 70 : 38};
+  // rotated category labels reach left of their tick: room for the first one
+  const longest = x.cats ? Math.min(28, Math.max(...x.cats.map(c => c.length))) : 0;
+  const band = x.cats ? (W - 70) / x.cats.length / 2 : 0;
+  const M = {l: Math.max(58, Math.min(170, longest * 4.6 - band + 8)), r: 12, t: 8, b: x.cats ? 24 + longest * 3.4 : 38};
   const svg = s('svg', {width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: 'img'}, div);
   const pw = W - M.l - M.r, ph = H - M.t - M.b;
   const mk = (ax, r0, r1) => {
