@@ -93,7 +93,13 @@ struct OpDetail {
   std::vector<HcaUse> hcas;
   std::vector<ChTime> ch_times;
   double net_wait_us = kNaN;
-  void clear() { hcas.clear(); ch_times.clear(); net_wait_us = kNaN; }
+  std::uint64_t net_send_bytes = 0, net_recv_bytes = 0;  // "net" object (network events), 0 when absent
+  void clear() {
+    hcas.clear();
+    ch_times.clear();
+    net_wait_us = kNaN;
+    net_send_bytes = net_recv_bytes = 0;
+  }
 };
 
 struct StatsInfo {  // last (cumulative) stats record of a file
@@ -110,6 +116,13 @@ struct StatsInfo {  // last (cumulative) stats record of a file
 struct MarkInfo {
   std::int64_t wall_ns = 0;
   std::string label;
+};
+
+struct ClockInfo {  // a "clock" record: the GPU->wall estimate of a comm moved or became valid
+  std::uint64_t comm_hash = 0;
+  std::int64_t wall_ns = 0;
+  std::int64_t uncertainty_ns = -1;  // -1 when absent
+  std::int64_t samples = 0;
 };
 
 struct CommInfo {
@@ -133,6 +146,7 @@ struct FileInfo {
   std::int64_t file_seq = 0;
   int abi_version = 0;
   std::string job_id;
+  int global_rank = -1;               // meta job.global_rank (the process's rank in the job), -1 unknown
   bool gzip = false;
   bool truncated = false;             // gzip stream ended early or last line cut
   bool corrupt = false;               // gzip data error (rest of the file unreadable)
@@ -150,6 +164,7 @@ struct FileInfo {
   std::map<std::string, std::uint64_t> unknown_types;
   std::vector<CommInfo> comms;
   std::vector<MarkInfo> marks;
+  std::vector<ClockInfo> clocks;      // clock records, in file order (capped at 4096 per file)
   StatsInfo stats;
   std::string error;                  // why reading stopped early ("" when fine)
   std::vector<std::string> problems;  // schema problems (validate), capped

@@ -109,7 +109,9 @@ struct Line {
   bool reclaimed = false, partial = false, graph = false;
   // meta
   std::string_view format, plugin_version, host, job_id;
-  std::int64_t format_version = 0, pid = -1, file_seq = 0;
+  std::int64_t format_version = 0, pid = -1, file_seq = 0, global_rank = -1;
+  // clock
+  std::int64_t uncertainty_ns = -1, samples = 0;
   // stats (the counter objects live in FileReader: Line stays trivially copyable)
   std::uint64_t records_written = 0, ops_completed = 0, reclaimed_ops = 0;
   // mark / end
@@ -666,7 +668,7 @@ class FileReader {
     kDurUs, kDropped, kDroppedTotal, kFunc, kFormat, kFormatVersion, kFileSeq, kFiltered, kFaults, kGraph,
     kHost, kHcas, kHeader, kJob, kLabel, kMetadata, kNranks, kNnodes, kNchannels, kNet, kOpsCompleted,
     kProto, kPeer, kPid, kPluginVersion, kPartial, kP2pPerf, kRank, kReclaimed, kRecordsWritten,
-    kReclaimedOps, kSeq, kStartWallNs, kType, kTiming, kTransport, kWallNs
+    kReclaimedOps, kSeq, kStartWallNs, kType, kTiming, kTransport, kWallNs, kUncertainty, kSamples
   };
   static F field_id(std::string_view k) {
     static const std::pair<std::string_view, F> kFields[] = {
@@ -684,7 +686,8 @@ class FileReader {
         {"p2p_perf", F::kP2pPerf}, {sc::kRank, F::kRank}, {sc::kReclaimed, F::kReclaimed},
         {sc::kRecordsWritten, F::kRecordsWritten}, {sc::kReclaimedOps, F::kReclaimedOps}, {sc::kSeq, F::kSeq},
         {sc::kStartWallNs, F::kStartWallNs}, {sc::kType, F::kType}, {sc::kTiming, F::kTiming},
-        {sc::kTransport, F::kTransport}, {sc::kWallNs, F::kWallNs}};
+        {sc::kTransport, F::kTransport}, {sc::kWallNs, F::kWallNs}, {sc::kUncertaintyNs, F::kUncertainty},
+        {sc::kSamples, F::kSamples}};
     for (const auto& [name, id] : kFields)
       if (name == k) return id;
     return F::kNone;
@@ -768,6 +771,12 @@ class FileReader {
               job_id_own_ = std::string(L.job_id);  // outlives the nested parser's buffer
               L.job_id = job_id_own_;
             }
+            std::string_view gr;
+            if (f.key == "global_rank" && get_str(f.value, gr)) {
+              std::int64_t g = 0;
+              const auto [p, ec] = std::from_chars(gr.data(), gr.data() + gr.size(), g);
+              if (ec == std::errc() && p == gr.data() + gr.size() && g >= 0 && g <= INT32_MAX) L.global_rank = g;
+            }
           }
         }
         break;
@@ -795,6 +804,8 @@ class FileReader {
       case F::kTiming: get_str(v, L.timing); break;
       case F::kTransport: get_str(v, L.transport); break;
       case F::kWallNs: L.has_wall = get_i64(v, L.wall_ns); break;
+      case F::kUncertainty: get_i64(v, L.uncertainty_ns); break;
+      case F::kSamples: get_i64(v, L.samples); break;
     }
   }
 
@@ -850,6 +861,8 @@ class FileReader {
     if (v.get_object().get(o)) return;
     for (dom::key_value_pair f : o) {
       if (f.key == sc::kNetWaitUs) get_f64(f.value, detail_.net_wait_us);
+      else if (f.key == sc::kNetSendBytes) get_u64(f.value, detail_.net_send_bytes);
+      else if (f.key == sc::kNetRecvBytes) get_u64(f.value, detail_.net_recv_bytes);
     }
   }
 
@@ -953,6 +966,7 @@ class FileReader {
       info_.file_seq = L.file_seq;
       info_.abi_version = static_cast<int>(L.abi);
       info_.job_id = std::string(L.job_id);
+      info_.global_rank = static_cast<int>(L.global_rank);
       if (validate_) {
         if (L.format != sc::kFormatName) problem("meta.format is not \"" + std::string(sc::kFormatName) + "\"");
         if (L.format_version < 1 || L.format_version > sc::kFormatVersion)
@@ -988,7 +1002,10 @@ class FileReader {
     } else if (t == sc::kTypeEnd) {
       info_.has_end = true;
       info_.dropped_total_end = L.dropped_total;
-    } else if (t == sc::kTypeClock || t == sc::kTypeCommEnd) {
+    } else if (t == sc::kTypeClock) {
+      if (L.has_hash && info_.clocks.size() < 4096)
+        info_.clocks.push_back({L.comm_hash, L.wall_ns, L.uncertainty_ns, L.samples});
+    } else if (t == sc::kTypeCommEnd) {
       // known, nothing the analyzer needs yet
     } else {
       ++info_.unknown_records;

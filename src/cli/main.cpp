@@ -4,13 +4,16 @@
 
 #include <fstream>
 #include <iostream>
+#include <memory>
 
 #include "anomalies.h"
 #include "compare.h"
 #include "export.h"
 #include "reader.h"
+#include "report.h"
 #include "stragglers.h"
 #include "summary.h"
+#include "trace.h"
 #include "validate.h"
 
 namespace ana = nccl_inspector::analysis;
@@ -158,6 +161,37 @@ int main(int argc, char** argv) {
   auto* itr = app.add_subcommand("iterations", "per-iteration stats between ncclInspectorMark records");
   add_common(itr, ic);
 
+  // ---- trace
+  Common tc;
+  ana::TraceOptions to;
+  bool no_flows = false, no_counters = false, no_findings = false;
+  auto* trc = app.add_subcommand("trace", "Chrome/Perfetto trace (JSON, .gz): every rank on one clock, flows, findings");
+  add_common(trc, tc);
+  trc->remove_option(trc->get_option("--format"));
+  trc->get_option("--output")->required()->description("trace file: .json or .json.gz");
+  trc->add_option("--from", to.from, "start of the window: seconds from the first op (12.5) or ISO 8601 UTC time");
+  trc->add_option("--to", to.to, "end of the window: seconds from the first op or ISO 8601 UTC time");
+  trc->add_option("--comm", to.comms, "only this communicator (name or 0x hash; repeatable)");
+  trc->add_option("--rank", to.ranks, "only this rank (as in the process names; repeatable)");
+  trc->add_option("--op", to.ops, "only this NCCL function (AllReduce, Send, ...; repeatable)");
+  trc->add_option("--sample", to.sample, "keep ops whose seq is a multiple of N (all ranks keep the same instances)")->capture_default_str();
+  trc->add_option("--max-ops", to.max_ops, "sample more when more ops remain (0: no limit)")->capture_default_str();
+  trc->add_option("--channel-ops-max", to.channel_ops_max, "per-channel sub-tracks only up to this many ops (0: never)")->capture_default_str();
+  trc->add_flag("--no-flows", no_flows, "no flow arrows between ranks");
+  trc->add_flag("--no-counters", no_counters, "no network/HCA counter tracks");
+  trc->add_flag("--no-findings", no_findings, "do not run the detectors (no straggler/change point/outlier markers)");
+
+  // ---- report
+  Common rpc;
+  ana::ReportOptions rpo;
+  std::string baseline_dir;
+  auto* rep = app.add_subcommand("report", "self-contained offline HTML report: busbw, latency, stragglers, balance, gaps, health");
+  add_common(rep, rpc);
+  rep->remove_option(rep->get_option("--format"));
+  rep->get_option("--output")->required()->description("the HTML file to write");
+  rep->add_option("--baseline", baseline_dir, "a baseline dump dir: busbw vs size drawn against it");
+  rep->add_option("--title", rpo.title, "page title")->capture_default_str();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -257,6 +291,58 @@ int main(int argc, char** argv) {
         return kExitUsage;
       }
       return emit(r, ic);
+    }
+    if (*trc) {
+      to.flows = !no_flows;
+      to.counters = !no_counters;
+      to.findings = !no_findings;
+      if (!discover(tc.inputs, files)) return kExitUsage;
+      ana::ReadResult res;
+      auto v = ana::read_merged<ana::ViewSink>(files, read_opts(tc), threads(tc), res);
+      if (!check_read(res)) return kExitUsage;
+      ana::TraceStats ts;
+      std::string err;
+      if (!ana::write_trace_file(*v, res, to, tc.output, ts, err)) {
+        std::cerr << "nccl-inspector: " << err << "\n";
+        return err.rfind("write", 0) == 0 || err.rfind("cannot", 0) == 0 ? kExitInvalid : kExitUsage;
+      }
+      std::cerr << "nccl-inspector: wrote " << tc.output << ": " << ts.ops_written << " ops of " << ts.ops_input
+                << " (" << ts.ops_selected << " selected";
+      if (ts.sample > 1) std::cerr << ", every " << ts.sample << "th seq";
+      std::cerr << "), " << ts.events << " events, " << ts.processes << " ranks, " << ts.threads << " tracks, "
+                << ts.flows / 2 << " flows, " << ts.instants << " markers, " << ts.bytes / 1000 << " kB of JSON";
+      if (!ts.channel_tracks) std::cerr << "; no channel sub-tracks: " << ts.channel_note;
+      if (ts.sample > to.sample) std::cerr << "; sampled to stay under --max-ops " << to.max_ops;
+      if (ts.ops_no_start) std::cerr << "; " << ts.ops_no_start << " ops without a start time skipped";
+      std::cerr << "\n";
+      return 0;
+    }
+    if (*rep) {
+      if (!discover(rpc.inputs, files)) return kExitUsage;
+      ana::ReadResult res, bres;
+      auto v = ana::read_merged<ana::ViewSink>(files, read_opts(rpc), threads(rpc), res);
+      if (!check_read(res)) return kExitUsage;
+      std::unique_ptr<ana::ViewSink> b;
+      if (!baseline_dir.empty()) {
+        std::vector<std::string> bf;
+        if (!discover({baseline_dir}, bf)) return kExitUsage;
+        b = ana::read_merged<ana::ViewSink>(bf, read_opts(rpc), threads(rpc), bres);
+        if (!check_read(bres)) return kExitUsage;
+      }
+      std::ofstream out(rpc.output, std::ios::binary);
+      if (!out) {
+        std::cerr << "nccl-inspector: cannot write " << rpc.output << "\n";
+        return kExitUsage;
+      }
+      const ana::ReportStats rs = ana::write_report(*v, res, b.get(), b ? &bres : nullptr, rpo, out);
+      out.close();
+      if (!out) {
+        std::cerr << "nccl-inspector: write error on " << rpc.output << "\n";
+        return kExitInvalid;
+      }
+      std::cerr << "nccl-inspector: wrote " << rpc.output << ": " << rs.plots << " charts, " << rs.tables << " tables, "
+                << rs.bytes / 1000 << " kB\n";
+      return 0;
     }
     if (*cmp) {
       std::vector<std::string> bf, rf;

@@ -1,0 +1,42 @@
+// `report`: one self-contained HTML file (no network requests, works offline)
+// with the views people look at before tables: busbw per op and communicator,
+// busbw vs message size (against a baseline), latency percentiles, busbw over
+// time with change points and outliers, a rank x time lateness heatmap,
+// channel and HCA balance, occupancy and gaps between collectives per rank,
+// and a health panel. The charts are drawn as SVG by a small renderer embedded
+// in the page (report_assets.cpp); the data is one JSON block.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "anomalies.h"
+#include "stragglers.h"
+#include "view.h"
+
+namespace nccl_inspector::analysis {
+
+struct ReportOptions {
+  std::string title = "nccl-inspector report";
+  std::size_t max_comm_charts = 12;  // busbw-over-time charts (the busiest communicators)
+  std::size_t time_bins = 200;       // points per series over time
+  std::size_t heat_bins = 120;       // lateness heatmap columns
+  StragglerOptions straggler;
+  AnomalyOptions anomaly;
+};
+
+struct ReportStats {
+  std::size_t plots = 0;   // charts with data
+  std::size_t tables = 0;
+  std::uint64_t bytes = 0;
+};
+
+// baseline/base_res may be null.
+ReportStats write_report(const ViewSink& data, const ReadResult& res, const ViewSink* baseline,
+                         const ReadResult* base_res, const ReportOptions& o, std::ostream& out);
+
+// The page's renderer and style sheet (report_assets.cpp).
+extern const char* const kReportJs;
+extern const char* const kReportCss;
+
+}  // namespace nccl_inspector::analysis

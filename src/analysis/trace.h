@@ -1,0 +1,74 @@
+// `trace`: a Chrome Trace Event Format file (object form) of every rank on the
+// aligned wall clock, for Perfetto (ui.perfetto.dev), speedscope and Chrome
+// DevTools. Layout:
+//  * pid 0 "findings": detector findings (stragglers, change points, outliers,
+//    bimodality, channel/HCA imbalance) as instants, change windows as slices;
+//  * one process per GPU (pid 1..N, see view.h for how a GPU is identified),
+//    named "host · rank r · pid p", with
+//      - tid 1 "markers": marks, drops, truncation, findings about this rank;
+//        and the counters (network and per-HCA GB/s, binned);
+//      - per communicator c (index in comm order): tid 10000*(c+1) the ops
+//        (one X slice each), tid 10000*(c+1)+l for overflow lane l (an op
+//        that partially overlaps the previous one on its lane), and
+//        tid 10000*(c+1)+1000+10*ch+l the per-channel sub-tracks (ch_times);
+//  * flows (s/f, bp "e") from the earliest rank of each collective instance
+//    (comm, op, seq) to every other rank, and from each Send to its Recv.
+// The file is written as it is produced (one op at a time, gzip when the name
+// ends in .gz); memory is the ops (ViewSink), not the trace.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "anomalies.h"
+#include "stragglers.h"
+#include "view.h"
+
+namespace nccl_inspector::analysis {
+
+struct TraceOptions {
+  std::string from, to;            // seconds from the first op ("12.5") or ISO 8601 UTC ("2025-01-01T00:00:12.5Z")
+  std::vector<std::string> comms;  // comm names or hashes
+  std::vector<int> ranks;          // displayed ranks (the process names' "rank r")
+  std::vector<std::string> ops;    // NCCL function names (case-insensitive)
+  std::uint64_t sample = 1;        // keep instances with seq % sample == 0
+  std::uint64_t max_ops = 250000;  // above: sample more (0: no limit)
+  std::uint64_t channel_ops_max = 50000;  // per-channel sub-tracks only up to this many ops (0: never)
+  bool flows = true;
+  bool counters = true;
+  bool findings = true;
+  StragglerOptions straggler;
+  AnomalyOptions anomaly;
+};
+
+struct TraceStats {
+  std::uint64_t ops_input = 0;      // ops read
+  std::uint64_t ops_selected = 0;   // after filters, before sampling
+  std::uint64_t ops_written = 0;    // X slices of ops
+  std::uint64_t ops_no_start = 0;   // ops without start_wall_ns (not placeable)
+  std::uint64_t sample = 1;         // sampling used (>= the requested one)
+  bool channel_tracks = false;
+  std::string channel_note;         // why there are no channel sub-tracks
+  std::uint64_t channel_slices = 0, flows = 0, instants = 0, counters = 0, metadata = 0;
+  std::uint64_t overflow_ops = 0;   // ops put on an overflow lane
+  std::uint64_t lane_dropped = 0;   // slices dropped: more than the lanes a track may have
+  std::uint64_t events = 0;
+  std::uint64_t bytes = 0;          // uncompressed JSON bytes
+  std::size_t processes = 0, threads = 0;
+};
+
+// Parses --from/--to: seconds ("12.5", relative to t0_ns) or ISO 8601 UTC.
+// Returns false (with error) when neither.
+bool parse_time_arg(const std::string& s, std::int64_t t0_ns, std::int64_t& out_ns, std::string& error);
+
+// Writes the trace to out (already gzip-wrapped by the caller if wanted).
+TraceStats write_trace(const ViewSink& data, const ReadResult& res, const TraceOptions& o, std::ostream& out,
+                       std::string& error);
+
+// Opens `path` (gzip when it ends in ".gz") and writes the trace. false + error on failure.
+bool write_trace_file(const ViewSink& data, const ReadResult& res, const TraceOptions& o, const std::string& path,
+                      TraceStats& stats, std::string& error);
+
+}  // namespace nccl_inspector::analysis

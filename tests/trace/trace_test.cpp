@@ -1,0 +1,611 @@
+// `nccl-inspector trace`: the Chrome Trace Event Format schema (every event has
+// ph/name/cat, integer pid/tid, numeric ts; X has dur >= 0; flows paired; no
+// partial overlap on a track; M names for every pid/tid used), the content
+// (ops, flows, markers, filters, overflow lanes), the 1M-op size bound, and two
+// real consumers when Node is present: Chrome DevTools' trace engine and
+// speedscope in headless Chromium.
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "fixtures.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::string read_any(const std::string& path) {  // plain or gzip
+  gzFile f = gzopen(path.c_str(), "rb");
+  std::string out;
+  if (!f) return out;
+  char buf[1 << 16];
+  int n;
+  while ((n = gzread(f, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
+  gzclose(f);
+  return out;
+}
+
+int run(const std::string& cmd, std::string* output = nullptr) {
+  const std::string log = ni_test::temp_dir("cmd") + "/out.txt";
+  const int rc = std::system((cmd + " >" + log + " 2>&1").c_str());
+  if (output) *output = ni_test::read_text(log);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
+}
+
+std::string cli() { return NI_CLI; }
+
+struct Slice {
+  std::int64_t start, end;
+};
+
+// Everything the tests assert on, gathered in one pass over the events.
+struct TraceCheck {
+  std::vector<std::string> errors;
+  json metadata;
+  std::uint64_t events = 0, x = 0, x_ops = 0, x_channel = 0, s = 0, f = 0, i = 0, c = 0, m = 0;
+  std::map<int, std::string> process_names;
+  std::map<std::pair<int, int>, std::string> thread_names;
+  std::map<std::pair<int, int>, std::uint64_t> x_per_track;
+  std::vector<json> instants;
+  std::vector<json> ops;  // X events of ops (cat coll/p2p/ce)
+  void error(const std::string& e) {
+    if (errors.size() < 20) errors.push_back(e);
+  }
+};
+
+// The writer puts one event per line; the whole file must also be valid JSON.
+TraceCheck check_trace(const std::string& path, bool keep_ops = true) {
+  TraceCheck t;
+  const std::string text = read_any(path);
+  if (!json::accept(text)) {
+    t.error("not valid JSON");
+    return t;
+  }
+  std::istringstream in(text);
+  std::string line;
+  std::map<std::pair<int, int>, std::vector<Slice>> tracks;
+  std::map<std::string, int> flow_s, flow_f;
+  std::set<int> pids_used;
+  std::set<std::pair<int, int>> tids_used;
+  bool header = true;
+  while (std::getline(in, line)) {
+    if (header) {
+      if (line != "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[") t.error("unexpected first line: " + line.substr(0, 80));
+      header = false;
+      continue;
+    }
+    if (line.rfind("],\"metadata\":", 0) == 0) {
+      t.metadata = json::parse(line.substr(13, line.size() - 14));
+      continue;
+    }
+    if (!line.empty() && line.back() == ',') line.pop_back();
+    json e = json::parse(line, nullptr, false);
+    if (e.is_discarded() || !e.is_object()) {
+      t.error("bad event line: " + line.substr(0, 80));
+      continue;
+    }
+    ++t.events;
+    if (!e.contains("ph") || !e["ph"].is_string() || !e.contains("name") || !e["name"].is_string() ||
+        !e.contains("cat") || !e["cat"].is_string()) {
+      t.error("event without ph/name/cat: " + line.substr(0, 120));
+      continue;
+    }
+    if (!e.contains("pid") || !e["pid"].is_number_integer() || !e.contains("tid") || !e["tid"].is_number_integer()) {
+      t.error("event without integer pid/tid: " + line.substr(0, 120));
+      continue;
+    }
+    if (!e.contains("ts") || !e["ts"].is_number()) {
+      t.error("event without numeric ts: " + line.substr(0, 120));
+      continue;
+    }
+    const std::string ph = e["ph"];
+    const int pid = e["pid"], tid = e["tid"];
+    const std::int64_t ts = std::llround(e["ts"].get<double>() * 1000.0);
+    if (ph == "M") {
+      ++t.m;
+      if (!e.contains("args") || !e["args"].is_object()) t.error("M without args");
+      else if (e["name"] == "process_name") t.process_names[pid] = e["args"]["name"];
+      else if (e["name"] == "thread_name") t.thread_names[{pid, tid}] = e["args"]["name"];
+      continue;
+    }
+    pids_used.insert(pid);
+    tids_used.insert({pid, tid});
+    if (ph == "X") {
+      ++t.x;
+      if (!e.contains("dur") || !e["dur"].is_number() || e["dur"].get<double>() < 0) {
+        t.error("X without dur >= 0: " + line.substr(0, 120));
+        continue;
+      }
+      const std::int64_t d = std::llround(e["dur"].get<double>() * 1000.0);
+      tracks[{pid, tid}].push_back({ts, ts + d});
+      ++t.x_per_track[{pid, tid}];
+      const std::string cat = e["cat"];
+      if (cat == "channel") ++t.x_channel;
+      if (cat == "coll" || cat == "p2p" || cat == "ce") {
+        ++t.x_ops;
+        if (keep_ops) t.ops.push_back(std::move(e));
+      }
+    } else if (ph == "s" || ph == "f") {
+      if (!e.contains("id") || !e["id"].is_string()) {
+        t.error("flow without a string id");
+        continue;
+      }
+      (ph == "s" ? flow_s : flow_f)[e["id"]]++;
+      (ph == "s" ? t.s : t.f)++;
+      if (ph == "f" && e.value("bp", "") != "e") t.error("f without bp:e");
+    } else if (ph == "i") {
+      ++t.i;
+      t.instants.push_back(std::move(e));
+    } else if (ph == "C") {
+      ++t.c;
+      if (!e.contains("args") || !e["args"].is_object()) t.error("C without args");
+      else
+        for (const auto& [k, v] : e["args"].items())
+          if (!v.is_number()) t.error("C arg " + k + " not a number");
+    } else {
+      t.error("unexpected phase " + ph);
+    }
+  }
+  for (const auto& [id, n] : flow_s)
+    if (n != 1 || !flow_f.count(id) || flow_f[id] != 1) t.error("flow " + id + " not paired");
+  for (const auto& [id, n] : flow_f)
+    if (!flow_s.count(id)) t.error("flow " + id + " finishes without a start");
+  for (int pid : pids_used)
+    if (!t.process_names.count(pid)) t.error("pid " + std::to_string(pid) + " without process_name");
+  for (const auto& pt : tids_used)
+    if (!t.thread_names.count(pt))
+      t.error("tid " + std::to_string(pt.second) + " of pid " + std::to_string(pt.first) + " without thread_name");
+  // no partial overlap: slices on a track nest or are disjoint
+  for (auto& [pt, v] : tracks) {
+    std::sort(v.begin(), v.end(), [](const Slice& a, const Slice& b) {
+      return a.start < b.start || (a.start == b.start && a.end > b.end);
+    });
+    std::vector<std::int64_t> stack;
+    for (const auto& sl : v) {
+      while (!stack.empty() && stack.back() <= sl.start) stack.pop_back();
+      if (!stack.empty() && sl.end > stack.back()) {
+        t.error("partial overlap on pid " + std::to_string(pt.first) + " tid " + std::to_string(pt.second) + " at " +
+                std::to_string(sl.start));
+        break;
+      }
+      stack.push_back(sl.end);
+    }
+  }
+  return t;
+}
+
+std::string errors_of(const TraceCheck& t) {
+  std::string s;
+  for (const auto& e : t.errors) s += e + "\n";
+  return s;
+}
+
+bool have_node_modules() {
+  return std::system("node --version >/dev/null 2>&1") == 0 &&
+         fs::exists(std::string(NI_SOURCE_DIR) + "/tests/js/node_modules/@paulirish/trace_engine/package.json");
+}
+bool have_chromium() {
+  const char* c = std::getenv("CHROMIUM");
+  return fs::exists(c ? c : "/usr/bin/chromium") &&
+         fs::exists(std::string(NI_SOURCE_DIR) + "/tests/js/node_modules/speedscope/package.json");
+}
+std::string js_modules() { return std::string(NI_SOURCE_DIR) + "/tests/js/node_modules"; }
+std::string js_script(const char* name) { return std::string(NI_SOURCE_DIR) + "/tests/trace/" + name; }
+
+// A job from the fixture writer: 8 ranks on 2 hosts, rank 5 late, marks, drops on rank 0.
+struct Fixture {
+  std::string dir;
+  ni_test::JobTruth truth;
+  ni_test::JobSpec spec;
+};
+const Fixture& fixture() {
+  static Fixture f = [] {
+    Fixture x;
+    x.dir = ni_test::temp_dir("trace_fixture");
+    x.spec.fault = ni_test::Fault::kStraggler;
+    x.spec.iterations = 200;
+    x.spec.marks = true;
+    x.truth = ni_test::write_job(x.dir, x.spec);
+    return x;
+  }();
+  return f;
+}
+
+TEST(Trace, FixtureSchemaAndContent) {
+  const Fixture& fx = fixture();
+  const std::string out = ni_test::temp_dir("trace_fx") + "/t.json";
+  std::string log;
+  ASSERT_EQ(run(cli() + " trace " + fx.dir + " -o " + out, &log), 0) << log;
+  const TraceCheck t = check_trace(out);
+  ASSERT_TRUE(t.errors.empty()) << errors_of(t);
+  const int n = fx.spec.hosts * fx.spec.ranks_per_host;
+  EXPECT_EQ(t.x_ops, fx.truth.ops);
+  EXPECT_EQ(t.metadata["ops_written"], fx.truth.ops);
+  EXPECT_EQ(t.x_channel, fx.truth.ops * 8);  // 8 ch_times per op in the fixture
+  // one process per rank (+ pid 0 findings); names carry host and the global or comm rank
+  EXPECT_EQ(t.process_names.size(), static_cast<std::size_t>(n) + 1);
+  EXPECT_EQ(t.process_names.at(0), "findings");
+  EXPECT_NE(t.process_names.at(1).find("host0 \u00b7 dp rank 0 \u00b7 pid 1000"), std::string::npos) << t.process_names.at(1);
+  // flows: from the earliest rank to each other rank of every instance
+  const std::uint64_t per_iter = static_cast<std::uint64_t>((n - 1) + fx.spec.hosts * (fx.spec.ranks_per_host - 1));
+  EXPECT_EQ(t.s, per_iter * static_cast<std::uint64_t>(fx.spec.iterations));
+  EXPECT_EQ(t.f, t.s);
+  // args
+  const json& a = t.ops.front()["args"];
+  for (const char* k : {"op", "bytes", "seq", "algo", "proto", "busbw_gbs", "timing", "transport", "net_bytes", "rank"})
+    EXPECT_TRUE(a.contains(k)) << k << " missing in " << a.dump();
+  // the late rank: late_us on its ops, a straggler marker on its process and on the findings process
+  std::size_t straggler = 0, marks = 0, drops = 0;
+  for (const auto& e : t.instants) {
+    const std::string name = e["name"];
+    if (name.rfind("straggler: rank 5 of dp", 0) == 0) ++straggler;
+    if (name == "mark: step") ++marks;
+    if (name.rfind("drops: 7", 0) == 0) ++drops;
+  }
+  EXPECT_EQ(straggler, 2u);
+  EXPECT_EQ(marks, static_cast<std::size_t>(n * fx.spec.iterations));
+  EXPECT_EQ(drops, 1u);
+  double late5 = 0;
+  int n5 = 0;
+  for (const auto& e : t.ops)
+    if (e["args"]["rank"] == 5 && e["args"]["op"] == "AllReduce" && e["args"].contains("late_us")) {
+      late5 += e["args"]["late_us"].get<double>();
+      ++n5;
+    }
+  ASSERT_GT(n5, 0);
+  EXPECT_GT(late5 / n5, 30.0);
+  // counters: HCA and network per process
+  EXPECT_GT(t.c, 0u);
+  EXPECT_TRUE(t.metadata.contains("clock_uncertainty_ns"));
+}
+
+TEST(Trace, GzipEqualsPlain) {
+  const Fixture& fx = fixture();
+  const std::string d = ni_test::temp_dir("trace_gz");
+  ASSERT_EQ(run(cli() + " trace " + fx.dir + " -o " + d + "/t.json"), 0);
+  ASSERT_EQ(run(cli() + " trace " + fx.dir + " -o " + d + "/t.json.gz"), 0);
+  const std::string plain = ni_test::read_text(d + "/t.json");
+  const std::string gz = ni_test::read_text(d + "/t.json.gz");
+  ASSERT_GE(gz.size(), 2u);
+  EXPECT_EQ(static_cast<unsigned char>(gz[0]), 0x1f);
+  EXPECT_LT(gz.size() * 5, plain.size());
+  EXPECT_EQ(read_any(d + "/t.json.gz"), plain);  // also: deterministic output
+}
+
+TEST(Trace, Filters) {
+  const Fixture& fx = fixture();
+  const std::string d = ni_test::temp_dir("trace_filters");
+  std::string log;
+  ASSERT_EQ(run(cli() + " trace " + fx.dir + " -o " + d + "/w.json --comm dp --op allreduce --rank 0 --rank 1 "
+                "--from 0.05 --to 0.1",
+                &log),
+            0)
+      << log;
+  TraceCheck t = check_trace(d + "/w.json");
+  ASSERT_TRUE(t.errors.empty()) << errors_of(t);
+  ASSERT_GT(t.x_ops, 60u);
+  EXPECT_LT(t.x_ops, 120u);  // ~50 iterations x 2 ranks
+  for (const auto& e : t.ops) {
+    EXPECT_EQ(e["args"]["op"], "AllReduce");
+    EXPECT_TRUE(e["args"]["rank"] == 0 || e["args"]["rank"] == 1);
+    EXPECT_GE(e["ts"].get<double>() + e["dur"].get<double>(), 50000.0);
+    EXPECT_LE(e["ts"].get<double>(), 100000.0);
+  }
+  EXPECT_EQ(t.process_names.size() - t.process_names.count(0), 2u);  // 2 ranks (+ findings, if any)
+  // sampling: every 10th seq, on every rank (flows still connect the kept instances)
+  ASSERT_EQ(run(cli() + " trace " + fx.dir + " -o " + d + "/s.json --sample 10", &log), 0) << log;
+  t = check_trace(d + "/s.json");
+  ASSERT_TRUE(t.errors.empty()) << errors_of(t);
+  EXPECT_EQ(t.x_ops, fx.truth.ops / 10);
+  EXPECT_EQ(t.s, static_cast<std::uint64_t>(fx.spec.iterations / 10) * 13u);
+  for (const auto& e : t.ops) EXPECT_EQ(e["args"]["seq"].get<std::uint64_t>() % 10, 0u);
+  // --max-ops samples automatically; no channel sub-tracks above --channel-ops-max
+  ASSERT_EQ(run(cli() + " trace " + fx.dir + " -o " + d + "/m.json --max-ops 500 --channel-ops-max 100", &log), 0);
+  t = check_trace(d + "/m.json");
+  ASSERT_TRUE(t.errors.empty()) << errors_of(t);
+  EXPECT_LE(t.x_ops, 500u);
+  EXPECT_GT(t.metadata["sample_every"].get<int>(), 1);
+  EXPECT_EQ(t.x_channel, 0u);
+  EXPECT_EQ(t.metadata["channel_tracks"], false);
+  // ISO times and errors
+  ASSERT_EQ(run(cli() + " trace " + fx.dir + " -o " + d + "/iso.json --from 2026-01-01T00:00:00.050Z --to 2026-01-01T00:00:00.1Z"), 0);
+  EXPECT_GT(check_trace(d + "/iso.json").x_ops, 0u);
+  EXPECT_EQ(run(cli() + " trace " + fx.dir + " -o " + d + "/x.json --comm nosuchcomm", &log), 2);
+  EXPECT_NE(log.find("matches no communicator"), std::string::npos);
+  EXPECT_EQ(run(cli() + " trace " + fx.dir + " -o " + d + "/x.json --from yesterday", &log), 2);
+  EXPECT_EQ(run(cli() + " trace " + fx.dir, &log), 2);  // -o is required
+}
+
+// Ops that partially overlap on one comm track (clock noise, concurrent ops) go to an overflow lane.
+TEST(Trace, PartialOverlapGoesToOverflowLane) {
+  const std::string d = ni_test::temp_dir("trace_overlap");
+  std::vector<std::string> lines = {
+      "{\"type\":\"meta\",\"wall_ns\":1,\"format\":\"nccl-inspector-log\",\"format_version\":1,\"plugin_version\":\"0.1.0\","
+      "\"host\":\"h\",\"pid\":7,\"file_seq\":0,\"job\":{\"global_rank\":\"3\",\"global_rank_source\":\"RANK\"}}",
+      "{\"type\":\"comm\",\"wall_ns\":1,\"comm_id\":1,\"comm_hash\":\"0x00000000000000aa\",\"comm_name\":\"w\",\"rank\":3,\"nranks\":4,\"nnodes\":1}"};
+  const long long t0 = 1767225600000000000LL;
+  const double spans[][2] = {{0, 100}, {50, 100}, {60, 10}, {200, 10}, {205, 1}};
+  int seq = 0;
+  for (const auto& sp : spans) {
+    char b[512];
+    std::snprintf(b, sizeof b,
+                  "{\"type\":\"coll\",\"comm_hash\":\"0x00000000000000aa\",\"rank\":3,\"nranks\":4,\"seq\":%d,"
+                  "\"func\":\"AllReduce\",\"bytes\":1024,\"algo\":\"RING\",\"proto\":\"LL\",\"start_wall_ns\":%lld,"
+                  "\"dur_us\":%.3f,\"timing\":\"gpu\"}",
+                  seq++, t0 + static_cast<long long>(sp[0] * 1000), sp[1]);
+    lines.push_back(b);
+  }
+  ni_test::write_gz(d + "/h-pid7-0.jsonl.gz", lines);
+  std::string log;
+  ASSERT_EQ(run(cli() + " trace " + d + " -o " + d + "/t.json", &log), 0) << log;
+  const TraceCheck t = check_trace(d + "/t.json");
+  ASSERT_TRUE(t.errors.empty()) << errors_of(t);
+  EXPECT_EQ(t.x_ops, 5u);
+  EXPECT_EQ(t.metadata["overflow_ops"], 3);
+  EXPECT_EQ(t.process_names.at(1), "h \u00b7 rank 3 \u00b7 pid 7");  // meta job.global_rank
+  std::set<int> tids;
+  for (const auto& e : t.ops) tids.insert(e["tid"].get<int>());
+  EXPECT_EQ(tids, (std::set<int>{10000, 10001, 10002}));
+  EXPECT_NE(t.thread_names.at({1, 10001}).find("overflow 1"), std::string::npos);
+}
+
+TEST(Trace, NoStartTimes) {
+  const std::string d = ni_test::temp_dir("trace_upstream");
+  ni_test::write_upstream_log(d + "/rank0.log", 0, 2, 10);
+  std::string log;
+  EXPECT_EQ(run(cli() + " trace " + d + " -o " + d + "/t.json", &log), 2);
+  EXPECT_NE(log.find("no op has a start time"), std::string::npos) << log;
+}
+
+// The real plugin inside nccl-emu, verbose (ch_times) with network events (HCAs), 2 processes x 4 GPUs.
+const std::string& real_trace() {
+  static std::string path = [] {
+    const std::string d = ni_test::temp_dir("trace_real");
+    const std::string logs = d + "/logs";
+    const std::string env = "NCCL_INSPECTOR_DUMP_DIR=" + logs +
+                            " NCCL_INSPECTOR_ENABLE_NET=1 NCCL_INSPECTOR_DUMP_VERBOSE=1 NCCL_DEBUG=WARN ";
+    const std::string emu = std::string(NCCL_EMU) + " --plugin " + INSPECTOR_SO + " --nccl 2.30 --workload " +
+                            NI_SOURCE_DIR + "/scripts/demo-job.json --world 8 --seed 7 --start-at $S ";
+    const std::string cmd = "S=$(( $(date +%s%N) + 300000000 )); " + env + emu + "--ranks 0-3 & " + env + emu +
+                            "--ranks 4-7; wait";
+    std::string log;
+    if (run("bash -c '" + cmd + "'", &log) != 0) return std::string();
+    if (run(cli() + " trace " + logs + " -o " + d + "/real.json.gz", &log) != 0) return std::string();
+    return d + "/real.json.gz";
+  }();
+  return path;
+}
+
+TEST(Trace, RealPluginSchema) {
+  const std::string& p = real_trace();
+  ASSERT_FALSE(p.empty());
+  const TraceCheck t = check_trace(p);
+  ASSERT_TRUE(t.errors.empty()) << errors_of(t);
+  EXPECT_GT(t.x_ops, 1000u);
+  EXPECT_GT(t.x_channel, t.x_ops);  // per-channel sub-tracks from ch_times
+  EXPECT_GT(t.s, 0u);
+  EXPECT_GT(t.c, 0u);               // net / HCA counters
+  EXPECT_EQ(t.process_names.size() - (t.process_names.count(0) ? 1 : 0), 8u);
+  bool channel_track = false;
+  for (const auto& [pt, name] : t.thread_names) channel_track |= name.find(" \u00b7 ch ") != std::string::npos;
+  EXPECT_TRUE(channel_track);
+}
+
+// Consumer 1: Chrome DevTools' trace engine parses it; processes, threads and slices as written.
+TEST(TraceConsumers, DevToolsTraceEngine) {
+  if (!have_node_modules()) GTEST_SKIP() << "node or tests/js/node_modules missing (npm ci --prefix tests/js)";
+  for (const std::string& p : {real_trace(), std::string()}) {
+    std::string trace = p;
+    if (trace.empty()) {  // and the fixture trace (with findings, marks, drops)
+      trace = ni_test::temp_dir("trace_te") + "/fx.json";
+      ASSERT_EQ(run(cli() + " trace " + fixture().dir + " -o " + trace), 0);
+    }
+    ASSERT_FALSE(trace.empty());
+    const TraceCheck t = check_trace(trace);
+    std::string out;
+    ASSERT_EQ(run("node " + js_script("trace_engine.mjs") + " " + js_modules() + " " + trace, &out), 0) << out;
+    const json r = json::parse(out.substr(out.find('{')));
+    std::set<int> pids_with_slices;
+    for (const auto& [pt, n] : t.x_per_track) pids_with_slices.insert(pt.first);
+    std::size_t seen = 0;
+    for (const auto& p2 : r["processes"]) {
+      const int pid = p2["pid"];
+      if (!pids_with_slices.count(pid)) continue;
+      ++seen;
+      EXPECT_EQ(p2["name"], t.process_names.at(pid));
+      for (const auto& th : p2["threads"]) {
+        const int tid = th["tid"];
+        ASSERT_TRUE(t.thread_names.count({pid, tid})) << pid << " " << tid;
+        EXPECT_EQ(th["name"], t.thread_names.at({pid, tid}));
+        if (tid >= 10000) {
+          EXPECT_EQ(th["entries"].get<std::uint64_t>(), t.x_per_track.at({pid, tid})) << pid << " " << tid;
+        }
+      }
+    }
+    EXPECT_EQ(seen, pids_with_slices.size());
+  }
+}
+
+// Consumer 2: speedscope renders it in headless Chromium (imports, no warnings about nesting).
+TEST(TraceConsumers, SpeedscopeInChromium) {
+  if (!have_node_modules() || !have_chromium()) GTEST_SKIP() << "node, chromium or tests/js/node_modules missing";
+  const std::string& trace = real_trace();
+  ASSERT_FALSE(trace.empty());
+  const std::string png = ni_test::temp_dir("trace_ss") + "/speedscope.png";
+  std::string out;
+  ASSERT_EQ(run("node " + js_script("speedscope.mjs") + " " + js_modules() + " " + trace + " " + png, &out), 0) << out;
+  const json r = json::parse(out.substr(out.find('{')));
+  EXPECT_TRUE(r["imported"].get<bool>()) << out;
+  EXPECT_NE(r["title"].get<std::string>().find("speedscope"), std::string::npos);
+  EXPECT_NE(r["title"].get<std::string>().find("real.json.gz"), std::string::npos) << out;
+  EXPECT_TRUE(r["errors"].empty()) << out;
+  EXPECT_TRUE(r["warnings"].empty()) << out;
+  EXPECT_GT(fs::file_size(png), 10000u);
+}
+
+// A 1M-op log gives a trace within the documented bound (docs/analysis.md, "Size"):
+// --max-ops 250000 by default, <= 700 bytes of JSON per op written.
+TEST(Trace, OneMillionOpsSizeBound) {
+  const std::string d = ni_test::temp_dir("trace_1m");
+  const int ranks = 8, per_rank = 125000;
+  const long long t0 = 1767225600000000000LL;
+  for (int r = 0; r < ranks; ++r) {
+    gzFile f = gzopen((d + "/h" + std::to_string(r / 4) + "-pid" + std::to_string(100 + r) + "-0.jsonl.gz").c_str(), "wb1");
+    ASSERT_NE(f, nullptr);
+    std::string buf;
+    char b[640];
+    std::snprintf(b, sizeof b,
+                  "{\"type\":\"meta\",\"wall_ns\":1,\"format\":\"nccl-inspector-log\",\"format_version\":1,"
+                  "\"plugin_version\":\"0.1.0\",\"host\":\"h%d\",\"pid\":%d,\"file_seq\":0,\"job\":{\"global_rank\":\"%d\"}}\n",
+                  r / 4, 100 + r, r);
+    buf += b;
+    for (int i = 0; i < per_rank; ++i) {
+      std::snprintf(b, sizeof b,
+                    "{\"type\":\"coll\",\"comm_id\":1,\"comm_hash\":\"0x00000000000000bb\",\"rank\":%d,\"nranks\":%d,"
+                    "\"seq\":%d,\"func\":\"AllReduce\",\"dtype\":\"bfloat16\",\"count\":524288,\"bytes\":1048576,"
+                    "\"algo\":\"RING\",\"proto\":\"SIMPLE\",\"nchannels\":8,\"nwarps\":16,\"start_wall_ns\":%lld,"
+                    "\"dur_us\":%.3f,\"timing\":\"gpu\",\"algbw_gbs\":60,\"busbw_gbs\":105,\"ch_util\":0.9,"
+                    "\"ch_balance\":0.95,\"transport\":\"network\"}\n",
+                    r, ranks, i, t0 + i * 25000LL + (r * 37 + i * 11) % 900, 14.0 + (i % 7) * 0.5);
+      buf += b;
+      if (buf.size() > (1u << 20)) {
+        ASSERT_GT(gzwrite(f, buf.data(), static_cast<unsigned>(buf.size())), 0);
+        buf.clear();
+      }
+    }
+    if (!buf.empty()) {
+      ASSERT_GT(gzwrite(f, buf.data(), static_cast<unsigned>(buf.size())), 0);
+    }
+    gzclose(f);
+  }
+  std::string log;
+  const std::string out = d + "/big.json";
+  ASSERT_EQ(run(cli() + " trace " + d + " -o " + out, &log), 0) << log;
+  const std::uint64_t size = fs::file_size(out);
+  const TraceCheck t = check_trace(out, false);
+  ASSERT_TRUE(t.errors.empty()) << errors_of(t);
+  EXPECT_EQ(t.metadata["ops_input"], 1000000);
+  EXPECT_LE(t.x_ops, 250000u);
+  EXPECT_GE(t.x_ops, 200000u);
+  EXPECT_LE(size, t.x_ops * 700 + (1u << 20)) << size << " bytes for " << t.x_ops << " ops";
+  std::printf("1M-op log: %llu ops written (sample every %d), %llu events, %llu bytes (%.0f B/op, %.0f B/event)\n",
+              static_cast<unsigned long long>(t.x_ops), t.metadata["sample_every"].get<int>(),
+              static_cast<unsigned long long>(t.events), static_cast<unsigned long long>(size),
+              static_cast<double>(size) / static_cast<double>(t.x_ops), static_cast<double>(size) / static_cast<double>(t.events));
+  fs::remove_all(d);
+}
+
+}  // namespace
+
+namespace {
+
+json report_data(const std::string& html) {
+  const std::string open = "<script type=\"application/json\" id=\"ni-data\">";
+  const auto a = html.find(open);
+  if (a == std::string::npos) return json();
+  const auto b = html.find("</script>", a);
+  return json::parse(html.substr(a + open.size(), b - a - open.size()), nullptr, false);
+}
+
+// `report`: one self-contained page; the data block lists every chart; a baseline adds dashed curves.
+TEST(Report, SelfContainedWithBaseline) {
+  const Fixture& fx = fixture();
+  const std::string d = ni_test::temp_dir("report_fx");
+  ni_test::JobSpec slow = fx.spec;
+  slow.slowdown = 1.3;
+  const std::string base = ni_test::temp_dir("report_fx_base");
+  ni_test::write_job(base, slow);
+  std::string log;
+  ASSERT_EQ(run(cli() + " report " + fx.dir + " -o " + d + "/r.html --baseline " + base, &log), 0) << log;
+  const std::string html = ni_test::read_text(d + "/r.html");
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  for (const char* bad : {"<link", "src=\"http", "href=\"http", "@import", "url(http", "fetch(", "XMLHttpRequest"})
+    EXPECT_EQ(html.find(bad), std::string::npos) << bad;
+  EXPECT_NE(html.find("Content-Security-Policy"), std::string::npos);
+  const json data = report_data(html);
+  ASSERT_TRUE(data.is_object());
+  std::set<std::string> ids;
+  std::size_t plots = 0, dashed = 0;
+  for (const auto& s : data["sections"]) {
+    ids.insert(s["id"].get<std::string>());
+    plots += s["plots"].size();
+    for (const auto& p : s["plots"])
+      if (p.contains("series"))
+        for (const auto& se : p["series"]) dashed += se.value("dash", false);
+  }
+  EXPECT_EQ(ids, (std::set<std::string>{"health", "busbw", "size", "latency", "time", "stragglers", "channels", "occupancy"}));
+  // busbw box, 2 size charts, 3 comms over time, heatmap, channel busy, balance, HCA, occupancy, gaps
+  EXPECT_EQ(plots, 12u);
+  EXPECT_EQ(data["expected_plots"], plots);
+  EXPECT_GE(dashed, 2u);  // baseline curves for AllReduce and AllGather
+  // the late rank shows as a flagged row
+  EXPECT_NE(html.find("\"LATE\""), std::string::npos);
+  EXPECT_LT(html.size(), 400000u);
+}
+
+// The page in headless Chromium, network blocked: no requests, no console errors, every chart drawn.
+TEST(ReportConsumers, ChromiumOfflineRender) {
+  if (!have_node_modules() || !have_chromium()) GTEST_SKIP() << "node, chromium or tests/js/node_modules missing";
+  for (const bool real : {false, true}) {
+    const std::string d = ni_test::temp_dir(real ? "report_real" : "report_cr");
+    std::string input = fixture().dir;
+    if (real) {
+      ASSERT_FALSE(real_trace().empty());
+      input = fs::path(real_trace()).parent_path().string() + "/logs";
+    }
+    std::string out;
+    ASSERT_EQ(run(cli() + " report " + input + " -o " + d + "/r.html", &out), 0) << out;
+    ASSERT_EQ(run("node " + js_script("report_page.mjs") + " " + js_modules() + " " + d + "/r.html " + d + "/r.png", &out), 0) << out;
+    const json r = json::parse(out.substr(out.find('{')));
+    EXPECT_TRUE(r["requests"].empty()) << out;
+    EXPECT_TRUE(r["errors"].empty()) << out;
+    EXPECT_GE(r["expected"].get<int>(), real ? 14 : 12) << out;
+    EXPECT_EQ(r["rendered"], r["expected"]) << out;
+    std::size_t with_data = 0;
+    for (const auto& p : r["plots"]) with_data += p["marks"].get<int>() > 0 && p["svg"].get<int>() == 1;
+    EXPECT_EQ(with_data, r["expected"].get<std::size_t>()) << out;
+    EXPECT_GE(r["tables"].get<int>(), 5);
+    EXPECT_GT(fs::file_size(d + "/r.png"), 50000u);
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// One process driving 8 GPUs (two "tp" comms of 4 local ranks, four "dp" comms of 2): 8 distinct processes in
+// the trace, each GPU's tp and dp tracks together (the k-th tp/dp comm record of the process is GPU k).
+TEST(Trace, MultiGpuProcess) {
+  const std::string d = ni_test::temp_dir("trace_multi");
+  std::string log;
+  ASSERT_EQ(run("NCCL_INSPECTOR_DUMP_DIR=" + d + "/logs " + NCCL_EMU + " --plugin " + INSPECTOR_SO +
+                " --nccl 2.30 --iters 12 --quiet", &log), 0) << log;
+  ASSERT_EQ(run(cli() + " trace " + d + "/logs -o " + d + "/t.json", &log), 0) << log;
+  const TraceCheck t = check_trace(d + "/t.json");
+  ASSERT_TRUE(t.errors.empty()) << errors_of(t);
+  std::set<std::string> names;
+  for (const auto& [pid, name] : t.process_names)
+    if (pid > 0) names.insert(name);
+  EXPECT_EQ(names.size(), 8u);
+  for (const auto& n : names) EXPECT_NE(n.find(" GPU "), std::string::npos) << n;
+  // every GPU has exactly one tp and one dp track (+ markers)
+  std::map<int, std::set<std::string>> comms_per_pid;
+  for (const auto& [pt, name] : t.thread_names)
+    if (pt.first > 0 && pt.second >= 10000 && pt.second % 10000 == 0) comms_per_pid[pt.first].insert(name.substr(0, 2));
+  ASSERT_EQ(comms_per_pid.size(), 8u);
+  for (const auto& [pid, c] : comms_per_pid) EXPECT_EQ(c, (std::set<std::string>{"dp", "tp"})) << pid;
+}
+
+}  // namespace
