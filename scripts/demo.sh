@@ -14,7 +14,7 @@ NCCL_VERSION=${1:-2.30}
 BUILD=${BUILD:-build/demo}
 OUT=out/demo
 
-scripts/setup-deps.sh
+scripts/setup-deps.sh --build
 echo "== building (Release) in $BUILD"
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DNCCL_INSPECTOR_TESTS=OFF -DNCCL_INSPECTOR_BENCHMARKS=OFF >/dev/null
 cmake --build "$BUILD" -j"$(nproc)" --target nccl-profiler-inspector nccl-emu nccl-inspector >/dev/null

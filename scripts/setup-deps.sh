@@ -1,15 +1,32 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages the build, the tests and the demo need.
-# Idempotent; quiet when everything is already there.
+# Installs the Debian 12 packages the project needs. Idempotent; quiet when
+# everything is already there.
+#   scripts/setup-deps.sh          everything the tests use (sanitizers, fuzzers, real consumers:
+#                                  promtool, node_exporter, Node, Chromium, pandas)
+#   scripts/setup-deps.sh --build  only what building and running the demo needs
 set -euo pipefail
-pkgs=(cmake g++ make pkg-config zlib1g-dev libdeflate-dev nlohmann-json3-dev libsimdjson-dev
-      libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev valgrind binutils clang libclang-rt-14-dev python3 python3-pandas)
+cd "$(dirname "$0")/.."
+pkgs=(cmake g++ make pkg-config zlib1g-dev libdeflate-dev nlohmann-json3-dev libsimdjson-dev libcli11-dev
+      libgtest-dev libgmock-dev libbenchmark-dev binutils)
+if [ "${1:-}" != "--build" ]; then
+  pkgs+=(valgrind clang libclang-rt-14-dev python3 python3-pandas python3-yaml prometheus prometheus-node-exporter
+         nodejs chromium shellcheck jq dpkg-dev)
+fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 if [ ${#missing[@]} -gt 0 ]; then
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+[ "${1:-}" = "--build" ] && exit 0
+# Some Node.js builds bundle npm; Debian's nodejs does not.
+if ! command -v npm >/dev/null; then
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends npm
+fi
+# Pinned npm packages for the trace/report consumer tests (git-ignored node_modules).
+if [ -f tests/js/package-lock.json ] && [ ! -d tests/js/node_modules/@paulirish ]; then
+  npm ci --prefix tests/js --no-audit --no-fund --loglevel=error
 fi
