@@ -240,6 +240,10 @@ Result start_v3(void* ctx, void** h, EventDescrV3* d) noexcept {
 // args (adapters pass uninitialised locals), so only the states that define
 // an argument read it.
 Result record_v4(void* h, EventState state, StateArgsV4* args) noexcept {
+  if (state == kKernelChStop && args != nullptr) [[likely]] {  // the most frequent state
+    core::record_kernel_ch_stop(h, args->kernelCh.pTimer);
+    return kSuccess;
+  }
   core::StateArgs a;
   if (args != nullptr) {
     switch (state) {
@@ -330,6 +334,10 @@ Result start_v5(void* ctx, void** h, EventDescrV5* d) noexcept {
   if (h == nullptr) return kSuccess;
   *h = nullptr;
   if (d == nullptr) return kSuccess;
+  if (d->type == kKernelCh) [[likely]] {  // the most frequent event by far
+    *h = core::start_kernel_ch(ctx, d->parentObj, d->kernelCh.channelId, d->kernelCh.pTimer, true);
+    return kSuccess;
+  }
   *h = start_v5_common(ctx, d, d->type);
   return kSuccess;
 }
@@ -340,6 +348,10 @@ Result start_v6(void* ctx, void** h, EventDescrV6* d) noexcept {
   if (h == nullptr) return kSuccess;
   *h = nullptr;
   if (d == nullptr) return kSuccess;
+  if (d->type == kKernelCh) [[likely]] {  // the most frequent event by far
+    *h = core::start_kernel_ch(ctx, d->parentObj, d->kernelCh.channelId, d->kernelCh.pTimer, true);
+    return kSuccess;
+  }
   switch (d->type) {
     case kCeColl: {
       core::CeStart s;

@@ -106,6 +106,8 @@ void* start_unknown(void* ctx) noexcept;
 
 void stop(void* handle) noexcept;
 void record_state(void* handle, int state, const StateArgs& a) noexcept;
+// record_state(handle, KernelChStop, {pTimer}): the hot case, without the args struct.
+void record_kernel_ch_stop(void* handle, uint64_t ptimer) noexcept;
 
 }  // namespace ni::core
 

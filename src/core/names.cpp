@@ -1,5 +1,6 @@
 #include "names.h"
 
+#include <atomic>
 #include <cstring>
 
 namespace ni {
@@ -60,7 +61,40 @@ uint32_t dtype_size(DType d) noexcept {
 
 // NCCL passes static literals; a switch on the first characters then one
 // strcmp keeps this to a handful of instructions.
-Func func_from_nccl(const char* s) noexcept {
+namespace {
+
+// NCCL passes static string literals, so the same pointer always means the
+// same name: a tiny direct-mapped cache of (pointer -> code) skips the string
+// compares on the hot path. Entries are one relaxed 64-bit word each
+// ((pointer << 8) | code); a racing update only costs a later miss.
+template <typename E, E (*Parse)(const char*) noexcept>
+E cached(const char* s) noexcept {
+  static std::atomic<uint64_t> cache[4];  // zero-initialised: empty
+  const auto p = reinterpret_cast<uintptr_t>(s);
+  if ((p >> 55) != 0) return Parse(s);  // not a user-space pointer we can pack
+  std::atomic<uint64_t>& slot = cache[(p >> 3) & 3];
+  const uint64_t v = slot.load(std::memory_order_relaxed);  // no data hangs off it
+  if (v != 0 && (v >> 8) == p) return static_cast<E>(v & 0xff);
+  const E e = Parse(s);
+  slot.store((static_cast<uint64_t>(p) << 8) | static_cast<uint8_t>(e), std::memory_order_relaxed);  // as above
+  return e;
+}
+
+Func func_from_nccl_uncached(const char* s) noexcept;
+DType dtype_from_nccl_uncached(const char* s) noexcept;
+Algo algo_from_nccl_uncached(const char* s) noexcept;
+Proto proto_from_nccl_uncached(const char* s) noexcept;
+
+}  // namespace
+
+Func func_from_nccl(const char* s) noexcept { return s ? cached<Func, func_from_nccl_uncached>(s) : Func::kUnknown; }
+DType dtype_from_nccl(const char* s) noexcept { return s ? cached<DType, dtype_from_nccl_uncached>(s) : DType::kUnknown; }
+Algo algo_from_nccl(const char* s) noexcept { return s ? cached<Algo, algo_from_nccl_uncached>(s) : Algo::kUnknown; }
+Proto proto_from_nccl(const char* s) noexcept { return s ? cached<Proto, proto_from_nccl_uncached>(s) : Proto::kUnknown; }
+
+namespace {
+
+Func func_from_nccl_uncached(const char* s) noexcept {
   if (s == nullptr) return Func::kUnknown;
   switch (s[0]) {
     case 'A':
@@ -97,7 +131,7 @@ Func func_from_nccl(const char* s) noexcept {
   return Func::kUnknown;
 }
 
-DType dtype_from_nccl(const char* s) noexcept {
+DType dtype_from_nccl_uncached(const char* s) noexcept {
   if (s == nullptr || std::strncmp(s, "nccl", 4) != 0) return DType::kUnknown;
   const char* t = s + 4;
   switch (t[0]) {
@@ -126,7 +160,7 @@ DType dtype_from_nccl(const char* s) noexcept {
   return DType::kUnknown;
 }
 
-Algo algo_from_nccl(const char* s) noexcept {
+Algo algo_from_nccl_uncached(const char* s) noexcept {
   if (s == nullptr) return Algo::kUnknown;
   if (eq(s, "RING")) return Algo::kRing;
   if (eq(s, "TREE")) return Algo::kTree;
@@ -138,13 +172,15 @@ Algo algo_from_nccl(const char* s) noexcept {
   return Algo::kUnknown;
 }
 
-Proto proto_from_nccl(const char* s) noexcept {
+Proto proto_from_nccl_uncached(const char* s) noexcept {
   if (s == nullptr) return Proto::kUnknown;
   if (eq(s, "SIMPLE")) return Proto::kSimple;
   if (eq(s, "LL128")) return Proto::kLL128;
   if (eq(s, "LL")) return Proto::kLL;
   return Proto::kUnknown;
 }
+
+}  // namespace
 
 Func func_from_code(uint8_t c) noexcept {
   switch (c) {

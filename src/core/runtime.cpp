@@ -168,10 +168,11 @@ SpscRing<OpRecord>* ring_of(Runtime* rt, ThreadRing* tr) noexcept {
 }
 }  // namespace
 
-OpRecord* publish_begin() noexcept {
+OpRecord* publish_begin(ThreadRing** out) noexcept {
   Runtime* rt = runtime();
   if (rt == nullptr) return nullptr;
   ThreadRing* tr = this_thread();
+  *out = tr;
   if (tr == &g_dummy_ring) return nullptr;
   bump(tr->counters.ops_completed);
   SpscRing<OpRecord>* ring = ring_of(rt, tr);
@@ -180,9 +181,8 @@ OpRecord* publish_begin() noexcept {
   return slot;
 }
 
-void publish_commit() noexcept {
+void publish_commit(ThreadRing* tr) noexcept {
   Runtime* rt = runtime();
-  ThreadRing* tr = this_thread();
   SpscRing<OpRecord>* ring = tr->ring.load(std::memory_order_relaxed);  // our own store
   ring->commit();
   const size_t fill = ring->size();
@@ -195,10 +195,11 @@ void publish_commit() noexcept {
 }
 
 void publish(const OpRecord& r) noexcept {
-  OpRecord* slot = publish_begin();
+  ThreadRing* tr = nullptr;
+  OpRecord* slot = publish_begin(&tr);
   if (slot == nullptr) return;
   *slot = r;
-  publish_commit();
+  publish_commit(tr);
 }
 
 // ===================================================================== init
@@ -511,7 +512,8 @@ int mark(const char* label) noexcept {
   Runtime* rt = runtime();
   // Relaxed: a hint; a mark racing with the last finalize is simply dropped.
   if (rt == nullptr || !rt->cfg.enable || rt->live.load(std::memory_order_relaxed) == 0) return -1;
-  OpRecord* r = publish_begin();
+  ThreadRing* tr = nullptr;
+  OpRecord* r = publish_begin(&tr);
   if (r == nullptr) return 1;
   std::memset(static_cast<void*>(r), 0, offsetof(OpRecord, channels));
   r->kind = static_cast<uint8_t>(kMarkKind);
@@ -530,7 +532,7 @@ int mark(const char* label) noexcept {
     }
   }
   dst[n] = '\0';
-  publish_commit();
+  publish_commit(tr);
   return 0;
 }
 

@@ -107,8 +107,9 @@ bool complete(Context& c, uint32_t slot, uint32_t gen, OpSlot& s, bool reclaimed
   uint64_t expected = static_cast<uint64_t>(gen) << 1;
   if (!s.claim.compare_exchange_strong(expected, expected | 1, std::memory_order_acq_rel, std::memory_order_relaxed))
     return false;
-  if (reclaimed) bump(this_thread()->counters.reclaimed);
-  OpRecord* out = publish_begin();
+  ThreadRing* tr = nullptr;
+  OpRecord* out = publish_begin(&tr);
+  if (reclaimed && tr != nullptr) bump(tr->counters.reclaimed);
   if (out == nullptr) {  // ring full: the drop is counted; the op is released
     free_op(c, slot, s);
     return true;
@@ -222,7 +223,7 @@ bool complete(Context& c, uint32_t slot, uint32_t gen, OpSlot& s, bool reclaimed
     if (ce != 0) r.net_send_bytes = ce;  // CE batches' total bytes moved
   }
   free_op(c, slot, s);
-  publish_commit();
+  publish_commit(tr);
   return true;
 }
 
@@ -749,6 +750,20 @@ void stop(void* handle) noexcept {
     release(*c, v, *s);
     return;
   }
+  if (tag_of(v) == Tag::kMarker) return;  // API / Group events: nothing to do
+  if (tag_of(v) == Tag::kOp) {
+    Context* c = nullptr;
+    OpSlot* s = op_of(rt, v, &c);
+    if (s == nullptr) return;
+    // acq_rel exchange: the first stop wins; pairs with other stoppers.
+    if (s->coll_stopped.exchange(1, std::memory_order_acq_rel) != 0) [[unlikely]] {
+      bump(counters().fault_double_stop);
+      return;
+    }
+    s->stop_ticks.store(clk::read_ticks(), std::memory_order_relaxed);
+    release(*c, v, *s);
+    return;
+  }
   stop_slow(rt, handle);
 }
 
@@ -825,6 +840,23 @@ void stop_slow(Runtime* rt, void* handle) noexcept {
   }
 }
 }  // namespace
+
+void record_kernel_ch_stop(void* handle, uint64_t ptimer) noexcept {
+  Runtime* rt = runtime();
+  if (rt == nullptr) [[unlikely]] return;
+  const uint64_t v = hv(handle);
+  if (tag_of(v) != Tag::kKernelCh) [[unlikely]] {
+    StateArgs a;
+    a.ptimer = ptimer;
+    a.has_ptimer = true;
+    record_state(handle, nccl_abi::kKernelChStop, a);
+    return;
+  }
+  OpSlot* s = op_of(rt, v);
+  if (s == nullptr) return;
+  // Published to the completer by the stop's acq_rel fetch_or.
+  s->ch_stop[extra_of(v)].store(ptimer, std::memory_order_relaxed);
+}
 
 void record_state(void* handle, int state, const StateArgs& a) noexcept {
   Runtime* rt = runtime();

@@ -334,8 +334,8 @@ ThreadRing* this_thread() noexcept;
 void publish(const OpRecord& r) noexcept;
 // In-place variant: a slot of this thread's ring to fill (nullptr when full,
 // drop already counted), then publish_commit().
-OpRecord* publish_begin() noexcept;
-void publish_commit() noexcept;
+OpRecord* publish_begin(ThreadRing** tr) noexcept;
+void publish_commit(ThreadRing* tr) noexcept;
 
 // ------------------------------------------------------------------ runtime
 
