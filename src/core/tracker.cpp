@@ -392,34 +392,51 @@ void account_step_state(OpSlot& s, int state, uint64_t dt) noexcept {
 
 // ======================================================= op starts (app side)
 
+namespace {
+// The part every op start shares: admission (size filter, sampling, pool),
+// slot reset and the common header fields. Returns nullptr when the op is not
+// recorded, with *h set to what NCCL gets back.
+OpSlot* begin_op(Runtime* rt, Context* c, OpKind kind, int rank, void* parent, Func func, DType dtype,
+                 uint64_t count, int32_t remaining, uint32_t* slot_out, void** h) noexcept {
+  const uint32_t esize = dtype_size(dtype);
+  const uint64_t bytes = static_cast<uint64_t>(esize) * count;
+  const uint32_t slot = admit(rt, c, bytes, esize != 0, h);
+  if (slot == UINT32_MAX) return nullptr;
+  OpSlot& s = c->ops.at(slot);
+  reset_slot(*c, s, kind, rank, remaining);
+  OpRecord& r = s.rec;
+  r.count = count;
+  r.bytes = bytes;
+  r.func = static_cast<uint8_t>(func);
+  r.dtype = static_cast<uint8_t>(dtype);
+  r.algo = static_cast<uint8_t>(Algo::kUnknown);
+  r.proto = static_cast<uint8_t>(Proto::kUnknown);
+  if (parent_graph_captured(parent)) r.flags |= kFlagGraphCaptured;
+  *slot_out = slot;
+  return &s;
+}
+}  // namespace
+
 void* start_coll(void* ctx, void* parent, int rank, const CollStart& d) noexcept {
   Runtime* rt = runtime();
   if (rt == nullptr) return nullptr;
   Context* c = context_from_arg(rt, ctx);
   if (c == nullptr) return nullptr;
   if (d.comm_hash != 0) learn_identity(*c, d.comm_hash, rank);
-  const uint32_t esize = dtype_size(d.dtype);
-  const uint64_t bytes = static_cast<uint64_t>(esize) * d.count;
   void* h = nullptr;
-  uint32_t slot = admit(rt, c, bytes, esize != 0, &h);
-  if (slot == UINT32_MAX) return h;
-  OpSlot& s = c->ops.at(slot);
-  s.expect_kernel_ch = c->kernel_ch;
-  s.channels_exact = d.channels_exact && d.n_channels > 0;
-  reset_slot(*c, s, OpKind::kColl, rank, initial_remaining(*c, d.channels_exact, d.n_channels));
-  OpRecord& r = s.rec;
+  uint32_t slot = 0;
+  OpSlot* s = begin_op(rt, c, OpKind::kColl, rank, parent, d.func, d.dtype, d.count,
+                       initial_remaining(*c, d.channels_exact, d.n_channels), &slot, &h);
+  if (s == nullptr) return h;
+  s->channels_exact = d.channels_exact && d.n_channels > 0;
+  OpRecord& r = s->rec;
   r.seq = d.seq;
-  r.count = d.count;
-  r.bytes = bytes;
-  r.func = static_cast<uint8_t>(d.func);
-  r.dtype = static_cast<uint8_t>(d.dtype);
   r.algo = static_cast<uint8_t>(d.algo);
   r.proto = static_cast<uint8_t>(d.proto);
   r.n_channels = d.n_channels;
   r.n_warps = d.n_warps;
   if (d.func == Func::kBroadcast || d.func == Func::kReduce) r.peer = d.root;
   if (d.func == Func::kAllGather || d.func == Func::kBroadcast) r.flags |= kFlagCountIsBytes;
-  if (parent_graph_captured(parent)) r.flags |= kFlagGraphCaptured;
   return op_handle(*c, slot);
 }
 
@@ -430,34 +447,22 @@ void* start_p2p(void* ctx, void* parent, int rank, const P2pStart& d) noexcept {
   if (c == nullptr) return nullptr;
   if (!rt->cfg.enable_p2p) return filtered_handle();
   if (d.comm_hash != 0) learn_identity(*c, d.comm_hash, rank);
-  const uint32_t esize = dtype_size(d.dtype);
-  const uint64_t bytes = static_cast<uint64_t>(esize) * d.count;
   void* h = nullptr;
-  uint32_t slot = admit(rt, c, bytes, esize != 0, &h);
-  if (slot == UINT32_MAX) return h;
-  OpSlot& s = c->ops.at(slot);
-  s.expect_kernel_ch = c->kernel_ch;
-  s.channels_exact = d.channels_exact && d.n_channels > 0;
-  reset_slot(*c, s, OpKind::kP2p, rank, initial_remaining(*c, d.channels_exact, d.n_channels));
-  OpRecord& r = s.rec;
+  uint32_t slot = 0;
+  OpSlot* s = begin_op(rt, c, OpKind::kP2p, rank, parent, d.func, d.dtype, d.count,
+                       initial_remaining(*c, d.channels_exact, d.n_channels), &slot, &h);
+  if (s == nullptr) return h;
+  s->channels_exact = d.channels_exact && d.n_channels > 0;
+  OpRecord& r = s->rec;
   // Own sequence: the k-th send to a peer matches the peer's k-th recv from us.
-  uint64_t seq = 0;
   if (c->p2p_seq_n != 0 && d.peer >= 0) {
     uint32_t idx = static_cast<uint32_t>(d.peer) % c->p2p_seq_n + (d.func == Func::kRecv ? c->p2p_seq_n : 0);
     // Relaxed: a counter; ops to one peer are issued in program order by NCCL.
-    seq = c->p2p_seq[idx].fetch_add(1, std::memory_order_relaxed);
+    r.seq = c->p2p_seq[idx].fetch_add(1, std::memory_order_relaxed);
   }
-  r.seq = seq;
-  r.count = d.count;
-  r.bytes = bytes;
-  r.func = static_cast<uint8_t>(d.func);
-  r.dtype = static_cast<uint8_t>(d.dtype);
-  r.algo = static_cast<uint8_t>(Algo::kUnknown);
-  r.proto = static_cast<uint8_t>(Proto::kUnknown);
   r.n_channels = d.n_channels;
   r.peer = d.peer;
   r.flags |= kFlagSeqOwn;
-  if (parent_graph_captured(parent)) r.flags |= kFlagGraphCaptured;
   return op_handle(*c, slot);
 }
 
@@ -467,27 +472,16 @@ void* start_ce_coll(void* ctx, void* parent, int rank, const CeStart& d) noexcep
   Context* c = context_from_arg(rt, ctx);
   if (c == nullptr) return nullptr;
   if (!rt->cfg.enable_ce) return filtered_handle();
-  const uint32_t esize = dtype_size(d.dtype);
-  const uint64_t bytes = static_cast<uint64_t>(esize) * d.count;
   void* h = nullptr;
-  uint32_t slot = admit(rt, c, bytes, esize != 0, &h);
-  if (slot == UINT32_MAX) return h;
-  OpSlot& s = c->ops.at(slot);
-  s.expect_kernel_ch = false;
-  s.channels_exact = false;
-  reset_slot(*c, s, OpKind::kCe, rank, 1);
-  OpRecord& r = s.rec;
+  uint32_t slot = 0;
+  OpSlot* s = begin_op(rt, c, OpKind::kCe, rank, parent, d.func, d.dtype, d.count, 1, &slot, &h);
+  if (s == nullptr) return h;
+  s->channels_exact = false;
+  OpRecord& r = s->rec;
   r.seq = d.seq;
-  r.count = d.count;
-  r.bytes = bytes;
-  r.func = static_cast<uint8_t>(d.func);
-  r.dtype = static_cast<uint8_t>(d.dtype);
-  r.algo = static_cast<uint8_t>(Algo::kUnknown);
-  r.proto = static_cast<uint8_t>(Proto::kUnknown);
   if (d.func == Func::kBroadcast || d.func == Func::kReduce || d.func == Func::kGather ||
       d.func == Func::kScatter)
     r.peer = d.root;
-  if (parent_graph_captured(parent)) r.flags |= kFlagGraphCaptured;
   return op_handle(*c, slot);
 }
 

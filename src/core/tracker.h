@@ -119,7 +119,6 @@ struct OpSlot {
   std::atomic<uint64_t> ce_bytes{0};
   HcaSlot hca[kRecordHcas];
   std::atomic<uint64_t> start_ticks{0};
-  bool expect_kernel_ch = false;
   bool channels_exact = false;
   OpRecord rec;  // header fields filled at start
 };
