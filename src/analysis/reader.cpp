@@ -133,6 +133,57 @@ constexpr std::array<std::uint8_t, 256> make_classes() {
 }
 constexpr std::array<std::uint8_t, 256> kClass = make_classes();
 
+// Tiny direct-mapped cache from a short string value to what a parse function
+// returns for it (func, algo, proto, ... repeat on every line): one 16-byte compare
+// instead of a chain of string compares. Only for strings inside a padded line
+// buffer (16 bytes readable from any position).
+template <class T>
+class ValueCache {
+ public:
+  template <class Parse>
+  T get(std::string_view s, Parse parse) {
+    if (s.empty() || s.size() > 16) return parse(s);
+    const std::size_t n = s.size();
+    Entry& x = e_[(n * 7 + static_cast<unsigned char>(s[0]) + static_cast<unsigned char>(s[n - 1]) * 3) % kSize];
+    if (x.len == n) {
+#if defined(__SSE2__)
+      const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data()));
+      const __m128i b = _mm_load_si128(reinterpret_cast<const __m128i*>(x.text));
+      const unsigned eq = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(a, b)));
+      const unsigned mask = n == 16 ? 0xffffu : (1u << n) - 1;
+      if ((eq & mask) == mask) return x.val;
+#else
+      if (std::memcmp(x.text, s.data(), n) == 0) return x.val;
+#endif
+    }
+    std::memset(x.text, 0, sizeof x.text);
+    std::memcpy(x.text, s.data(), n);
+    x.len = static_cast<std::uint8_t>(n);
+    x.val = parse(s);
+    return x.val;
+  }
+
+ private:
+  static constexpr std::size_t kSize = 16;
+  struct Entry {
+    alignas(16) char text[16];
+    std::uint8_t len = 255;
+    T val{};
+  };
+  std::array<Entry, kSize> e_{};
+};
+
+// Record kinds by their "type" string (kOp* are the op records).
+enum class RecType : std::uint8_t { kOpColl, kOpP2p, kOpCe, kOther };
+RecType rec_type(std::string_view t) {
+  return t == sc::kTypeColl ? RecType::kOpColl
+         : t == sc::kTypeP2p ? RecType::kOpP2p
+         : t == sc::kTypeCe  ? RecType::kOpCe
+                             : RecType::kOther;
+}
+std::uint8_t transport_code(std::string_view t) { return t == "network" ? 2 : t == "intra_node" ? 1 : 0; }
+Timing timing_of(std::string_view t) { return t.empty() ? Timing::kUnknown : parse_timing(t); }
+
 class FileReader {
  public:
   FileReader(FileInfo& info, std::uint32_t idx, Sink& sink, bool validate,
@@ -333,10 +384,32 @@ class FileReader {
     std::string_view raw;  // string contents (no quotes), number token, or the whole nested value
   };
   // Plain decimal integer (no sign for u64); false for anything else.
+  // t lies in a line buffer (8 bytes readable from any position). Eight digits at a
+  // time (SWAR): a 19-digit wall_ns costs three steps instead of 19 dependent
+  // multiply-adds. At most 19 digits: no overflow.
   static bool dec_u64(std::string_view t, std::uint64_t& out) {
     if (t.empty() || t.size() > 19) return false;
+    const char* p = t.data();
+    const std::size_t n = t.size();
     std::uint64_t v = 0;
-    for (char c : t) {
+    std::size_t i = 0;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    for (; i + 8 <= n; i += 8) {
+      std::uint64_t x;
+      std::memcpy(&x, p + i, 8);
+      // Every byte in '0'..'9': high nibble 3, and still 3 after adding 6.
+      if (((x & 0xF0F0F0F0F0F0F0F0ULL) | (((x + 0x0606060606060606ULL) & 0xF0F0F0F0F0F0F0F0ULL) >> 4)) !=
+          0x3333333333333333ULL)
+        return false;
+      x -= 0x3030303030303030ULL;  // first digit in the lowest byte (little-endian)
+      x = (x * 10 + (x >> 8)) & 0x00FF00FF00FF00FFULL;     // 2-digit lanes
+      x = (x * 100 + (x >> 16)) & 0x0000FFFF0000FFFFULL;   // 4-digit lanes
+      x = (x * 10000 + (x >> 32)) & 0x00000000FFFFFFFFULL;  // 8 digits
+      v = v * 100000000 + x;
+    }
+#endif
+    for (; i < n; ++i) {
+      const char c = p[i];
       if (c < '0' || c > '9') return false;
       v = v * 10 + static_cast<std::uint64_t>(c - '0');
     }
@@ -386,8 +459,39 @@ class FileReader {
     }
     return false;
   }
+  // Decimal "[-]digits[.digits]" with at most 15 digits: the integer of its digits
+  // and 10^(fraction digits) are exact doubles, so one IEEE division gives the
+  // correctly rounded value, the same as from_chars. false: use from_chars.
+  static bool fast_f64(std::string_view t, double& out) {
+    static constexpr double kPow10[] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                        1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+    const char* p = t.data();
+    const char* e = p + t.size();
+    const bool neg = p < e && *p == '-';
+    p += neg;
+    std::uint64_t w = 0;
+    int digits = 0, frac = -1;  // frac: digits after the '.', -1 before one
+    for (; p < e; ++p) {
+      const char c = *p;
+      if (c >= '0' && c <= '9') {
+        w = w * 10 + static_cast<std::uint64_t>(c - '0');
+        ++digits;
+        frac += frac >= 0;
+      } else if (c == '.' && frac < 0 && digits > 0) {
+        frac = 0;
+      } else {
+        return false;
+      }
+    }
+    if (digits == 0 || digits > 15 || frac == 0) return false;
+    double d = static_cast<double>(w);
+    if (frac > 0) d /= kPow10[frac];
+    out = neg ? -d : d;
+    return true;
+  }
   static bool get_f64(const FastVal& v, double& out) {
     if (v.kind != 'n') return false;
+    if (fast_f64(v.raw, out)) return true;
     double d;
     auto r = std::from_chars(v.raw.data(), v.raw.data() + v.raw.size(), d);
     if (r.ec != std::errc() || r.ptr != v.raw.data() + v.raw.size()) return false;
@@ -519,7 +623,14 @@ class FileReader {
       if (p >= e || *p != '"') return false;
       ++p;
       std::string_view key;
-      if (!scan_string(p, e, key)) return false;
+      F id;
+      // The writer repeats its key order: try the key seen at this position last
+      // time before scanning for the closing quote. The guess needs no result of a
+      // compare to continue (the branch predictor runs ahead), a scan does.
+      if (!match_cached_key(pos, p, e, key, id)) {
+        if (!scan_string(p, e, key)) return false;
+        id = cached_field_id(pos, key);
+      }
       p = skip_ws(p, e);
       if (p >= e || *p != ':') return false;
       p = skip_ws(p + 1, e);
@@ -561,7 +672,7 @@ class FileReader {
           v.raw = std::string_view(vb, static_cast<std::size_t>(p - vb));
           break;
       }
-      handle_field(cached_field_id(pos, key), v);
+      handle_field(id, v);
       p = skip_ws(p, e);
       if (p >= e) return false;
       if (*p == '}') return skip_ws(p + 1, e) == e;
@@ -635,7 +746,9 @@ class FileReader {
     bool ok = false;
     if (!validate_) {
       if (parse_fast(p, len)) {
+        padded_ = true;
         dispatch();
+        padded_ = false;
         return;
       }
       L_ = Line{};  // undo the partial fast parse; simdjson decides
@@ -699,6 +812,29 @@ class FileReader {
     std::uint8_t len = 255;
     F id = F::kNone;
   };
+  // True (key, id set, p past the closing quote) when the text at p is the key cached
+  // at this position followed by '"'. Same result as scan_string + cached_field_id:
+  // the cached key holds no '"' or '\\', so its closing quote is the first one.
+  bool match_cached_key(std::size_t pos, const char*& p, const char* e, std::string_view& key, F& id) const {
+    if (pos >= kKeySlots) return false;
+    const KeySlot& slot = keys_[pos];
+    const std::size_t n = slot.len;  // 255 while the slot is empty
+    if (n > 16 || static_cast<std::size_t>(e - p) <= n || p[n] != '"') return false;
+#if defined(__SSE2__)
+    // p lies inside the line buffer: 16 bytes are readable (padding).
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const __m128i b = _mm_load_si128(reinterpret_cast<const __m128i*>(slot.key));
+    const unsigned eq = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(a, b)));
+    const unsigned mask = n == 16 ? 0xffffu : (1u << n) - 1;
+    if ((eq & mask) != mask) return false;
+#else
+    if (std::memcmp(slot.key, p, n) != 0) return false;
+#endif
+    key = std::string_view(p, n);
+    id = slot.id;
+    p += n + 1;
+    return true;
+  }
   F cached_field_id(std::size_t pos, std::string_view k) {
     if (pos < kKeySlots && k.size() <= 16) {
       KeySlot& slot = keys_[pos];
@@ -952,8 +1088,9 @@ class FileReader {
       return;
     }
     const std::string_view t = L.type;
-    if (t == sc::kTypeColl || t == sc::kTypeP2p || t == sc::kTypeCe) {
-      on_op();
+    const RecType rt = padded_ ? type_cache_.get(t, rec_type) : rec_type(t);
+    if (rt != RecType::kOther) {
+      on_op(rt);
     } else if (t == sc::kTypeMeta) {
       if (info_.lines == 1) info_.meta_first = true;
       else problem("meta record not on the first line");
@@ -1013,7 +1150,13 @@ class FileReader {
     }
   }
 
-  void on_op() {
+  // A string field's parsed value; cached when the strings lie in the padded line buffer.
+  template <class T, class Parse>
+  T cached(ValueCache<T>& c, std::string_view s, Parse parse) {
+    return padded_ ? c.get(s, parse) : parse(s);
+  }
+
+  void on_op(RecType rt) {
     Line& L = L_;
     if (!L.has_hash || !L.has_func) {
       ++info_.bad_lines;
@@ -1036,11 +1179,11 @@ class FileReader {
     }
     OpRecord op;
     op.comm_hash = L.comm_hash;
-    op.kind = L.type == sc::kTypeColl ? OpKind::kColl : L.type == sc::kTypeP2p ? OpKind::kP2p : OpKind::kCe;
-    op.func = parse_func(L.func);
-    op.algo = parse_algo(L.algo);
-    op.proto = parse_proto(L.proto);
-    op.timing = L.timing.empty() ? Timing::kUnknown : parse_timing(L.timing);
+    op.kind = rt == RecType::kOpColl ? OpKind::kColl : rt == RecType::kOpP2p ? OpKind::kP2p : OpKind::kCe;
+    op.func = cached(func_cache_, L.func, parse_func);
+    op.algo = cached(algo_cache_, L.algo, parse_algo);
+    op.proto = cached(proto_cache_, L.proto, parse_proto);
+    op.timing = cached(timing_cache_, L.timing, timing_of);
     op.bytes = L.bytes;
     op.seq = L.seq;
     op.dur_us = L.dur_us;
@@ -1064,7 +1207,7 @@ class FileReader {
       info_.comms.push_back({op.comm_hash, std::string(L.comm_name), op.rank, op.nranks, op.nnodes});
       last_comm_ = nullptr;
     }
-    op.transport = L.transport == "network" ? 2 : L.transport == "intra_node" ? 1 : 0;
+    op.transport = cached(transport_cache_, L.transport, transport_code);
     if (L.reclaimed) op.flags |= kFlagReclaimed;
     if (L.partial) op.flags |= kFlagPartial;
     if (L.graph) op.flags |= kFlagGraph;
@@ -1104,6 +1247,13 @@ class FileReader {
   std::vector<std::pair<std::string, std::uint64_t>> dropped_, filtered_, faults_;
   OpDetail detail_;
   const CommInfo* last_comm_ = nullptr;
+  bool padded_ = false;  // the current Line's strings lie in a padded line buffer
+  ValueCache<RecType> type_cache_;
+  ValueCache<Func> func_cache_;
+  ValueCache<Algo> algo_cache_;
+  ValueCache<Proto> proto_cache_;
+  ValueCache<Timing> timing_cache_;
+  ValueCache<std::uint8_t> transport_cache_;
 };
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace nccl_inspector::analysis {
@@ -14,31 +15,60 @@ const double kGamma = (1 + QuantileSketch::kAlpha) / (1 - QuantileSketch::kAlpha
 }  // namespace
 
 namespace {
+// Bucket placement tables, built once.
 // edges[j] = kLow * gamma^j: bucket 1 + j holds (edges[j-1], edges[j]].
-const std::vector<double>& edges() {
-  static const std::vector<double> e = [] {
-    std::vector<double> v(kBuckets);
-    for (int j = 0; j < kBuckets; ++j) v[static_cast<std::size_t>(j)] = kLow * std::pow(kGamma, j);
-    return v;
-  }();
-  return e;
+// start[] gives, for every (binary exponent, top kMantBits mantissa bits) cell of
+// a positive double, the bucket of the cell's lowest value. A cell spans a ratio
+// of at most 1 + 2^-kMantBits (< gamma), so the exact position is at most one
+// edge comparison away: no log() or frexp() per insert.
+struct Tables {
+  static constexpr int kMantBits = 6;
+  static constexpr int kExpLo = -22, kExpHi = 63;  // 2^kExpLo < kLow, 2^kExpHi > edges.back()
+  std::vector<double> edges;
+  std::vector<std::uint16_t> start;
+  Tables() : edges(kBuckets) {
+    for (int j = 0; j < kBuckets; ++j) edges[static_cast<std::size_t>(j)] = kLow * std::pow(kGamma, j);
+    const int cells = (kExpHi - kExpLo + 1) << kMantBits;
+    start.resize(static_cast<std::size_t>(cells));
+    for (int c = 0; c < cells; ++c) {
+      const double lo = std::ldexp(1.0 + static_cast<double>(c & ((1 << kMantBits) - 1)) / (1 << kMantBits),
+                                   kExpLo + (c >> kMantBits));
+      start[static_cast<std::size_t>(c)] = static_cast<std::uint16_t>(search(lo, 0));
+    }
+  }
+  // The unique j in [0, kBuckets-2] with (j == 0 or v > edges[j-1]) and
+  // (j == kBuckets-2 or v <= edges[j]), walking from the guess j.
+  int search(double v, int j) const {
+    j = std::clamp(j, 0, kBuckets - 2);
+    while (j > 0 && v <= edges[static_cast<std::size_t>(j - 1)]) --j;
+    while (j < kBuckets - 2 && v > edges[static_cast<std::size_t>(j)]) ++j;
+    return j;
+  }
+};
+const Tables& tables() {
+  static const Tables t;
+  return t;
 }
 }  // namespace
 
 int QuantileSketch::index(double v) const {
   if (v <= 0) return 0;
-  // log2 from the exponent and a linear mantissa (error < 0.09, i.e. a few buckets),
-  // then exact placement against the edge table: no log() per insert.
-  const auto& e = edges();
-  int ex = 0;
-  const double m = std::frexp(v, &ex);  // v = m * 2^ex, m in [0.5, 1)
-  const double l2 = static_cast<double>(ex - 1) + (2 * m - 1);
-  static const double kLog2Low = std::log2(kLow), kLog2Gamma = std::log2(kGamma);
-  int j = static_cast<int>(std::ceil((l2 - kLog2Low) / kLog2Gamma));
-  j = std::clamp(j, 0, kBuckets - 2);
-  while (j > 0 && v <= e[static_cast<std::size_t>(j - 1)]) --j;
-  while (j < kBuckets - 2 && v > e[static_cast<std::size_t>(j)]) ++j;
-  return 1 + j;
+  const Tables& t = tables();
+  std::uint64_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  const int exp = static_cast<int>(bits >> 52) - 1023;  // v > 0: no sign bit
+  int guess;
+  if (exp < Tables::kExpLo) {
+    guess = 0;
+  } else if (exp > Tables::kExpHi) {
+    guess = kBuckets - 2;
+  } else {
+    const auto cell = static_cast<std::size_t>(((exp - Tables::kExpLo) << Tables::kMantBits) |
+                                               static_cast<int>((bits >> (52 - Tables::kMantBits)) &
+                                                                ((1u << Tables::kMantBits) - 1)));
+    guess = t.start[cell];
+  }
+  return 1 + t.search(v, guess);
 }
 double QuantileSketch::value_of(int idx) const {
   if (idx == 0) return 0;

@@ -130,13 +130,43 @@ void SummarySink::on_op(const OpRecord& op, const OpDetail*, const FileInfo& fil
   k.proto = op.proto;
   k.kind = op.kind;
   k.rank = opt_->per_rank ? op.rank : -1;
-  groups[k].add(op);
-  if (opt_->advice && op.kind == OpKind::kColl) {
+  Slot& slot = lookup(k);
+  slot.acc->add(op);
+  if (slot.adv) slot.adv->add(op);
+}
+
+SummarySink::Slot& SummarySink::lookup(const GroupKey& k) {
+  if (index_used_ * 2 >= index_.size()) {  // keep the load factor <= 1/2
+    std::vector<Slot> old(std::max<std::size_t>(64, index_.size() * 2));
+    old.swap(index_);
+    index_used_ = 0;
+    for (const Slot& s : old) {
+      if (!s.acc) continue;
+      std::size_t i = GroupKeyHash{}(s.key) & (index_.size() - 1);
+      while (index_[i].acc) i = (i + 1) & (index_.size() - 1);
+      index_[i] = s;
+      ++index_used_;
+    }
+  }
+  const std::size_t mask = index_.size() - 1;
+  std::size_t i = GroupKeyHash{}(k) & mask;
+  for (;; i = (i + 1) & mask) {
+    Slot& s = index_[i];
+    if (!s.acc) break;
+    if (s.key == k) return s;
+  }
+  // First op of this key in this sink.
+  Slot& s = index_[i];
+  s.key = k;
+  s.acc = &groups[k];
+  if (opt_->advice && k.kind == OpKind::kColl) {
     GroupKey a = k;
     a.group = 0;
     a.rank = -1;
-    advice[a].add(op);
+    s.adv = &advice[a];
   }
+  ++index_used_;
+  return s;
 }
 
 void SummarySink::merge(SummarySink&& o) {

@@ -76,6 +76,19 @@ class SummarySink : public Sink {
   OpHealth health;
 
  private:
+  // Per-op lookup: an open-addressed table (power-of-two size, linear probing) from
+  // the group key to its accumulators in `groups` and, for collectives with advice
+  // on, in `advice` (unordered_map nodes never move). One probe per op instead of
+  // two unordered_map lookups (each a modulo by a prime and a chain walk).
+  struct Slot {
+    GroupKey key;
+    GroupAcc* acc = nullptr;  // nullptr: empty slot
+    GroupAcc* adv = nullptr;  // nullptr: no advice for this key
+  };
+  Slot& lookup(const GroupKey& k);
+  std::vector<Slot> index_;
+  std::size_t index_used_ = 0;
+
   const SummaryOptions* opt_;
   std::uint32_t last_file_ = ~0u;
   std::uint64_t last_group_ = 0;
