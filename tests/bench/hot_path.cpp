@@ -119,16 +119,14 @@ std::array<double, 3> concurrency(void* ctx, uint64_t ops) {
   std::thread progress([&] {
     for (uint64_t i = 0; i < ops; ++i) {
       // Acquire pairs with the app thread's release store of posted.
-      while (posted.load(std::memory_order_acquire) <= i) {
-      }
+      while (posted.load(std::memory_order_acquire) <= i) std::this_thread::yield();
       progress_side(ctx, all[i], i);
       progressed.store(i + 1, std::memory_order_release);  // pairs with the app thread's acquire load
     }
   });
   for (uint64_t i = 0; i < ops; ++i) {
     // Acquire pairs with the progress thread's release store.
-    while (i - progressed.load(std::memory_order_acquire) >= chunk) {
-    }
+    while (i - progressed.load(std::memory_order_acquire) >= chunk) std::this_thread::yield();
     all[i] = app_side(ctx, i);
     posted.store(i + 1, std::memory_order_release);  // pairs with the progress thread's acquire load
     if (i % 64 == 63) drain();
