@@ -26,15 +26,14 @@ void sample(uint64_t* t, uint64_t* m) noexcept {
 }
 
 void publish(uint64_t t0, uint64_t m0, uint64_t mult) noexcept {
-  // Single writer. Odd seq marks the update in progress; pairs with the
-  // acquire load of seq in ticks_to_ns().
-  uint32_t s = g_cal.seq.load(std::memory_order_relaxed);
+  // Single writer (first init, then the dump thread). Odd seq marks the
+  // update; the release stores of the fields pair with the reader's acquire
+  // loads of them, the final release store with its acquire re-read of seq.
+  const uint32_t s = g_cal.seq.load(std::memory_order_relaxed);
   g_cal.seq.store(s + 1, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
-  g_cal.t0.store(t0, std::memory_order_relaxed);
-  g_cal.m0.store(m0, std::memory_order_relaxed);
-  g_cal.mult.store(mult, std::memory_order_relaxed);
-  // Pairs with the acquire fence + seq re-read in ticks_to_ns().
+  g_cal.t0.store(t0, std::memory_order_release);
+  g_cal.m0.store(m0, std::memory_order_release);
+  g_cal.mult.store(mult, std::memory_order_release);
   g_cal.seq.store(s + 2, std::memory_order_release);
 }
 

@@ -45,16 +45,17 @@ extern Calibration g_cal;
 
 inline uint64_t ticks_to_ns(uint64_t t) noexcept {
   for (;;) {
-    // Pairs with the release increments in calibrate()/refine(): an even,
-    // unchanged seq brackets a consistent (t0, m0, mult).
-    uint32_t s1 = g_cal.seq.load(std::memory_order_acquire);
-    uint64_t t0 = g_cal.t0.load(std::memory_order_relaxed);
-    uint64_t m0 = g_cal.m0.load(std::memory_order_relaxed);
-    uint64_t mult = g_cal.mult.load(std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_acquire);
-    // Relaxed re-read after the acquire fence: pairs with the writer's
-    // release fence before its final seq increment.
-    if ((s1 & 1u) == 0 && s1 == g_cal.seq.load(std::memory_order_relaxed)) {
+    // Sequence lock without fences (ThreadSanitizer understands it): the
+    // writer stores seq odd, then the fields with release, then seq even with
+    // release. A field read here (acquire) that comes from an update makes
+    // that update's odd seq store happen-before the re-read below, so a torn
+    // read always sees a changed seq and retries.
+    const uint32_t s1 = g_cal.seq.load(std::memory_order_acquire);
+    const uint64_t t0 = g_cal.t0.load(std::memory_order_acquire);
+    const uint64_t m0 = g_cal.m0.load(std::memory_order_acquire);
+    const uint64_t mult = g_cal.mult.load(std::memory_order_acquire);
+    // Acquire pairs with the final release store of seq in publish().
+    if ((s1 & 1u) == 0 && s1 == g_cal.seq.load(std::memory_order_acquire)) {
       __int128 d = static_cast<__int128>(static_cast<int64_t>(t - t0)) * static_cast<__int128>(mult);
       return static_cast<uint64_t>(static_cast<__int128>(m0) + (d >> 32));
     }
