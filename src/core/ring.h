@@ -71,7 +71,8 @@ class SpscRing {
     return &slots_[head & mask_];
   }
   void commit() noexcept {
-    const uint64_t head = head_.load(std::memory_order_relaxed);
+    // Own index: only this thread writes head_.
+    const uint64_t head = head_.load(std::memory_order_relaxed);  // relaxed: the CAS below re-checks it
     // Pairs with the acquire load of head_ in drain()/size(): publishes the
     // slot written in place since try_reserve().
     head_.store(head + 1, std::memory_order_release);

@@ -207,7 +207,7 @@ void publish(const OpRecord& r) noexcept {
 void* comm_init(const InitArgs& a) noexcept {
   try {
     std::lock_guard<std::mutex> lk(g_mu);
-    Runtime* rt = g_rt.load(std::memory_order_relaxed);
+    Runtime* rt = g_rt.load(std::memory_order_relaxed);  // relaxed: under g_mu, the only writer
     if (rt != nullptr && rt->pid != getpid()) {
       // A forked child: the parent's threads do not exist here. Abandon the
       // inherited runtime (never touch its locks or threads) and start afresh.
@@ -249,6 +249,7 @@ void* comm_init(const InitArgs& a) noexcept {
       rt->recycled.pop_back();
       c = context_of(rt, id);
     } else {
+      // relaxed: ids only grow; each context is published by its own release store
       id = rt->n_contexts.load(std::memory_order_relaxed);
       if (id >= kMaxContexts) {
         logf(rt, nccl_abi::kLogWarn, "NCCL Inspector: more than %u communicators; this one is not recorded",
@@ -270,20 +271,22 @@ void* comm_init(const InitArgs& a) noexcept {
     c->abi = a.abi;
     c->nranks = a.nranks;
     c->nnodes = a.nnodes;
+    // relaxed: published by the release store of live below
     c->comm_hash.store(a.comm_hash, std::memory_order_relaxed);
     c->rank.store(a.rank, std::memory_order_relaxed);
     c->kernel_ch = a.abi >= 3;
     c->net = rt->cfg.enable_net;
-    c->sample_counter.store(0, std::memory_order_relaxed);
+    c->sample_counter.store(0, std::memory_order_relaxed);  // relaxed: published by the release store of live below
     c->clk_min.store(INT64_MAX, std::memory_order_relaxed);
     c->clk_typical.store(0, std::memory_order_relaxed);
     c->clk_samples.store(0, std::memory_order_relaxed);
-    c->high_water.store(0, std::memory_order_relaxed);
+    c->high_water.store(0, std::memory_order_relaxed);  // relaxed: published by the release store of live below
     const uint32_t pn = a.nranks > 0 ? static_cast<uint32_t>(a.nranks < 4096 ? a.nranks : 4096) : 1;
     if (c->p2p_seq_n != pn) {
       c->p2p_seq.reset(new (std::nothrow) std::atomic<uint32_t>[2 * pn]);
       c->p2p_seq_n = c->p2p_seq ? pn : 0;
     }
+    // relaxed: published by the release store of live below
     for (uint32_t i = 0; i < 2 * c->p2p_seq_n; ++i) c->p2p_seq[i].store(0, std::memory_order_relaxed);
     c->info = CommInfo{};
     c->info.comm_id = id;
@@ -315,7 +318,7 @@ void* comm_init(const InitArgs& a) noexcept {
 void comm_finalize(void* ctx) noexcept {
   try {
     std::lock_guard<std::mutex> lk(g_mu);
-    Runtime* rt = g_rt.load(std::memory_order_relaxed);
+    Runtime* rt = g_rt.load(std::memory_order_relaxed);  // relaxed: under g_mu, the only writer
     if (rt == nullptr || ctx == nullptr) return;
     Context* c = context_from_arg(rt, ctx);
     if (c == nullptr) return;
@@ -372,13 +375,16 @@ size_t reclaim_stale_ops(uint64_t now_mono_ns) {
   const uint64_t now_t = clk::read_ticks();
   const uint64_t now_ns = clk::ticks_to_ns(now_t);
   const uint64_t age_ns = now_ns > now_mono_ns - timeout_ns ? now_ns - (now_mono_ns - timeout_ns) : 0;
+  // relaxed: any recent slope will do for a cut-off
   const uint64_t mult = clk::g_cal.mult.load(std::memory_order_relaxed);
   const uint64_t age_ticks = mult ? static_cast<uint64_t>((static_cast<unsigned __int128>(age_ns) << 32) / mult) : 0;
   const uint64_t cutoff = now_t > age_ticks ? now_t - age_ticks : 0;
   size_t n = 0;
+  // relaxed: ids only grow; each context is published by its own release store
   const uint32_t nc = rt->n_contexts.load(std::memory_order_relaxed);
   for (uint32_t i = 0; i < nc; ++i) {
     Context* c = context_of(rt, i);
+    // acquire: pairs with the release store in comm_init
     if (c != nullptr && c->live.load(std::memory_order_acquire)) n += core::reclaim_ops(*c, cutoff);
   }
   return n;
@@ -410,12 +416,13 @@ CoreStats stats() {
     if (hw > s.ring_high_water) s.ring_high_water = hw;
     s.rings++;
   }
+  // relaxed: ids only grow; each context is published by its own release store
   const uint32_t nc = rt->n_contexts.load(std::memory_order_relaxed);
   for (uint32_t i = 0; i < nc; ++i) {
     Context* c = context_of(rt, i);
     if (c == nullptr) continue;
     s.pool_in_use += c->ops.in_use();
-    s.pool_high_water += c->high_water.load(std::memory_order_relaxed);
+    s.pool_high_water += c->high_water.load(std::memory_order_relaxed);  // relaxed: statistic
   }
   return s;
 }
@@ -423,15 +430,16 @@ CoreStats stats() {
 std::vector<CommInfo> comms() {
   std::vector<CommInfo> out;
   std::lock_guard<std::mutex> lk(core::g_mu);
-  Runtime* rt = core::g_rt.load(std::memory_order_relaxed);
+  Runtime* rt = core::g_rt.load(std::memory_order_relaxed);  // relaxed: under g_mu, the only writer
   if (rt == nullptr) return out;
   const uint32_t nc = rt->n_contexts.load(std::memory_order_relaxed);
   for (uint32_t i = 0; i < nc; ++i) {
     Context* c = context_of(rt, i);
+    // relaxed: a hint; a comm racing with its finalize is only skipped
     if (c == nullptr || !c->live.load(std::memory_order_relaxed)) continue;
     CommInfo ci = c->info;
     ci.comm_hash = c->comm_hash.load(std::memory_order_relaxed);
-    int32_t r = c->rank.load(std::memory_order_relaxed);
+    int32_t r = c->rank.load(std::memory_order_relaxed);  // relaxed: statistic / hint
     if (ci.rank < 0) ci.rank = r;
     out.push_back(std::move(ci));
   }
@@ -443,7 +451,7 @@ namespace {
 bool own_estimate(Context* c, int64_t* off, uint64_t* unc, uint64_t* samples) {
   const int64_t mn = c->clk_min.load(std::memory_order_relaxed);
   const int64_t typ = c->clk_typical.load(std::memory_order_relaxed);
-  *samples = c->clk_samples.load(std::memory_order_relaxed);
+  *samples = c->clk_samples.load(std::memory_order_relaxed);  // relaxed: statistic / hint
   if (mn == INT64_MAX || *samples == 0) return false;
   *off = mn;
   *unc = typ > mn ? static_cast<uint64_t>(typ) - static_cast<uint64_t>(mn) : 0;
@@ -471,9 +479,11 @@ ClockEstimate clock_estimate(uint32_t comm_id) {
   e.offset_ns = off;
   e.uncertainty_ns = unc;
   e.samples = samples;
+  // relaxed: ids only grow; each context is published by its own release store
   const uint32_t nc = rt->n_contexts.load(std::memory_order_relaxed);
   for (uint32_t i = 0; i < nc; ++i) {
     Context* o = context_of(rt, i);
+    // relaxed: a hint; a comm racing with its finalize is only skipped
     if (o == nullptr || o == c || !o->live.load(std::memory_order_relaxed)) continue;
     int64_t ooff = 0;
     uint64_t ounc = 0, osamples = 0;

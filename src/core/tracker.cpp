@@ -121,6 +121,7 @@ bool complete(Context& c, uint32_t slot, uint32_t gen, OpSlot& s, bool reclaimed
     r.complete_ns = clk::now_ns();
   }
 
+  // Acquire pairs with the acq_rel mask updates in start_kernel_ch()/stop(): every channel's stamps are visible.
   const uint64_t started = s.started_mask.load(std::memory_order_acquire);
   const uint64_t stopped = s.stopped_mask.load(std::memory_order_acquire);
   const uint64_t mask = started | stopped;
@@ -137,6 +138,7 @@ bool complete(Context& c, uint32_t slot, uint32_t gen, OpSlot& s, bool reclaimed
     int i = 0;
     for (uint64_t m = mask; m != 0; m &= m - 1) {
       const int ch = std::countr_zero(m);
+      // Relaxed: the stamps were written before the acq_rel mask updates acquired above.
       uint64_t a = s.ch_start[ch].load(std::memory_order_relaxed);
       uint64_t b = s.ch_stop[ch].load(std::memory_order_relaxed);
       if (!gpu) {
@@ -166,6 +168,7 @@ bool complete(Context& c, uint32_t slot, uint32_t gen, OpSlot& s, bool reclaimed
     r.timing = static_cast<uint8_t>(gpu ? TimingSource::kGpu : TimingSource::kProxyCpu);
     if (std::popcount(mask) > kRecordChannels) r.flags |= kFlagChannelsTruncated;
   } else {
+    // Relaxed: written before this op's last acq_rel decrement of `remaining`, which the claim follows.
     const uint64_t net_first = c.net ? s.net_first.load(std::memory_order_relaxed) : UINT64_MAX;
     const uint64_t net_last = c.net ? s.net_last.load(std::memory_order_relaxed) : 0;
     if (net_first != UINT64_MAX && net_last >= net_first) {
@@ -184,6 +187,7 @@ bool complete(Context& c, uint32_t slot, uint32_t gen, OpSlot& s, bool reclaimed
   const uint32_t nops = s.net_ops.load(std::memory_order_relaxed);
   r.net_ops = nops;
   if (nops != 0) [[unlikely]] {
+    // Relaxed: statistics written before the children's acq_rel decrements of `remaining` (claim follows them).
     r.net_send_bytes = s.net_send_bytes.load(std::memory_order_relaxed);
     r.net_recv_bytes = s.net_recv_bytes.load(std::memory_order_relaxed);
     r.net_steps = s.net_steps.load(std::memory_order_relaxed);
@@ -208,6 +212,7 @@ bool complete(Context& c, uint32_t slot, uint32_t gen, OpSlot& s, bool reclaimed
   int nh = 0;
   if (c.net) {
     for (auto& h : s.hca) {
+      // Relaxed: as above (written before the children's acq_rel decrements).
       const uint32_t dev = h.dev.load(std::memory_order_relaxed);
       if (dev == UINT32_MAX) continue;
       r.hcas[nh].device = static_cast<uint16_t>(dev);
@@ -219,6 +224,7 @@ bool complete(Context& c, uint32_t slot, uint32_t gen, OpSlot& s, bool reclaimed
   }
   r.n_hcas = static_cast<uint8_t>(nh);
   if (r.kind == static_cast<uint8_t>(OpKind::kCe)) {
+    // Relaxed: as above.
     const uint64_t ce = s.ce_bytes.load(std::memory_order_relaxed);
     if (ce != 0) r.net_send_bytes = ce;  // CE batches' total bytes moved
   }
@@ -236,6 +242,7 @@ void reset_slot(Context& c, OpSlot& s, OpKind kind, int rank, int32_t remaining)
   std::memset(static_cast<void*>(&s.rec), 0, offsetof(OpRecord, channels));
   s.rec.comm_hash = c.comm_hash.load(std::memory_order_relaxed);
   s.rec.comm_id = c.id;
+  // Relaxed: a hint learned from descriptors; no data depends on it.
   int32_t crank = c.rank.load(std::memory_order_relaxed);
   s.rec.rank = crank >= 0 ? crank : rank;
   s.rec.kind = static_cast<uint8_t>(kind);
@@ -243,6 +250,7 @@ void reset_slot(Context& c, OpSlot& s, OpKind kind, int rank, int32_t remaining)
   s.rec.peer = -1;
   s.rec.net_first_peer = -1;
   const uint64_t t = clk::read_ticks();
+  // Relaxed: everything below is published by the release store of `claim` at the end of this function.
   s.start_ticks.store(t, std::memory_order_relaxed);
   s.rec.enqueue_ns = clk::ticks_to_ns(t);
   s.rec.complete_ns = 0;  // set for reclaimed ops; otherwise completion ~ end_ns
@@ -304,6 +312,7 @@ uint32_t admit(Runtime* rt, Context* c, uint64_t bytes, bool size_known, void** 
     return UINT32_MAX;
   }
   uint64_t used = c->ops.in_use();
+  // Relaxed: a high-water statistic.
   if (used > c->high_water.load(std::memory_order_relaxed)) c->high_water.store(used, std::memory_order_relaxed);
   return slot;
 }
@@ -357,12 +366,14 @@ NetSlot* net_of(Runtime* rt, const Handle& h, Context** out) noexcept {
 }
 
 void atomic_min(std::atomic<uint64_t>& a, uint64_t v) noexcept {
+  // Relaxed: a statistic; no other data depends on it.
   uint64_t cur = a.load(std::memory_order_relaxed);
   // Relaxed: a statistic; no other data depends on it.
   while (v < cur && !a.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
   }
 }
 void atomic_max(std::atomic<uint64_t>& a, uint64_t v) noexcept {
+  // Relaxed: a statistic; no other data depends on it.
   uint64_t cur = a.load(std::memory_order_relaxed);
   // Relaxed: a statistic; no other data depends on it.
   while (v > cur && !a.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
@@ -523,6 +534,7 @@ void* start_kernel_ch(void* ctx, void* parent, uint8_t channel, uint64_t ptimer,
   OpSlot* s = op_of(rt, pv, &c);
   if (s == nullptr) return nullptr;
   const uint64_t bit = 1ull << channel;
+  // Relaxed: published by the acq_rel fetch_or of started_mask below.
   s->ch_stop[channel].store(0, std::memory_order_relaxed);
   s->ch_start[channel].store(has_ptimer ? ptimer : clk::read_ticks(), std::memory_order_relaxed);
   // acq_rel: publishes the channel start with the bit; pairs with the
@@ -539,6 +551,7 @@ void* start_kernel_ch(void* ctx, void* parent, uint8_t channel, uint64_t ptimer,
     while (d < cur && !c->clk_min.compare_exchange_weak(cur, d, std::memory_order_relaxed)) {
     }
     const int64_t typ = c->clk_typical.load(std::memory_order_relaxed);
+    // Relaxed load/store of statistics (racing updaters may lose a sample; harmless).
     const uint64_t n = c->clk_samples.load(std::memory_order_relaxed);
     // Relaxed load/store pairs: racing updaters may lose a sample; harmless.
     const int64_t step = static_cast<int64_t>(static_cast<uint64_t>(d) - static_cast<uint64_t>(typ)) / 16;
@@ -596,6 +609,7 @@ void* start_proxy_op(void* ctx, void* parent, const ProxyOpStart& d) noexcept {
   }
   NetSlot& n = c->net_slots.at(ns);
   const uint64_t t = clk::read_ticks();
+  // Relaxed: the slot is ours until its handle is returned; NCCL hands it to this same progress thread.
   n.op_handle.store(reinterpret_cast<uint64_t>(parent), std::memory_order_relaxed);
   n.is_send = d.is_send;
   n.peer = d.peer;
@@ -640,6 +654,7 @@ void* start_proxy_step(void* ctx, void* parent, int step) noexcept {
   if (n == nullptr) return nullptr;
   const uint32_t k = static_cast<uint32_t>(step) % nccl_abi::kNcclSteps;
   auto& st = n->steps[k];
+  // Relaxed: one progress thread owns a ProxyOp's step states.
   st.state.store(-1, std::memory_order_relaxed);
   st.ticks.store(clk::read_ticks(), std::memory_order_relaxed);
   st.stopped.store(0, std::memory_order_relaxed);
@@ -688,6 +703,7 @@ void* start_net_plugin(void* ctx, void* parent, int64_t plugin_id, const void* d
   }
   if (dev == UINT32_MAX) return encode(out);
   for (auto& hs : s->hca) {
+    // Relaxed: the entry is claimed by the CAS below; its counters are read after completion's acquire.
     uint32_t cur = hs.dev.load(std::memory_order_relaxed);
     if (cur == UINT32_MAX) {
       // Claim a free entry; relaxed: contents are read after completion's acquire.
@@ -733,6 +749,7 @@ void stop(void* handle) noexcept {
     OpSlot* s = op_of(rt, v, &c);
     if (s == nullptr) return;
     const uint32_t ch = extra_of(v);
+    // Relaxed: published by the acq_rel fetch_or of stopped_mask below.
     if (c->abi < 4) s->ch_stop[ch].store(clk::read_ticks(), std::memory_order_relaxed);
     const uint64_t bit = 1ull << ch;
     // acq_rel: publishes the channel's stop stamp; pairs with the
@@ -754,6 +771,7 @@ void stop(void* handle) noexcept {
       bump(counters().fault_double_stop);
       return;
     }
+    // Relaxed: published by release()'s acq_rel decrement right after.
     s->stop_ticks.store(clk::read_ticks(), std::memory_order_relaxed);
     release(*c, v, *s);
     return;
@@ -778,6 +796,7 @@ void stop_slow(Runtime* rt, void* handle) noexcept {
         bump(counters().fault_double_stop);
         return;
       }
+      // Relaxed: published by release()'s acq_rel decrement right after.
       s->stop_ticks.store(clk::read_ticks(), std::memory_order_relaxed);
       release(*c, h, *s);
       return;
@@ -816,6 +835,7 @@ void stop_slow(Runtime* rt, void* handle) noexcept {
         return;
       }
       const uint64_t t = clk::read_ticks();
+      // Relaxed: one progress thread owns a ProxyOp's step states.
       const int prev = st.state.load(std::memory_order_relaxed);
       const uint64_t pt = st.ticks.load(std::memory_order_relaxed);
       Context* oc = nullptr;
@@ -903,6 +923,7 @@ void record_slow(Runtime* rt, void* handle, int state, const StateArgs& a) noexc
       if (s == nullptr) return;
       if (prev >= 0 && t > pt) account_step_state(*s, prev, t - pt);
       if (a.has_trans_size && prev != state) {
+        // Relaxed: statistics, read after completion's acquire on `remaining`.
         if (state == nccl_abi::kProxyStepSendWait) s->net_send_bytes.fetch_add(a.trans_size, std::memory_order_relaxed);
         if (state == nccl_abi::kProxyStepRecvFlushWait) s->net_recv_bytes.fetch_add(a.trans_size, std::memory_order_relaxed);
       }

@@ -160,11 +160,13 @@ class Pool {
     if (max_chunks_ > kMaxSlots / kChunk) max_chunks_ = kMaxSlots / kChunk;
     chunks_.reset(new (std::nothrow) std::atomic<Slot*>[max_chunks_]);
     if (!chunks_) return false;
+    // relaxed: before publication / after the last use
     for (uint32_t i = 0; i < max_chunks_; ++i) chunks_[i].store(nullptr, std::memory_order_relaxed);
     return grow();
   }
   ~Pool() {
     if (!chunks_) return;
+    // relaxed: before publication / after the last use
     for (uint32_t i = 0; i < max_chunks_; ++i) delete[] chunks_[i].load(std::memory_order_relaxed);
   }
 
@@ -197,7 +199,7 @@ class Pool {
   }
 
   void free(uint32_t i) noexcept {
-    uint64_t h = head_.load(std::memory_order_relaxed);
+    uint64_t h = head_.load(std::memory_order_relaxed);  // relaxed: the CAS below re-checks it
     for (;;) {
       at(i).free_next.store(static_cast<uint32_t>(h), std::memory_order_relaxed);
       uint64_t nh = ((h >> 32) + 1) << 32 | (i + 1);
@@ -209,7 +211,7 @@ class Pool {
       }
     }
   }
-  uint32_t in_use() const noexcept { return in_use_.load(std::memory_order_relaxed); }
+  uint32_t in_use() const noexcept { return in_use_.load(std::memory_order_relaxed); }  // relaxed: statistic
 
  private:
   uint32_t pop() noexcept {
@@ -218,6 +220,7 @@ class Pool {
     for (;;) {
       uint32_t idx1 = static_cast<uint32_t>(h);
       if (idx1 == 0) return UINT32_MAX;
+      // relaxed: a stale value is caught by the ABA tag in the CAS
       uint32_t next = at(idx1 - 1).free_next.load(std::memory_order_relaxed);
       uint64_t nh = ((h >> 32) + 1) << 32 | next;
       // Acquire on success pairs with free()'s release; a stale `next` read
