@@ -266,7 +266,7 @@ void* comm_init(const InitArgs& a) noexcept {
       c = fresh.release();
       // Release pairs with context_of()'s acquire.
       rt->contexts[id].store(c, std::memory_order_release);
-      rt->n_contexts.store(id + 1, std::memory_order_relaxed);  // guarded by g_mu
+      rt->n_contexts.store(id + 1, std::memory_order_release);  // pairs with the acquire load in comms()
     }
     c->abi = a.abi;
     c->nranks = a.nranks;
@@ -288,14 +288,18 @@ void* comm_init(const InitArgs& a) noexcept {
     }
     // relaxed: published by the release store of live below
     for (uint32_t i = 0; i < 2 * c->p2p_seq_n; ++i) c->p2p_seq[i].store(0, std::memory_order_relaxed);
-    c->info = CommInfo{};
-    c->info.comm_id = id;
-    c->info.comm_hash = a.comm_hash;
-    c->info.name = a.comm_name ? a.comm_name : "";
-    c->info.rank = a.rank;
-    c->info.nranks = a.nranks;
-    c->info.nnodes = a.nnodes;
-    c->info.abi_version = a.abi;
+    CommInfo info;
+    info.comm_id = id;
+    info.comm_hash = a.comm_hash;
+    info.name = a.comm_name ? a.comm_name : "";  // NCCL does not copy the user's name: we do
+    info.rank = a.rank;
+    info.nranks = a.nranks;
+    info.nnodes = a.nnodes;
+    info.abi_version = a.abi;
+    {
+      std::lock_guard<std::mutex> ilk(rt->info_mu);
+      c->info = info;
+    }
     // Release: the fields above are visible to callbacks that see live == 1.
     c->live.store(1, std::memory_order_release);
     rt->live.fetch_add(1, std::memory_order_relaxed);  // under g_mu; readers only test for zero
@@ -304,10 +308,10 @@ void* comm_init(const InitArgs& a) noexcept {
     // NCCL's one process-wide mask may be read by other threads (other comms'
     // launches) while we write it; relaxed: a plain int flag, no data hangs off it.
     if (a.mask != nullptr) std::atomic_ref<int>(*a.mask).store(mask, std::memory_order_relaxed);
-    if (rt->sink) rt->sink->comm_added(c->info);
+    if (rt->sink) rt->sink->comm_added(info);
     logf(rt, nccl_abi::kLogInfo,
          "NCCL Inspector: bound profiler ABI v%d; comm %s hash 0x%016llx rank %d/%d nodes %d, event mask 0x%x",
-         a.abi, c->info.name.empty() ? "(unnamed)" : c->info.name.c_str(),
+         a.abi, info.name.empty() ? "(unnamed)" : info.name.c_str(),
          static_cast<unsigned long long>(a.comm_hash), a.rank, a.nranks, a.nnodes, mask);
     return encode_ctx(*rt, id);
   } catch (...) {
@@ -427,19 +431,20 @@ CoreStats stats() {
   return s;
 }
 
+// Called by the dump thread, possibly while the finalize thread holds g_mu and
+// waits to join it: takes only the leaf lock info_mu, never g_mu.
 std::vector<CommInfo> comms() {
   std::vector<CommInfo> out;
-  std::lock_guard<std::mutex> lk(core::g_mu);
-  Runtime* rt = core::g_rt.load(std::memory_order_relaxed);  // relaxed: under g_mu, the only writer
+  Runtime* rt = runtime();
   if (rt == nullptr) return out;
-  const uint32_t nc = rt->n_contexts.load(std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lk(rt->info_mu);
+  const uint32_t nc = rt->n_contexts.load(std::memory_order_acquire);  // pairs with the release store in comm_init
   for (uint32_t i = 0; i < nc; ++i) {
     Context* c = context_of(rt, i);
-    // relaxed: a hint; a comm racing with its finalize is only skipped
-    if (c == nullptr || !c->live.load(std::memory_order_relaxed)) continue;
+    if (c == nullptr || !c->live.load(std::memory_order_relaxed)) continue;  // relaxed: a hint, as in clock_estimate
     CommInfo ci = c->info;
-    ci.comm_hash = c->comm_hash.load(std::memory_order_relaxed);
-    int32_t r = c->rank.load(std::memory_order_relaxed);  // relaxed: statistic / hint
+    ci.comm_hash = c->comm_hash.load(std::memory_order_relaxed);  // relaxed: learned from descriptors (v1-v3)
+    const int32_t r = c->rank.load(std::memory_order_relaxed);    // relaxed: as above
     if (ci.rank < 0) ci.rank = r;
     out.push_back(std::move(ci));
   }

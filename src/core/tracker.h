@@ -274,7 +274,7 @@ class Pool {
 struct Context {
   uint32_t id = 0;
   std::atomic<uint32_t> live{0};   // 1 between init and finalize
-  CommInfo info;                   // cold fields (name etc.), guarded by the runtime mutex
+  CommInfo info;                   // cold fields (name etc.), guarded by Runtime::info_mu
   std::atomic<uint64_t> comm_hash{0};  // v1-v3 learn it from op descriptors
   std::atomic<int32_t> rank{-1};
   int nranks = 0;
@@ -352,6 +352,10 @@ struct Runtime {
   std::vector<uint32_t> recycled;       // finalized context ids, guarded by mu
   std::atomic<int> live{0};             // live comms; written under g_mu, read anywhere
   std::mutex ring_mu;                   // guards the ring list
+  // Guards Context::info. A leaf lock: never held while taking another, so
+  // the dump thread (which reads comm info) never waits on g_mu, which the
+  // finalize thread holds while it stops and joins that dump thread.
+  std::mutex info_mu;
   ThreadRing* rings = nullptr;
   std::atomic<uint64_t> n_rings{0};
   std::atomic<uint32_t> wake_pending{0};

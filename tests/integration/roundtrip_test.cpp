@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -226,6 +228,42 @@ struct Plugin {
     t->stopEvent(kh);
   }
 };
+
+// The last finalize stops and joins the dump thread; the dump thread may then
+// need the comm table (a record of a comm it no longer knows, here a mark
+// written after its comm was finalized). That must never wait on the lock the
+// finalizing thread holds.
+TEST(Lifetime, LastFinalizeWithARecordOfAFinalizedCommDoesNotHang) {
+  fs::path dir = temp_dir("fin-deadlock");
+  {
+    Plugin p(dir / "logs");
+    ASSERT_NE(p.t, nullptr);
+    auto mark = reinterpret_cast<int (*)(const char*)>(dlsym(p.lib, "ncclInspectorMark"));
+    ASSERT_NE(mark, nullptr);
+    void* a = p.init(0xa);
+    void* b = p.init(0xb);
+    for (uint64_t i = 0; i < 10; ++i) {
+      p.op(a, i);
+      p.op(b, i);
+    }
+    p.t->finalize(a);
+    EXPECT_EQ(mark("after comm a ended"), 0);
+    std::atomic<bool> done{false};
+    std::thread fin([&] {
+      p.t->finalize(b);
+      done.store(true);
+    });
+    for (int i = 0; i < 100 && !done.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (!done.load()) {
+      ADD_FAILURE() << "the last finalize did not return within 5 s (deadlock)";
+      std::_Exit(1);  // cannot join a deadlocked thread
+    }
+    fin.join();
+  }
+  Read r = read_dir(dir / "logs");
+  EXPECT_EQ(r.ops.size(), 20u);
+  if (!HasFailure()) fs::remove_all(dir);
+}
 
 // Records a thread left in its ring when it exited are still written.
 TEST(Lifetime, ThreadThatExitsWithAFullRingLosesNothing) {
