@@ -12,9 +12,11 @@
 //    op is not written before its network steps are accounted;
 //  - without KernelCh and network events the op completes at its stop, with
 //    the enqueue time (said so: timing "enqueue_cpu").
-// Whoever moves `remaining` to zero claims the op with done.exchange and
-// writes its record; the dump thread's reclaimer claims ops that never get
-// there (remaining stuck) after the configured timeout.
+// Whoever moves `remaining` to zero claims the op with a CAS on `claim`
+// ((generation << 1) | claimed) and writes its record; the dump thread's
+// reclaimer claims ops that never get there (remaining stuck) after the
+// configured timeout, and finalize claims what is left of its comm. The
+// generation in the CAS makes a claim with a stale view of a recycled slot fail.
 #include <unistd.h>
 
 #include <bit>
