@@ -59,38 +59,36 @@ uint32_t dtype_size(DType d) noexcept {
   return i < std::size(kDtypeSizes) ? kDtypeSizes[i] : 0;
 }
 
-// NCCL passes static literals; a switch on the first characters then one
-// strcmp keeps this to a handful of instructions.
-namespace {
-
 // NCCL passes static string literals, so the same pointer always means the
-// same name: a tiny direct-mapped cache of (pointer -> code) skips the string
-// compares on the hot path. Entries are one relaxed 64-bit word each
-// ((pointer << 8) | code); a racing update only costs a later miss.
-template <typename E, E (*Parse)(const char*) noexcept>
-E cached(const char* s) noexcept {
-  static std::atomic<uint64_t> cache[4];  // zero-initialised: empty
-  const auto p = reinterpret_cast<uintptr_t>(s);
-  if ((p >> 55) != 0) return Parse(s);  // not a user-space pointer we can pack
-  std::atomic<uint64_t>& slot = cache[(p >> 3) & 3];
-  const uint64_t v = slot.load(std::memory_order_relaxed);  // no data hangs off it
-  if (v != 0 && (v >> 8) == p) return static_cast<E>(v & 0xff);
-  const E e = Parse(s);
-  slot.store((static_cast<uint64_t>(p) << 8) | static_cast<uint8_t>(e), std::memory_order_relaxed);  // as above
-  return e;
-}
-
+// same name: names.h looks the pointer up in a tiny direct-mapped cache
+// ((pointer << 8) | code per relaxed 64-bit word); a miss lands here, parses
+// the string (a switch on the first character, then one strcmp) and fills the
+// entry. A racing update only costs a later miss.
+namespace {
 Func func_from_nccl_uncached(const char* s) noexcept;
 DType dtype_from_nccl_uncached(const char* s) noexcept;
 Algo algo_from_nccl_uncached(const char* s) noexcept;
 Proto proto_from_nccl_uncached(const char* s) noexcept;
 
+template <typename E, E (*Parse)(const char*) noexcept>
+E parse_and_cache(const char* s) noexcept {
+  if (s == nullptr) return E::kUnknown;
+  const auto p = reinterpret_cast<uintptr_t>(s);
+  const E e = Parse(s);
+  if ((p >> 55) != 0) return e;  // not a user-space pointer we can pack
+  // Relaxed: no data hangs off the entry (pairs with the relaxed load in names.h).
+  detail::NameCache<E>::slots[(p >> 3) & 3].store((static_cast<uint64_t>(p) << 8) | static_cast<uint8_t>(e),
+                                                 std::memory_order_relaxed);
+  return e;
+}
 }  // namespace
 
-Func func_from_nccl(const char* s) noexcept { return s ? cached<Func, func_from_nccl_uncached>(s) : Func::kUnknown; }
-DType dtype_from_nccl(const char* s) noexcept { return s ? cached<DType, dtype_from_nccl_uncached>(s) : DType::kUnknown; }
-Algo algo_from_nccl(const char* s) noexcept { return s ? cached<Algo, algo_from_nccl_uncached>(s) : Algo::kUnknown; }
-Proto proto_from_nccl(const char* s) noexcept { return s ? cached<Proto, proto_from_nccl_uncached>(s) : Proto::kUnknown; }
+namespace detail {
+Func func_from_nccl_miss(const char* s) noexcept { return parse_and_cache<Func, func_from_nccl_uncached>(s); }
+DType dtype_from_nccl_miss(const char* s) noexcept { return parse_and_cache<DType, dtype_from_nccl_uncached>(s); }
+Algo algo_from_nccl_miss(const char* s) noexcept { return parse_and_cache<Algo, algo_from_nccl_uncached>(s); }
+Proto proto_from_nccl_miss(const char* s) noexcept { return parse_and_cache<Proto, proto_from_nccl_uncached>(s); }
+}  // namespace detail
 
 namespace {
 

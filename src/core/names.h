@@ -3,6 +3,7 @@
 // safe on the hot path.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string_view>
 
@@ -24,10 +25,43 @@ std::string_view kind_name(OpKind k) noexcept;
 uint32_t dtype_size(DType d) noexcept;
 
 // From NCCL's descriptor strings (v2+). NULL or unrecognised -> kUnknown.
-Func func_from_nccl(const char* s) noexcept;
-DType dtype_from_nccl(const char* s) noexcept;
-Algo algo_from_nccl(const char* s) noexcept;
-Proto proto_from_nccl(const char* s) noexcept;
+// Inline: a hit in the per-enum pointer cache is a load and a compare (see names.cpp).
+namespace detail {
+template <typename E>
+struct NameCache {
+  static inline std::atomic<uint64_t> slots[4];  // (pointer << 8) | code; 0 = empty
+};
+Func func_from_nccl_miss(const char* s) noexcept;
+DType dtype_from_nccl_miss(const char* s) noexcept;
+Algo algo_from_nccl_miss(const char* s) noexcept;
+Proto proto_from_nccl_miss(const char* s) noexcept;
+template <typename E>
+inline bool name_cache_hit(const char* s, E* out) noexcept {
+  const auto p = reinterpret_cast<uintptr_t>(s);
+  // Relaxed: pairs with the relaxed store in names.cpp; no data hangs off it.
+  const uint64_t v = NameCache<E>::slots[(p >> 3) & 3].load(std::memory_order_relaxed);
+  // v == 0 is an empty entry; NULL is never stored (its v >> 8 would be 0).
+  if (v == 0 || (v >> 8) != p) return false;
+  *out = static_cast<E>(v & 0xff);
+  return true;
+}
+}  // namespace detail
+inline Func func_from_nccl(const char* s) noexcept {
+  Func e;
+  return detail::name_cache_hit(s, &e) ? e : detail::func_from_nccl_miss(s);
+}
+inline DType dtype_from_nccl(const char* s) noexcept {
+  DType e;
+  return detail::name_cache_hit(s, &e) ? e : detail::dtype_from_nccl_miss(s);
+}
+inline Algo algo_from_nccl(const char* s) noexcept {
+  Algo e;
+  return detail::name_cache_hit(s, &e) ? e : detail::algo_from_nccl_miss(s);
+}
+inline Proto proto_from_nccl(const char* s) noexcept {
+  Proto e;
+  return detail::name_cache_hit(s, &e) ? e : detail::proto_from_nccl_miss(s);
+}
 
 // From the v1 descriptor's numeric codes.
 Func func_from_code(uint8_t c) noexcept;

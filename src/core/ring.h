@@ -70,12 +70,22 @@ class SpscRing {
     }
     return &slots_[head & mask_];
   }
-  void commit() noexcept {
+  // Returns the fill level as the producer last knew the consumer's position:
+  // an upper bound (the consumer may have drained more since).
+  size_t commit() noexcept {
     // Own index: only this thread writes head_.
-    const uint64_t head = head_.load(std::memory_order_relaxed);  // relaxed: the CAS below re-checks it
+    const uint64_t head = head_.load(std::memory_order_relaxed) + 1;
     // Pairs with the acquire load of head_ in drain()/size(): publishes the
     // slot written in place since try_reserve().
-    head_.store(head + 1, std::memory_order_release);
+    head_.store(head, std::memory_order_release);
+    return static_cast<size_t>(head - cached_tail_);
+  }
+  // Producer only: the fill level after re-reading the consumer's position.
+  size_t refresh_fill() noexcept {
+    // Pairs with the release store of tail_ in drain().
+    cached_tail_ = tail_.load(std::memory_order_acquire);
+    // Own index: only this thread writes head_.
+    return static_cast<size_t>(head_.load(std::memory_order_relaxed) - cached_tail_);
   }
 
   // Consumer only. Calls fn(const T*, n) for contiguous runs of records, at

@@ -38,6 +38,13 @@ struct UnloadGuard {
     if (rt != nullptr && rt->live.load(std::memory_order_relaxed) == 0 && !rt->sink) {
       g_rt.store(nullptr, std::memory_order_release);  // pairs with runtime()'s acquire
       delete rt;
+      rt = nullptr;
+    }
+    if (rt == nullptr) {
+      // No runtime is left (none with live comms): nothing can hold a slot.
+      g_graveyard.reset();
+      SlotTable<OpSlot>::free_all();
+      SlotTable<NetSlot>::free_all();
     }
   }
 } g_unload_guard;
@@ -171,7 +178,7 @@ SpscRing<OpRecord>* ring_of(Runtime* rt, ThreadRing* tr) noexcept {
 OpRecord* publish_begin(ThreadRing** out) noexcept {
   Runtime* rt = runtime();
   if (rt == nullptr) return nullptr;
-  ThreadRing* tr = this_thread();
+  ThreadRing* tr = tls_ring != nullptr && tls_gen == rt->generation ? tls_ring : this_thread();
   *out = tr;
   if (tr == &g_dummy_ring) return nullptr;
   bump(tr->counters.ops_completed);
@@ -184,13 +191,14 @@ OpRecord* publish_begin(ThreadRing** out) noexcept {
 void publish_commit(ThreadRing* tr) noexcept {
   Runtime* rt = runtime();
   SpscRing<OpRecord>* ring = tr->ring.load(std::memory_order_relaxed);  // our own store
-  ring->commit();
-  const size_t fill = ring->size();
-  if (fill > tr->counters.high_water.load(std::memory_order_relaxed)) tr->counters.high_water.store(fill, std::memory_order_relaxed);
-  if (fill >= rt->high_water_mark && rt->sink) [[unlikely]] {
+  // The fill from the producer's cached view of the consumer is an upper
+  // bound; only when it crosses the mark do we read the consumer's index
+  // (another core's cache line) to confirm.
+  if (ring->commit() >= rt->high_water_mark && rt->sink) [[unlikely]] {
     // One wake per drain cycle: the dump thread clears the flag (release)
     // after draining; acq_rel here pairs with that store.
-    if (rt->wake_pending.exchange(1, std::memory_order_acq_rel) == 0) rt->sink->wake();
+    if (ring->refresh_fill() >= rt->high_water_mark && rt->wake_pending.exchange(1, std::memory_order_acq_rel) == 0)
+      rt->sink->wake();
   }
 }
 
@@ -258,8 +266,8 @@ void* comm_init(const InitArgs& a) noexcept {
       }
       auto fresh = std::make_unique<Context>();
       fresh->id = id;
-      if (!fresh->ops.init(static_cast<uint32_t>(rt->cfg.pool_ops)) ||
-          !fresh->net_slots.init(static_cast<uint32_t>(rt->cfg.enable_net ? rt->cfg.pool_ops * 4 : 64))) {
+      if (!fresh->ops.init(static_cast<uint32_t>(rt->cfg.pool_ops), fresh.get()) ||
+          !fresh->net_slots.init(static_cast<uint32_t>(rt->cfg.enable_net ? rt->cfg.pool_ops * 4 : 64), fresh.get())) {
         logf(rt, nccl_abi::kLogWarn, "NCCL Inspector: out of memory; communicator not recorded");
         return nullptr;
       }
@@ -280,7 +288,6 @@ void* comm_init(const InitArgs& a) noexcept {
     c->clk_min.store(INT64_MAX, std::memory_order_relaxed);
     c->clk_typical.store(0, std::memory_order_relaxed);
     c->clk_samples.store(0, std::memory_order_relaxed);
-    c->high_water.store(0, std::memory_order_relaxed);  // relaxed: published by the release store of live below
     const uint32_t pn = a.nranks > 0 ? static_cast<uint32_t>(a.nranks < 4096 ? a.nranks : 4096) : 1;
     if (c->p2p_seq_n != pn) {
       c->p2p_seq.reset(new (std::nothrow) std::atomic<uint32_t>[2 * pn]);
@@ -365,7 +372,13 @@ size_t drain_records(const std::function<void(const OpRecord*, size_t)>& fn) {
   for (ThreadRing* t : rings) {
     // Acquire pairs with the release store in publish().
     SpscRing<OpRecord>* r = t->ring.load(std::memory_order_acquire);
-    if (r) total += r->drain([&](const OpRecord* p, size_t n) { fn(p, n); });
+    if (r == nullptr) continue;
+    // The ring's peak fill as the consumer sees it (just before a drain).
+    // Relaxed load/store: the consumer (one at a time) is this field's only writer.
+    const uint64_t fill = r->size();
+    if (fill > t->counters.high_water.load(std::memory_order_relaxed))
+      t->counters.high_water.store(fill, std::memory_order_relaxed);
+    total += r->drain([&](const OpRecord* p, size_t n) { fn(p, n); });
   }
   return total;
 }
@@ -425,8 +438,13 @@ CoreStats stats() {
   for (uint32_t i = 0; i < nc; ++i) {
     Context* c = context_of(rt, i);
     if (c == nullptr) continue;
-    s.pool_in_use += c->ops.in_use();
-    s.pool_high_water += c->high_water.load(std::memory_order_relaxed);  // relaxed: statistic
+    // The hot path keeps no in-use counter (two locked operations per op):
+    // count the allocated slots here instead. Acquire pairs with reset_slot()'s
+    // release store; a slot in transition may be counted either way.
+    c->ops.for_each([&](uint32_t, core::OpSlot& slot) { s.pool_in_use += slot.in_use.load(std::memory_order_acquire); });
+    // The pool grows only when its free list is empty, so its size is the
+    // peak in-flight count rounded up to a chunk (64).
+    s.pool_high_water += c->ops.capacity();
   }
   return s;
 }

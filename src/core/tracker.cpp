@@ -43,17 +43,27 @@ inline void* filtered_handle() noexcept {
   return encode(h);
 }
 
-// Validates an op handle; returns the slot or nullptr (counting why).
+// Validates an op handle; returns the slot or nullptr (counting why). The
+// slot index is masked into the global table, so a garbage value can at worst
+// name a slot of ours, whose generation and owner it will not match.
 inline OpSlot* op_of(Runtime* rt, uint64_t v, Context** out_ctx = nullptr) noexcept {
-  Context* c = context_of(rt, ctx_of(v));
-  OpSlot* s = c ? c->ops.find(slot_of(v)) : nullptr;
-  // Acquire pairs with the release bump of gen in free_op(): if the
-  // generation still matches, the slot has not been recycled.
-  if (s == nullptr || (s->gen.load(std::memory_order_acquire) & kGenMask) != gen_of(v)) [[unlikely]] {
+  (void)rt;
+  OpSlot* s = SlotTable<OpSlot>::find(slot_of(v));
+  // Acquire pairs with the release bump of gen in free_op()/give_chunk(): if
+  // the generation still matches, the slot has not been recycled.
+  if (s == nullptr || s->gen.load(std::memory_order_acquire) != gen_of(v)) [[unlikely]] {
     bump(counters().fault_stale_handle);
     return nullptr;
   }
-  if (out_ctx) *out_ctx = c;
+  if (out_ctx) {
+    // Relaxed: set when the chunk joined the pool, before any handle into it existed.
+    Context* c = s->ctx.load(std::memory_order_relaxed);
+    if (c == nullptr) [[unlikely]] {
+      bump(counters().fault_stale_handle);
+      return nullptr;
+    }
+    *out_ctx = c;
+  }
   return s;
 }
 inline OpSlot* op_of(Runtime* rt, const Handle& h, Context** out_ctx = nullptr) noexcept {
@@ -100,6 +110,47 @@ inline uint32_t sat32(uint64_t v) noexcept { return v > UINT32_MAX ? UINT32_MAX 
 
 }  // namespace
 
+namespace {
+// Per-channel times for v3 (proxy-observed ticks) and for ops with more
+// channels than a record lists.
+__attribute__((noinline)) void channel_times_slow(OpRecord& r, OpSlot& s, uint64_t mask, bool gpu) noexcept {
+  uint64_t lo = UINT64_MAX, hi = 0, busy = 0;
+  uint32_t maxd = 0, mind = UINT32_MAX;
+  int i = 0;
+  for (uint64_t m = mask; m != 0; m &= m - 1) {
+    const int ch = std::countr_zero(m);
+    // Relaxed: the stamps were written before the acq_rel mask updates complete() acquired.
+    uint64_t a = s.ch_start[ch].load(std::memory_order_relaxed);
+    uint64_t b = s.ch_stop[ch].load(std::memory_order_relaxed);
+    if (!gpu) {
+      a = clk::ticks_to_ns(a);
+      b = b ? clk::ticks_to_ns(b) : 0;
+    }
+    if (b < a) b = a;  // never stopped (or no stop stamp): zero length
+    lo = a < lo ? a : lo;
+    hi = b > hi ? b : hi;
+    const uint32_t d = sat32(b - a);
+    busy += d;
+    maxd = d > maxd ? d : maxd;
+    mind = d < mind ? d : mind;
+    if (i < kRecordChannels) {
+      // Absolute start for now; made relative to `lo` below.
+      r.channels[i].start_off_ns = static_cast<uint32_t>(a);
+      r.channels[i].dur_ns = d;
+      ++i;
+    }
+  }
+  for (int k = 0; k < i; ++k) r.channels[k].start_off_ns -= static_cast<uint32_t>(lo);  // modulo 2^32: exact
+  r.start_ns = lo;
+  r.end_ns = hi;
+  r.busy_ns = busy;
+  r.max_channel_ns = maxd;
+  r.min_channel_ns = mind == UINT32_MAX ? 0 : mind;
+  r.timing = static_cast<uint8_t>(gpu ? TimingSource::kGpu : TimingSource::kProxyCpu);
+  if (std::popcount(mask) > kRecordChannels) r.flags |= kFlagChannelsTruncated;
+}
+}  // namespace
+
 // Builds the record in place in this thread's ring slot and publishes it;
 // frees the op slot.
 bool complete(Context& c, uint32_t slot, uint32_t gen, OpSlot& s, bool reclaimed) noexcept {
@@ -135,40 +186,40 @@ bool complete(Context& c, uint32_t slot, uint32_t gen, OpSlot& s, bool reclaimed
   if (mask != 0) {
     // Per-channel times. v4+: GPU pTimer ns. v3: ticks observed by the proxy.
     const bool gpu = c.abi >= 4;
-    uint64_t lo = UINT64_MAX, hi = 0, busy = 0;
-    uint32_t maxd = 0, mind = UINT32_MAX;
-    int i = 0;
-    for (uint64_t m = mask; m != 0; m &= m - 1) {
-      const int ch = std::countr_zero(m);
-      // Relaxed: the stamps were written before the acq_rel mask updates acquired above.
-      uint64_t a = s.ch_start[ch].load(std::memory_order_relaxed);
-      uint64_t b = s.ch_stop[ch].load(std::memory_order_relaxed);
-      if (!gpu) {
-        a = clk::ticks_to_ns(a);
-        b = b ? clk::ticks_to_ns(b) : 0;
+    const int n = std::popcount(mask);
+    // Relaxed loads: the stamps were written before the acq_rel mask updates acquired above.
+    if (gpu && n <= kRecordChannels) [[likely]] {
+      // Two passes: the earliest start first, so offsets are written once.
+      uint64_t lo = UINT64_MAX;
+      for (uint64_t m = mask; m != 0; m &= m - 1) {
+        const uint64_t a = s.ch_start[std::countr_zero(m)].load(std::memory_order_relaxed);
+        lo = a < lo ? a : lo;
       }
-      if (b < a) b = a;  // never stopped (or no stop stamp): zero length
-      lo = a < lo ? a : lo;
-      hi = b > hi ? b : hi;
-      const uint32_t d = sat32(b - a);
-      busy += d;
-      maxd = d > maxd ? d : maxd;
-      mind = d < mind ? d : mind;
-      if (i < kRecordChannels) {
-        // Absolute start for now; made relative to `lo` below.
-        r.channels[i].start_off_ns = static_cast<uint32_t>(a);
-        r.channels[i].dur_ns = d;
-        ++i;
+      uint64_t hi = 0, busy = 0;
+      uint32_t maxd = 0, mind = UINT32_MAX;
+      ChannelTime* out_ch = r.channels;
+      for (uint64_t m = mask; m != 0; m &= m - 1, ++out_ch) {
+        const int ch = std::countr_zero(m);
+        const uint64_t a = s.ch_start[ch].load(std::memory_order_relaxed);
+        uint64_t b = s.ch_stop[ch].load(std::memory_order_relaxed);
+        b = b < a ? a : b;  // never stopped (or no stop stamp): zero length
+        hi = b > hi ? b : hi;
+        const uint32_t d = sat32(b - a);
+        busy += d;
+        maxd = d > maxd ? d : maxd;
+        mind = d < mind ? d : mind;
+        out_ch->start_off_ns = static_cast<uint32_t>(a - lo);
+        out_ch->dur_ns = d;
       }
+      r.start_ns = lo;
+      r.end_ns = hi;
+      r.busy_ns = busy;
+      r.max_channel_ns = maxd;
+      r.min_channel_ns = mind;
+      r.timing = static_cast<uint8_t>(TimingSource::kGpu);
+    } else {
+      channel_times_slow(r, s, mask, gpu);
     }
-    for (int k = 0; k < i; ++k) r.channels[k].start_off_ns -= static_cast<uint32_t>(lo);  // modulo 2^32: exact
-    r.start_ns = lo;
-    r.end_ns = hi;
-    r.busy_ns = busy;
-    r.max_channel_ns = maxd;
-    r.min_channel_ns = mind == UINT32_MAX ? 0 : mind;
-    r.timing = static_cast<uint8_t>(gpu ? TimingSource::kGpu : TimingSource::kProxyCpu);
-    if (std::popcount(mask) > kRecordChannels) r.flags |= kFlagChannelsTruncated;
   } else {
     // Relaxed: written before this op's last acq_rel decrement of `remaining`, which the claim follows.
     const uint64_t net_first = c.net ? s.net_first.load(std::memory_order_relaxed) : UINT64_MAX;
@@ -313,19 +364,15 @@ uint32_t admit(Runtime* rt, Context* c, uint64_t bytes, bool size_known, void** 
     *h = filtered_handle();
     return UINT32_MAX;
   }
-  uint64_t used = c->ops.in_use();
-  // Relaxed: a high-water statistic.
-  if (used > c->high_water.load(std::memory_order_relaxed)) c->high_water.store(used, std::memory_order_relaxed);
   return slot;
 }
 
-inline void* op_handle(Context& c, uint32_t slot) noexcept {
+inline void* op_handle(OpSlot& s, uint32_t slot) noexcept {
   Handle h;
   h.tag = Tag::kOp;
-  h.ctx = c.id;
   h.slot = slot;
   // Relaxed: this thread owns the slot now (popped with acquire).
-  h.gen = c.ops.at(slot).gen.load(std::memory_order_relaxed) & kGenMask;
+  h.gen = s.gen.load(std::memory_order_relaxed);
   return encode(h);
 }
 
@@ -352,19 +399,19 @@ OpSlot* op_of_net(Runtime* rt, NetSlot& n, Context** oc, Handle* oh) noexcept {
 }
 
 NetSlot* net_of(Runtime* rt, const Handle& h, Context** out) noexcept {
-  Context* c = context_of(rt, h.ctx);
-  if (c == nullptr || !c->net_slots.valid(h.slot)) {
-    bump(counters().fault_stale_handle);
-    return nullptr;
-  }
-  NetSlot& n = c->net_slots.at(h.slot);
-  // Pairs with the release gen bump when the ProxyOp slot is freed.
-  if ((n.gen.load(std::memory_order_acquire) & kGenMask) != h.gen) {
+  (void)rt;
+  NetSlot* n = SlotTable<NetSlot>::find(h.slot);
+  // Acquire pairs with the release gen bump when the ProxyOp slot is freed
+  // (or its chunk given back).
+  Context* c = nullptr;
+  if (n == nullptr || n->gen.load(std::memory_order_acquire) != h.gen ||
+      // Relaxed: set when the chunk joined the pool, before any handle into it existed.
+      (c = n->ctx.load(std::memory_order_relaxed)) == nullptr) {
     bump(counters().fault_stale_handle);
     return nullptr;
   }
   *out = c;
-  return &n;
+  return n;
 }
 
 void atomic_min(std::atomic<uint64_t>& a, uint64_t v) noexcept {
@@ -450,7 +497,7 @@ void* start_coll(void* ctx, void* parent, int rank, const CollStart& d) noexcept
   r.n_warps = d.n_warps;
   if (d.func == Func::kBroadcast || d.func == Func::kReduce) r.peer = d.root;
   if (d.func == Func::kAllGather || d.func == Func::kBroadcast) r.flags |= kFlagCountIsBytes;
-  return op_handle(*c, slot);
+  return op_handle(*s, slot);
 }
 
 void* start_p2p(void* ctx, void* parent, int rank, const P2pStart& d) noexcept {
@@ -476,7 +523,7 @@ void* start_p2p(void* ctx, void* parent, int rank, const P2pStart& d) noexcept {
   r.n_channels = d.n_channels;
   r.peer = d.peer;
   r.flags |= kFlagSeqOwn;
-  return op_handle(*c, slot);
+  return op_handle(*s, slot);
 }
 
 void* start_ce_coll(void* ctx, void* parent, int rank, const CeStart& d) noexcept {
@@ -495,7 +542,7 @@ void* start_ce_coll(void* ctx, void* parent, int rank, const CeStart& d) noexcep
   if (d.func == Func::kBroadcast || d.func == Func::kReduce || d.func == Func::kGather ||
       d.func == Func::kScatter)
     r.peer = d.root;
-  return op_handle(*c, slot);
+  return op_handle(*s, slot);
 }
 
 void* start_ce_child(void* ctx, void* parent, EvType type, uint64_t bytes) noexcept {
@@ -518,23 +565,74 @@ void* start_ce_child(void* ctx, void* parent, EvType type, uint64_t bytes) noexc
 
 // ================================================= KernelCh (progress thread)
 
+namespace {
+// Clock alignment, sampled on each op's first channel start: the CPU saw the
+// start no earlier than the GPU made it, so (observed - ptimer) bounds the
+// offset from above; keep the least. Modular arithmetic: a nonsense pTimer
+// gives a nonsense sample, never UB.
+__attribute__((noinline)) void sample_clock(Context& c, uint64_t ptimer) noexcept {
+  const int64_t d = static_cast<int64_t>(clk::now_ns() - ptimer);
+  // Relaxed: the estimate is a statistic read by the dump thread; the CAS
+  // pairs with other progress threads' CAS on the same minimum.
+  int64_t cur = c.clk_min.load(std::memory_order_relaxed);
+  while (d < cur && !c.clk_min.compare_exchange_weak(cur, d, std::memory_order_relaxed)) {
+  }
+  // Relaxed load/store pairs of statistics: racing updaters may lose a sample; harmless.
+  const int64_t typ = c.clk_typical.load(std::memory_order_relaxed);
+  const uint64_t n = c.clk_samples.load(std::memory_order_relaxed);
+  const int64_t step = static_cast<int64_t>(static_cast<uint64_t>(d) - static_cast<uint64_t>(typ)) / 16;
+  c.clk_typical.store(n == 0 ? d : static_cast<int64_t>(static_cast<uint64_t>(typ) + static_cast<uint64_t>(step)),
+                      std::memory_order_relaxed);
+  c.clk_samples.store(n + 1, std::memory_order_relaxed);
+}
+
+// A KernelCh start whose parent is not a live op handle, or whose channel id
+// is out of range: counted, never followed.
+__attribute__((noinline, cold)) void* reject_kernel_ch(uint64_t pv) noexcept {
+  if (tag_of(pv) == Tag::kFiltered) return filtered_handle();
+  if (tag_of(pv) == Tag::kOp) {
+    bump(counters().fault_bad_channel);
+  } else {
+    bump(counters().fault_null_handle);
+  }
+  return nullptr;
+}
+
+// The less common cases of a KernelCh start, after its bit went into
+// started_mask: the op's first channel (clock sample, gate release), a
+// channel started twice, gate mode, more channels than NCCL announced.
+__attribute__((noinline)) void* kernel_ch_started(Context& c, OpSlot& s, uint64_t pv, uint32_t channel,
+                                                   uint64_t old, uint64_t ptimer, bool has_ptimer) noexcept {
+  const uint64_t bit = 1ull << channel;
+  if (has_ptimer && old == 0) sample_clock(c, ptimer);
+  if (old & bit) [[unlikely]] {
+    bump(counters().fault_double_stop);  // same channel started twice
+  } else if (!s.channels_exact) {
+    if (!hold(s)) {
+      bump(counters().fault_late_child);
+      return nullptr;
+    }
+    if (old == 0) release(c, pv, s);  // first child removes the gate
+  } else if (std::popcount(old | bit) > s.rec.n_channels) [[unlikely]] {
+    // More channels than NCCL announced: account this one too.
+    if (!hold(s)) {
+      bump(counters().fault_late_child);
+      return nullptr;
+    }
+  }
+  return reinterpret_cast<void*>(retag(pv, Tag::kKernelCh, channel));
+}
+}  // namespace
+
 void* start_kernel_ch(void* ctx, void* parent, uint8_t channel, uint64_t ptimer, bool has_ptimer) noexcept {
   (void)ctx;
   Runtime* rt = runtime();
   if (rt == nullptr) [[unlikely]] return nullptr;
   const uint64_t pv = hv(parent);
-  if (tag_of(pv) != Tag::kOp) [[unlikely]] {
-    if (tag_of(pv) == Tag::kFiltered) return filtered_handle();
-    bump(counters().fault_null_handle);
-    return nullptr;
-  }
-  if (channel >= nccl_abi::kMaxChannels) [[unlikely]] {
-    bump(counters().fault_bad_channel);
-    return nullptr;
-  }
+  if (tag_of(pv) != Tag::kOp || channel >= nccl_abi::kMaxChannels) [[unlikely]] return reject_kernel_ch(pv);
   Context* c = nullptr;
   OpSlot* s = op_of(rt, pv, &c);
-  if (s == nullptr) return nullptr;
+  if (s == nullptr) [[unlikely]] return nullptr;
   const uint64_t bit = 1ull << channel;
   // Relaxed: published by the acq_rel fetch_or of started_mask below.
   s->ch_stop[channel].store(0, std::memory_order_relaxed);
@@ -542,40 +640,9 @@ void* start_kernel_ch(void* ctx, void* parent, uint8_t channel, uint64_t ptimer,
   // acq_rel: publishes the channel start with the bit; pairs with the
   // completer's acquire load of started_mask.
   const uint64_t old = s->started_mask.fetch_or(bit, std::memory_order_acq_rel);
-  if (has_ptimer && old == 0) {
-    // Clock alignment, sampled on each op's first channel: the CPU saw this
-    // start no earlier than the GPU made it, so (observed - ptimer) bounds
-    // the offset from above; keep the least.
-    // Modular arithmetic: a nonsense pTimer gives a nonsense sample, never UB.
-    const int64_t d = static_cast<int64_t>(clk::now_ns() - ptimer);
-    int64_t cur = c->clk_min.load(std::memory_order_relaxed);
-    // Relaxed: the estimate is read by the dump thread as a statistic.
-    while (d < cur && !c->clk_min.compare_exchange_weak(cur, d, std::memory_order_relaxed)) {
-    }
-    const int64_t typ = c->clk_typical.load(std::memory_order_relaxed);
-    // Relaxed load/store of statistics (racing updaters may lose a sample; harmless).
-    const uint64_t n = c->clk_samples.load(std::memory_order_relaxed);
-    // Relaxed load/store pairs: racing updaters may lose a sample; harmless.
-    const int64_t step = static_cast<int64_t>(static_cast<uint64_t>(d) - static_cast<uint64_t>(typ)) / 16;
-    c->clk_typical.store(n == 0 ? d : static_cast<int64_t>(static_cast<uint64_t>(typ) + static_cast<uint64_t>(step)),
-                         std::memory_order_relaxed);
-    c->clk_samples.store(n + 1, std::memory_order_relaxed);
-  }
-  if (old & bit) [[unlikely]] {
-    bump(counters().fault_double_stop);  // same channel started twice
-  } else if (!s->channels_exact) {
-    if (!hold(*s)) {
-      bump(counters().fault_late_child);
-      return nullptr;
-    }
-    if (old == 0) release(*c, pv, *s);  // first child removes the gate
-  } else if (std::popcount(old | bit) > s->rec.n_channels) [[unlikely]] {
-    // More channels than NCCL announced: account this one too.
-    if (!hold(*s)) {
-      bump(counters().fault_late_child);
-      return nullptr;
-    }
-  }
+  // The common case: a later channel of an op whose channel count NCCL told us.
+  if (old == 0 || (old & bit) != 0 || !s->channels_exact || std::popcount(old | bit) > s->rec.n_channels)
+    [[unlikely]] return kernel_ch_started(*c, *s, pv, channel, old, ptimer, has_ptimer);
   return reinterpret_cast<void*>(retag(pv, Tag::kKernelCh, channel));
 }
 
@@ -635,9 +702,8 @@ void* start_proxy_op(void* ctx, void* parent, const ProxyOpStart& d) noexcept {
   }
   Handle h;
   h.tag = Tag::kProxyOp;
-  h.ctx = c->id;
   h.slot = ns;
-  h.gen = n.gen.load(std::memory_order_relaxed) & kGenMask;  // we own the slot
+  h.gen = n.gen.load(std::memory_order_relaxed);  // relaxed: we own the slot
   return encode(h);
 }
 
@@ -951,23 +1017,17 @@ void learn_identity(Context& c, uint64_t hash, int rank) noexcept {
 // `older_than_ticks` (UINT64_MAX: all of them). Returns the count.
 size_t reclaim_ops(Context& c, uint64_t older_than_ticks) noexcept {
   size_t n = 0;
-  const uint32_t cap = c.ops.capacity();
-  for (uint32_t i = 0; i < cap; ++i) {
-    OpSlot& s = c.ops.at(i);
+  c.ops.for_each([&](uint32_t i, OpSlot& s) {
     // Acquire pairs with reset_slot()'s release store.
-    if (s.in_use.load(std::memory_order_acquire) == 0) continue;
-    const uint64_t claim = s.claim.load(std::memory_order_acquire);
-    if (claim & 1) continue;  // already being completed
-    if (older_than_ticks != UINT64_MAX && s.start_ticks.load(std::memory_order_relaxed) >= older_than_ticks) continue;
-    Handle oh;
-    oh.tag = Tag::kOp;
-    oh.ctx = c.id;
-    oh.slot = i;
-    oh.gen = static_cast<uint32_t>(claim >> 1);
+    if (s.in_use.load(std::memory_order_acquire) == 0) return;
+    const uint64_t claim = s.claim.load(std::memory_order_acquire);  // pairs with reset_slot()'s release store
+    if (claim & 1) return;  // already being completed
+    // Relaxed: written before reset_slot()'s release store of in_use (acquired above).
+    if (older_than_ticks != UINT64_MAX && s.start_ticks.load(std::memory_order_relaxed) >= older_than_ticks) return;
     // complete() claims with this generation: if the slot moved on to a
     // newer op meanwhile, the claim fails and nothing happens.
-    if (complete(c, oh.slot, oh.gen, s, true)) ++n;
-  }
+    if (complete(c, i, static_cast<uint32_t>(claim >> 1), s, true)) ++n;
+  });
   return n;
 }
 

@@ -39,25 +39,24 @@ enum class Tag : uint8_t {
   kNetPlugin = 8, // no state (so stopping it twice is harmless)
 };
 
-inline constexpr int kCtxBits = 12;
-inline constexpr int kSlotBits = 20;
-inline constexpr int kGenBits = 22;
+inline constexpr int kCtxBits = 12;      // context ids (the init context argument, not handles)
+inline constexpr int kSlotBits = 20;     // global slot index (all contexts share one table per slot type)
+inline constexpr int kGenBits = 32;
 inline constexpr uint32_t kMaxContexts = 1u << kCtxBits;
 inline constexpr uint32_t kMaxSlots = 1u << kSlotBits;
-inline constexpr uint32_t kGenMask = (1u << kGenBits) - 1;
+inline constexpr uint32_t kGenMask = 0xFFFFFFFFu;
 
+// Layout: tag [0,4) | slot [4,24) | generation [24,56) | extra [58,64).
 struct Handle {
   Tag tag = Tag::kNone;
-  uint32_t ctx = 0;
   uint32_t slot = 0;
   uint32_t gen = 0;
   uint32_t extra = 0;  // channel id (kKernelCh), EvType + graph bit (kMarker)
 };
 
 inline void* encode(const Handle& h) noexcept {
-  uint64_t v = static_cast<uint64_t>(h.tag) | (static_cast<uint64_t>(h.ctx) << 4) |
-               (static_cast<uint64_t>(h.slot) << 16) | (static_cast<uint64_t>(h.gen & kGenMask) << 36) |
-               (static_cast<uint64_t>(h.extra & 63u) << 58);
+  uint64_t v = static_cast<uint64_t>(h.tag) | (static_cast<uint64_t>(h.slot & (kMaxSlots - 1)) << 4) |
+               (static_cast<uint64_t>(h.gen) << 24) | (static_cast<uint64_t>(h.extra & 63u) << 58);
   return reinterpret_cast<void*>(v);
 }
 
@@ -65,9 +64,8 @@ inline Handle decode(const void* p) noexcept {
   auto v = reinterpret_cast<uint64_t>(p);
   Handle h;
   h.tag = static_cast<Tag>(v & 15u);
-  h.ctx = static_cast<uint32_t>((v >> 4) & (kMaxContexts - 1));
-  h.slot = static_cast<uint32_t>((v >> 16) & (kMaxSlots - 1));
-  h.gen = static_cast<uint32_t>((v >> 36) & kGenMask);
+  h.slot = static_cast<uint32_t>((v >> 4) & (kMaxSlots - 1));
+  h.gen = static_cast<uint32_t>(v >> 24);
   h.extra = static_cast<uint32_t>(v >> 58);
   return h;
 }
@@ -76,14 +74,15 @@ inline Handle decode(const void* p) noexcept {
 // Handle).
 inline uint64_t hv(const void* p) noexcept { return reinterpret_cast<uint64_t>(p); }
 inline Tag tag_of(uint64_t v) noexcept { return static_cast<Tag>(v & 15u); }
-inline uint32_t ctx_of(uint64_t v) noexcept { return static_cast<uint32_t>((v >> 4) & (kMaxContexts - 1)); }
-inline uint32_t slot_of(uint64_t v) noexcept { return static_cast<uint32_t>((v >> 16) & (kMaxSlots - 1)); }
-inline uint32_t gen_of(uint64_t v) noexcept { return static_cast<uint32_t>((v >> 36) & kGenMask); }
+inline uint32_t slot_of(uint64_t v) noexcept { return static_cast<uint32_t>((v >> 4) & (kMaxSlots - 1)); }
+inline uint32_t gen_of(uint64_t v) noexcept { return static_cast<uint32_t>(v >> 24); }
 inline uint32_t extra_of(uint64_t v) noexcept { return static_cast<uint32_t>(v >> 58); }
 // The same handle with another tag and extra field.
 inline uint64_t retag(uint64_t v, Tag t, uint32_t extra) noexcept {
   return (v & ~(15ull | (63ull << 58))) | static_cast<uint64_t>(t) | (static_cast<uint64_t>(extra & 63u) << 58);
 }
+
+struct Context;
 
 // ----------------------------------------------------------------- op pool
 
@@ -99,6 +98,7 @@ struct HcaSlot {
 // afterwards; everything that changes later is atomic.
 struct OpSlot {
   std::atomic<uint32_t> gen{0};        // bumped on free; a handle must match it
+  std::atomic<Context*> ctx{nullptr};  // owning context while its pool holds the chunk
   std::atomic<uint32_t> in_use{0};     // 1 while allocated (reclaimer scans this)
   std::atomic<int32_t> remaining{0};   // completion count-down (see tracker.cpp)
   std::atomic<uint64_t> claim{1};      // (gen << 1) | claimed: exactly-once completion per generation
@@ -129,6 +129,7 @@ struct OpSlot {
 // so a step that is started twice and never stopped leaks nothing.
 struct NetSlot {
   std::atomic<uint32_t> gen{0};
+  std::atomic<Context*> ctx{nullptr};  // owning context while its pool holds the chunk
   std::atomic<uint32_t> free_next{0};
   std::atomic<uint64_t> op_handle{0};     // encoded parent op handle
   std::atomic<uint64_t> trans{0};         // v1-v3: cumulative transSize of the ProxyOp states
@@ -143,52 +144,137 @@ struct NetSlot {
   } steps[nccl_abi::kNcclSteps];
 };
 
-// A pool that grows in chunks of kChunk slots up to a maximum, with a
-// lock-free free list (Treiber stack whose head carries a 32-bit tag against
-// ABA). alloc/free may run on any thread. Growth allocates one chunk, at most
-// max/kChunk times in the life of a context; slots are never freed before the
-// context is destroyed at runtime teardown, so a stale handle always names
-// valid memory.
+inline constexpr uint32_t kChunk = 64;  // slots per chunk
+
+// One process-wide table of slot chunks per slot type, indexed by the global
+// slot index a handle carries. Decoding a handle is one table load: the index
+// is masked to kSlotBits, so it can never leave the table, and a missing chunk
+// is a null pointer. Chunks are allocated once and never freed while the
+// library is loaded (only at unload, when no runtime is left): a chunk whose
+// context goes away returns to a free list, with its slots' generations bumped
+// and their owner cleared, so any handle into it stops validating.
+template <typename Slot>
+class SlotTable {
+ public:
+  static constexpr uint32_t kChunks = kMaxSlots / kChunk;
+
+  static Slot* find(uint32_t idx) noexcept {
+    // Acquire pairs with the release store of the chunk pointer in take_chunk().
+    Slot* c = chunks_[(idx >> 6) & (kChunks - 1)].load(std::memory_order_acquire);
+    return c != nullptr ? c + (idx & (kChunk - 1)) : nullptr;
+  }
+  // For an index from our own pools (its chunk exists).
+  static Slot& at(uint32_t idx) noexcept {
+    // Acquire pairs with the release store of the chunk pointer in take_chunk().
+    return chunks_[(idx >> 6) & (kChunks - 1)].load(std::memory_order_acquire)[idx & (kChunk - 1)];
+  }
+
+  // A chunk for `owner` (fresh or recycled); UINT32_MAX when none is left.
+  static uint32_t take_chunk(Context* owner) noexcept {
+    std::lock_guard<std::mutex> lk(mu());
+    uint32_t id = UINT32_MAX;
+    auto& fl = free_chunks();
+    if (fl.n != 0) {
+      id = fl.ids[--fl.n];
+    } else if (next_ < kChunks) {
+      Slot* c = new (std::nothrow) Slot[kChunk];
+      if (c == nullptr) return UINT32_MAX;
+      id = next_++;
+      // Release pairs with find()'s acquire: the constructed slots are visible.
+      chunks_[id].store(c, std::memory_order_release);
+    } else {
+      return UINT32_MAX;
+    }
+    Slot* c = chunks_[id].load(std::memory_order_relaxed);  // relaxed: we stored it (or an earlier taker did, under mu)
+    // Relaxed: published with the slots by the pool's release CAS when they
+    // enter its free list.
+    for (uint32_t k = 0; k < kChunk; ++k) c[k].ctx.store(owner, std::memory_order_relaxed);
+    return id;
+  }
+
+  // Gives a chunk back: no handle into it validates afterwards.
+  static void give_chunk(uint32_t id) noexcept {
+    Slot* c = chunks_[id].load(std::memory_order_relaxed);  // relaxed: set before this pool ever took it
+    for (uint32_t k = 0; k < kChunk; ++k) {
+      // Release pairs with the acquire gen loads when handles are validated.
+      c[k].gen.fetch_add(1, std::memory_order_release);
+      c[k].ctx.store(nullptr, std::memory_order_relaxed);  // relaxed: ordered by the gen bump above
+    }
+    std::lock_guard<std::mutex> lk(mu());
+    auto& fl = free_chunks();
+    fl.ids[fl.n++] = id;
+  }
+
+  // Library unload with no runtime left: frees every chunk.
+  static void free_all() noexcept {
+    std::lock_guard<std::mutex> lk(mu());
+    for (uint32_t i = 0; i < next_; ++i) {
+      delete[] chunks_[i].load(std::memory_order_relaxed);  // relaxed: no callback can run any more
+      chunks_[i].store(nullptr, std::memory_order_relaxed);
+    }
+    next_ = 0;
+    free_chunks().n = 0;
+  }
+
+ private:
+  struct FreeList {
+    uint32_t n = 0;
+    uint32_t ids[kChunks];
+  };
+  static std::mutex& mu() noexcept {
+    static std::mutex m;
+    return m;
+  }
+  static FreeList& free_chunks() noexcept {
+    static FreeList fl;
+    return fl;
+  }
+  static inline std::atomic<Slot*> chunks_[kChunks] = {};
+  static inline uint32_t next_ = 0;  // guarded by mu()
+};
+
+// One context's slots: chunks of kChunk slots taken from the SlotTable up to a
+// maximum, with a lock-free free list (Treiber stack whose head carries a
+// 32-bit tag against ABA). alloc/free may run on any thread; indices are
+// global (SlotTable). The chunks go back to the table when the context is
+// destroyed at runtime teardown.
 template <typename Slot>
 class Pool {
  public:
-  static constexpr uint32_t kChunk = 64;
-
-  bool init(uint32_t max_slots) {
+  bool init(uint32_t max_slots, Context* owner) {
+    owner_ = owner;
     max_chunks_ = (max_slots + kChunk - 1) / kChunk;
     if (max_chunks_ == 0) max_chunks_ = 1;
-    if (max_chunks_ > kMaxSlots / kChunk) max_chunks_ = kMaxSlots / kChunk;
-    chunks_.reset(new (std::nothrow) std::atomic<Slot*>[max_chunks_]);
-    if (!chunks_) return false;
-    // relaxed: before publication / after the last use
-    for (uint32_t i = 0; i < max_chunks_; ++i) chunks_[i].store(nullptr, std::memory_order_relaxed);
+    if (max_chunks_ > SlotTable<Slot>::kChunks) max_chunks_ = SlotTable<Slot>::kChunks;
+    chunk_ids_.reset(new (std::nothrow) std::atomic<uint32_t>[max_chunks_]);
+    if (!chunk_ids_) return false;
     return grow();
   }
   ~Pool() {
-    if (!chunks_) return;
-    // relaxed: before publication / after the last use
-    for (uint32_t i = 0; i < max_chunks_; ++i) delete[] chunks_[i].load(std::memory_order_relaxed);
+    // Relaxed: after the last use (runtime teardown).
+    const uint32_t n = n_chunks_.load(std::memory_order_relaxed);
+    for (uint32_t k = 0; k < n; ++k) SlotTable<Slot>::give_chunk(chunk_ids_[k].load(std::memory_order_relaxed));
   }
 
-  // Number of slots that exist now (slots [0, capacity) are valid memory).
+  static Slot& at(uint32_t i) noexcept { return SlotTable<Slot>::at(i); }
+
+  // Calls f(global index, slot) for every slot this pool holds now.
+  template <typename F>
+  void for_each(F&& f) {
+    // Acquire pairs with the release store of n_chunks_ in grow().
+    const uint32_t n = n_chunks_.load(std::memory_order_acquire);
+    for (uint32_t k = 0; k < n; ++k) {
+      const uint32_t base = chunk_ids_[k].load(std::memory_order_relaxed) * kChunk;  // published by n_chunks_
+      for (uint32_t j = 0; j < kChunk; ++j) f(base + j, at(base + j));
+    }
+  }
+  // Slots held (a multiple of kChunk).
   uint32_t capacity() const noexcept {
     // Pairs with the release store in grow().
     return n_chunks_.load(std::memory_order_acquire) * kChunk;
   }
-  bool valid(uint32_t i) const noexcept { return i < capacity(); }
-  Slot& at(uint32_t i) noexcept {
-    // Pairs with the release store of the chunk pointer in grow().
-    return chunks_[i / kChunk].load(std::memory_order_acquire)[i % kChunk];
-  }
-  // at() for an index that came from outside (a handle): nullptr if no such slot.
-  Slot* find(uint32_t i) noexcept {
-    if (i / kChunk >= max_chunks_) return nullptr;
-    // Pairs with the release store of the chunk pointer in grow().
-    Slot* c = chunks_[i / kChunk].load(std::memory_order_acquire);
-    return c ? &c[i % kChunk] : nullptr;
-  }
 
-  // Returns a slot index, or UINT32_MAX when the pool is at its maximum.
+  // Returns a global slot index, or UINT32_MAX when the pool is at its maximum.
   uint32_t alloc() noexcept {
     for (int attempt = 0; attempt < 2; ++attempt) {
       uint32_t i = pop();
@@ -201,21 +287,18 @@ class Pool {
   void free(uint32_t i) noexcept {
     uint64_t h = head_.load(std::memory_order_relaxed);  // relaxed: the CAS below re-checks it
     for (;;) {
+      // Relaxed: published by the release CAS below.
       at(i).free_next.store(static_cast<uint32_t>(h), std::memory_order_relaxed);
       uint64_t nh = ((h >> 32) + 1) << 32 | (i + 1);
       // Release: the slot's final writes (gen bump, free_next) happen-before
       // the pop() that takes it (acquire).
-      if (head_.compare_exchange_weak(h, nh, std::memory_order_release, std::memory_order_relaxed)) {
-        in_use_.fetch_sub(1, std::memory_order_relaxed);  // statistics only, no ordering
-        return;
-      }
+      if (head_.compare_exchange_weak(h, nh, std::memory_order_release, std::memory_order_relaxed)) return;
     }
   }
-  uint32_t in_use() const noexcept { return in_use_.load(std::memory_order_relaxed); }  // relaxed: statistic
 
  private:
   uint32_t pop() noexcept {
-    // Pairs with the release CAS in free()/push_chunk().
+    // Pairs with the release CAS in free().
     uint64_t h = head_.load(std::memory_order_acquire);
     for (;;) {
       uint32_t idx1 = static_cast<uint32_t>(h);
@@ -225,10 +308,7 @@ class Pool {
       uint64_t nh = ((h >> 32) + 1) << 32 | next;
       // Acquire on success pairs with free()'s release; a stale `next` read
       // is caught by the ABA tag in h.
-      if (head_.compare_exchange_weak(h, nh, std::memory_order_acquire, std::memory_order_acquire)) {
-        in_use_.fetch_add(1, std::memory_order_relaxed);  // statistics only
-        return idx1 - 1;
-      }
+      if (head_.compare_exchange_weak(h, nh, std::memory_order_acquire, std::memory_order_acquire)) return idx1 - 1;
     }
   }
 
@@ -239,20 +319,15 @@ class Pool {
     // Acquire pairs with the release store that clears the flag below.
     if (!growing_.compare_exchange_strong(expected, 1, std::memory_order_acquire, std::memory_order_relaxed))
       return true;
-    uint32_t n = n_chunks_.load(std::memory_order_relaxed);
+    const uint32_t n = n_chunks_.load(std::memory_order_relaxed);  // relaxed: only the grower writes it
     bool ok = false;
     if (n < max_chunks_) {
-      Slot* c = new (std::nothrow) Slot[kChunk];
-      if (c != nullptr) {
-        // Release: the chunk's contents are visible to at() (acquire).
-        chunks_[n].store(c, std::memory_order_release);
-        // Release pairs with capacity()'s acquire.
+      const uint32_t id = SlotTable<Slot>::take_chunk(owner_);
+      if (id != UINT32_MAX) {
+        chunk_ids_[n].store(id, std::memory_order_relaxed);  // relaxed: published by the release store below
+        // Release pairs with capacity()/for_each()'s acquire.
         n_chunks_.store(n + 1, std::memory_order_release);
-        for (uint32_t k = kChunk; k-- > 0;) {
-          uint32_t i = n * kChunk + k;
-          in_use_.fetch_add(1, std::memory_order_relaxed);  // free() subtracts it again
-          free(i);
-        }
+        for (uint32_t k = kChunk; k-- > 0;) free(id * kChunk + k);
         ok = true;
       }
     }
@@ -261,12 +336,12 @@ class Pool {
     return ok;
   }
 
-  std::unique_ptr<std::atomic<Slot*>[]> chunks_;
+  Context* owner_ = nullptr;
+  std::unique_ptr<std::atomic<uint32_t>[]> chunk_ids_;
   uint32_t max_chunks_ = 0;
   std::atomic<uint32_t> n_chunks_{0};
   std::atomic<uint32_t> growing_{0};
-  alignas(kCacheLine) std::atomic<uint64_t> head_{0};  // (aba tag << 32) | (index + 1)
-  std::atomic<uint32_t> in_use_{0};
+  alignas(kCacheLine) std::atomic<uint64_t> head_{0};  // (aba tag << 32) | (global index + 1)
 };
 
 // ------------------------------------------------------------------ context
@@ -287,7 +362,6 @@ struct Context {
   std::atomic<uint64_t> sample_counter{0};
   std::unique_ptr<std::atomic<uint32_t>[]> p2p_seq;  // [2 * p2p_seq_n]: send, recv per peer
   uint32_t p2p_seq_n = 0;
-  std::atomic<uint64_t> high_water{0};
   // clock estimate (mono - ptimer), refined by KernelCh start observations
   std::atomic<int64_t> clk_min{INT64_MAX};
   std::atomic<int64_t> clk_typical{0};
@@ -297,7 +371,8 @@ struct Context {
 // ------------------------------------------------------------- thread rings
 
 // Per-thread counters: written only by the owning thread (relaxed), read by
-// the dump thread (relaxed) for statistics.
+// the dump thread (relaxed) for statistics. Exception: high_water is written
+// only by the ring's consumer (drain_records).
 struct ThreadCounters {
   std::atomic<uint64_t> ops_completed{0};
   std::atomic<uint64_t> dropped_ring_full{0};
