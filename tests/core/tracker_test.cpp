@@ -566,7 +566,56 @@ TEST_F(Tracker, FullRingDropsAndCounts) {
   EXPECT_EQ(s.dropped_ring_full, 84u);
   EXPECT_EQ(recs.size() + s.dropped_ring_full, 100u);
   EXPECT_GE(sink()->wakes(), 1u);
+  // The consumer saw the ring full just before it drained it.
+  EXPECT_EQ(ni::stats().ring_high_water, 16u);
   unsetenv("NCCL_INSPECTOR_RING_RECORDS");
+}
+
+TEST_F(Tracker, PoolStatisticsCountInFlightOps) {
+  CommV5 c;
+  std::vector<void*> ops;
+  for (int i = 0; i < 70; ++i) {
+    void* op = c.coll(c.coll_api(), "AllReduce", 1024, "ncclFloat32", 1, static_cast<uint64_t>(i));
+    c.stop(op);  // enqueued, not complete: the op stays in flight
+    ops.push_back(op);
+  }
+  ni::CoreStats s = ni::stats();
+  EXPECT_EQ(s.pool_in_use, 70u);
+  EXPECT_EQ(s.pool_high_water, 128u);  // two chunks of 64
+  for (void* op : ops) c.kstop(c.kch(op, 0, 1), 2);
+  s = ni::stats();
+  EXPECT_EQ(s.pool_in_use, 0u);
+  EXPECT_EQ(s.pool_high_water, 128u);
+  EXPECT_EQ(sink()->take().size(), 70u);
+}
+
+// Slots are shared by every communicator through one table: a handle of a
+// finalized communicator must not reach the op that now occupies its slot.
+TEST_F(Tracker, HandleOfAFinalizedCommDoesNotReachTheNextOwnerOfItsSlot) {
+  CommV5 keeper(8, 0, 0x3333);  // keeps the runtime (and its recycled contexts) alive
+  void* old_op = nullptr;
+  void* old_k = nullptr;
+  {
+    CommV5 a(8, 0, 0x1111);
+    old_op = a.coll(a.coll_api(), "AllReduce", 1024, "ncclFloat32", 2, 1);
+    a.stop(old_op);
+    old_k = a.kch(old_op, 0, 10);  // in flight at finalize: written as reclaimed
+  }
+  ASSERT_EQ(sink()->take().size(), 1u);
+  CommV5 b(8, 0, 0x2222);  // reuses a's context and pool
+  void* op = b.coll(b.coll_api(), "AllReduce", 1024, "ncclFloat32", 1, 7);
+  b.stop(op);
+  // The old handles are stale even if the new op took the same slot.
+  EXPECT_EQ(b.kch(old_op, 1, 11), nullptr);
+  b.kstop(old_k, 99);
+  b.kstop(b.kch(op, 0, 100), 150);
+  auto recs = sink()->take();
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_EQ(recs[0].comm_hash, 0x2222u);
+  EXPECT_EQ(recs[0].seq, 7u);
+  EXPECT_EQ(recs[0].channel_mask, 1u);
+  EXPECT_EQ(recs[0].end_ns - recs[0].start_ns, 50u);
+  EXPECT_GE(ni::stats().fault_stale_handle, 2u);
 }
 
 }  // namespace

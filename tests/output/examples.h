@@ -152,7 +152,7 @@ inline std::vector<std::pair<std::string, std::string>> log_examples() {
   s.core.ring_high_water = 211;
   s.core.rings = 3;
   s.core.pool_in_use = 4;
-  s.core.pool_high_water = 37;
+  s.core.pool_high_water = 64;
   s.records_written = 52011;
   enc.stats(b, s, 1735689610000000000);
   take("stats", b);
