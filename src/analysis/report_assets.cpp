@@ -74,7 +74,7 @@ function box(p) {
   l.xaxis.type = 'category';
   l.xaxis.categoryorder = 'array';
   l.xaxis.categoryarray = p.categories;
-  if (p.ylog) { l.yaxis.type = 'log'; delete l.yaxis.rangemode; }
+  if (p.ylog) { l.yaxis.type = 'log'; l.yaxis.dtick = 'D2'; delete l.yaxis.rangemode; }
   return {traces, layout: l};
 }
 function line(p) {
