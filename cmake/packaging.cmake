@@ -2,7 +2,9 @@
 #
 #   <prefix>/lib/libnccl-profiler-inspector.so      (plugin/CMakeLists.txt, component "plugin")
 #   <prefix>/bin/nccl-emu, bin/nccl-inspector         (their own CMakeLists, default component)
-#   <prefix>/share/doc/nccl-inspector/               README.md, LICENSE, docs/*.md  (component "plugin")
+#   <prefix>/share/doc/nccl-inspector/               README.md, LICENSE, docs/*.md  (component "plugin");
+#                                                    THIRD-PARTY-NOTICES.txt: the license of the Plotly.js
+#                                                    embedded in nccl-inspector (src/analysis, default component)
 #   <prefix>/share/nccl-inspector/{slurm,docker,k8s} deployment recipes           (component "plugin")
 #
 # Packages (cpack in the build directory, or `cmake --build build --target package`):
@@ -53,7 +55,7 @@ set(CPACK_RESOURCE_FILE_LICENSE "${PROJECT_SOURCE_DIR}/LICENSE")
 set(CPACK_RESOURCE_FILE_README "${PROJECT_SOURCE_DIR}/README.md")
 set(CPACK_GENERATOR "DEB;TGZ")
 set(CPACK_SOURCE_GENERATOR "TGZ")
-set(CPACK_SOURCE_IGNORE_FILES "/\\\\.git/" "/build[^/]*/" "/out/" "\\\\.jsonl\\\\.gz$")
+set(CPACK_SOURCE_IGNORE_FILES "/\\\\.git/" "/build[^/]*/" "/out/" "/node_modules/" "\\\\.jsonl\\\\.gz$")
 set(CPACK_PACKAGE_CHECKSUM SHA256)
 set(CPACK_STRIP_FILES OFF)  # keep symbols: crash reports from inside NCCL jobs stay readable
 

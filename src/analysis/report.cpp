@@ -1,12 +1,14 @@
 #include "report.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <limits>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <tuple>
 
 #include "stats.h"
@@ -46,6 +48,15 @@ struct List {
   void add(const std::string& obj) {
     s += (n++ ? "," : "") + obj;
   }
+  // A chart: `points` is how many data points it holds (boxes, line points and
+  // marks, non-null bars and heatmap cells), written into it for the page's
+  // tests; a chart without any is left out.
+  void add_plot(const std::string& obj, std::size_t points) {
+    if (points == 0 || obj.empty() || obj.back() != '}') return;
+    add(obj.substr(0, obj.size() - 1) + ",\"points\":" + std::to_string(points) + "}");
+    total_points += points;
+  }
+  std::size_t total_points = 0;
   std::string str() const { return "[" + s + "]"; }
 };
 
@@ -93,6 +104,37 @@ struct RSection {
            ",\"tables\":" + tables.str() + "}";
   }
 };
+
+// Script text for a <script> element: "</script" (any case) would close it, so it becomes "<\/script", which is
+// the same text inside JavaScript strings, regular expressions, templates and comments, the only places it can
+// occur. "<!--" followed later by "<script" would switch the HTML parser into a mode where the element's end tag
+// is not recognised: such a bundle is refused (Plotly's has neither).
+std::string script_safe(std::string_view js) {
+  auto lower_at = [&](std::size_t i, std::string_view w) {
+    if (i + w.size() > js.size()) return false;
+    for (std::size_t k = 0; k < w.size(); ++k)
+      if (std::tolower(static_cast<unsigned char>(js[i + k])) != w[k]) return false;
+    return true;
+  };
+  std::string out;
+  out.reserve(js.size() + 16);
+  bool comment_open = false, script_open = false;
+  for (std::size_t i = 0; i < js.size(); ++i) {
+    if (js[i] == '<') {
+      comment_open |= lower_at(i, "<!--");
+      script_open |= lower_at(i, "<script");
+      if (lower_at(i, "</script")) {
+        out += "<\\/";
+        ++i;
+        continue;
+      }
+    }
+    out += js[i];
+  }
+  if (comment_open && script_open)
+    throw std::invalid_argument("the Plotly.js bundle contains \"<!--\" and \"<script\": it cannot be inlined in a page");
+  return out;
+}
 
 std::string algo_proto(const OpRecord& op) {
   if (op.kind != OpKind::kColl) return std::string(to_string(op.kind));
@@ -238,18 +280,20 @@ ReportStats write_report(const ViewSink& data, const ReadResult& res, const View
         cats.push_back(std::string(to_string(f)));
       }
       std::vector<std::string> series;
+      std::size_t nboxes = 0;
       for (std::uint64_t c : gm.comms) {
         std::vector<std::string> boxes;
         for (Func f : funcs) {
           auto it = k.find({f, c});
           if (it != k.end()) boxes.push_back(box_of(ci[f], it->second));
         }
+        nboxes += boxes.size();
         if (!boxes.empty()) series.push_back(series_box(comm_short(c, res) + " " + hex_hash(c).substr(0, 10), boxes));
       }
       std::string p = "{\"type\":\"box\",\"title\":\"busbw by operation (colour: communicator)\",\"ylabel\":\"busbw (GB/s)\",\"categories\":" +
                       str_array(cats) + ",\"series\":[";
       for (std::size_t i = 0; i < series.size(); ++i) p += (i ? "," : "") + series[i];
-      s.plots.add(p + "]}");
+      s.plots.add_plot(p + "]}", nboxes);
     }
     sections.push_back(std::move(s));
   }
@@ -269,11 +313,11 @@ ReportStats write_report(const ViewSink& data, const ReadResult& res, const View
     for (const auto& [key, v] : run) funcs.insert(std::get<0>(key));
     for (Func f : funcs) {
       std::string series;
-      std::size_t ns = 0;
+      std::size_t ns = 0, npts = 0;
       for (const auto* m : {&run, &base}) {
         std::map<std::string, std::string> pts;
         for (const auto& [key, v] : *m)
-          if (std::get<0>(key) == f)
+          if (std::get<0>(key) == f && ++npts)
             pts[std::get<1>(key)] += (pts[std::get<1>(key)].empty() ? "" : ",") + std::string("[") +
                                      num(std::ldexp(1.0, std::get<2>(key))) + "," + num(v.quantile(0.5)) + "," +
                                      std::to_string(v.count()) + "]";
@@ -282,9 +326,10 @@ ReportStats write_report(const ViewSink& data, const ReadResult& res, const View
                     ",\"dash\":" + (m == &base ? "true" : "false") + ",\"points\":[" + p + "]}";
         }
       }
-      s.plots.add("{\"type\":\"line\",\"title\":" + q(std::string(to_string(f)) + ": busbw vs size") +
-                  ",\"xlabel\":\"message size (bytes, bucket lower bound)\",\"xscale\":\"log2\",\"xbytes\":true,"
-                  "\"ylabel\":\"busbw P50 (GB/s)\",\"markers\":true,\"series\":[" + series + "]}");
+      s.plots.add_plot("{\"type\":\"line\",\"title\":" + q(std::string(to_string(f)) + ": busbw vs size") +
+                       ",\"xlabel\":\"message size (bytes, bucket lower bound)\",\"xscale\":\"log2\",\"xbytes\":true,"
+                       "\"ylabel\":\"busbw P50 (GB/s)\",\"markers\":true,\"series\":[" + series + "]}",
+                       npts);
     }
     sections.push_back(std::move(s));
   }
@@ -343,7 +388,7 @@ ReportStats write_report(const ViewSink& data, const ReadResult& res, const View
       std::sort(groups.rbegin(), groups.rend());
       if (groups.size() > 4) groups.resize(4);
       std::string series;
-      std::size_t si = 0;
+      std::size_t si = 0, npts = 0;
       for (const auto& [k, g] : groups) {
         (void)k;
         std::vector<std::vector<double>> vals(bins);
@@ -355,6 +400,7 @@ ReportStats write_report(const ViewSink& data, const ReadResult& res, const View
         std::string pts;
         for (std::size_t b = 0; b < bins; ++b)
           if (!vals[b].empty()) {
+            ++npts;
             const double med = median_of(vals[b]);
             pts += (pts.empty() ? "[" : ",[") + num((static_cast<double>(b) + 0.5) * span / static_cast<double>(bins) / 1e9) +
                    "," + num(med) + "," + std::to_string(vals[b].size()) + "]";
@@ -375,12 +421,13 @@ ReportStats write_report(const ViewSink& data, const ReadResult& res, const View
             bw = op.busbw_gbs;
             break;
           }
-        if (std::isfinite(bw))
+        if (std::isfinite(bw) && ++npts)
           marks += (marks.empty() ? "[" : ",[") + num(sec(f.start_ns)) + "," + num(bw) + "," + q(f.where + ": " + f.evidence) + "]";
       }
-      s.plots.add("{\"type\":\"line\",\"title\":" + q(comm_display(c, res) + ": busbw over time") +
-                  ",\"xlabel\":\"seconds since the first op\",\"ylabel\":\"busbw (GB/s)\",\"series\":[" + series +
-                  "],\"bands\":[" + bands + "],\"marks\":[" + marks + "]}");
+      s.plots.add_plot("{\"type\":\"line\",\"title\":" + q(comm_display(c, res) + ": busbw over time") +
+                       ",\"xlabel\":\"seconds since the first op\",\"ylabel\":\"busbw (GB/s)\",\"series\":[" + series +
+                       "],\"bands\":[" + bands + "],\"marks\":[" + marks + "]}",
+                       npts);
     }
     sections.push_back(std::move(s));
   }
@@ -423,15 +470,19 @@ ReportStats write_report(const ViewSink& data, const ReadResult& res, const View
     }
     if (instances) {
       std::string rows;
+      std::size_t cells = 0;
       for (std::size_t g = 0; g < gm.gpus.size(); ++g) {
         rows += g ? ",[" : "[";
-        for (std::size_t b = 0; b < bins; ++b)
+        for (std::size_t b = 0; b < bins; ++b) {
+          cells += cnt[g][b] != 0;
           rows += (b ? "," : "") + (cnt[g][b] ? num(sum[g][b] / cnt[g][b]) : std::string("null"));
+        }
         rows += "]";
       }
-      s.plots.add("{\"type\":\"heatmap\",\"title\":\"mean lateness per rank (us)\",\"xlabel\":\"seconds since the first op\","
+      s.plots.add_plot("{\"type\":\"heatmap\",\"title\":\"mean lateness per rank (us)\",\"xlabel\":\"seconds since the first op\","
                   "\"rows\":" + str_array(gpu_labels) + ",\"x0\":0,\"dx\":" + num(span / static_cast<double>(bins) / 1e9) +
-                  ",\"zlabel\":\"lateness (us)\",\"values\":[" + rows + "]}");
+                  ",\"zlabel\":\"lateness (us)\",\"values\":[" + rows + "]}",
+                  cells);
     }
     RTable t;
     t.title = "Ranks by lateness";
@@ -472,7 +523,7 @@ ReportStats write_report(const ViewSink& data, const ReadResult& res, const View
       std::vector<std::string> cats;
       for (int c : chans) cats.push_back("ch " + std::to_string(c));
       std::string series;
-      std::size_t ns = 0;
+      std::size_t ns = 0, nvals = 0;
       for (std::uint64_t c : gm.comms) {
         auto it = busy.find(c);
         if (it == busy.end() || ns >= 8) continue;
@@ -481,12 +532,14 @@ ReportStats write_report(const ViewSink& data, const ReadResult& res, const View
         for (int ch : chans) {
           auto jt = it->second.find(ch);
           v += (k++ ? "," : "") + num(jt == it->second.end() ? 0.0 : jt->second);
+          ++nvals;
         }
         series += (ns++ ? "," : "") + std::string("{\"name\":") + q(comm_short(c, res) + " " + hex_hash(c).substr(0, 10)) +
                   ",\"values\":[" + v + "]}";
       }
-      s.plots.add("{\"type\":\"bar\",\"stacked\":true,\"title\":\"busy time per channel (all ranks)\",\"ylabel\":\"busy (ms)\","
-                  "\"categories\":" + str_array(cats) + ",\"series\":[" + series + "]}");
+      s.plots.add_plot("{\"type\":\"bar\",\"stacked\":true,\"title\":\"busy time per channel (all ranks)\",\"ylabel\":\"busy (ms)\","
+                       "\"categories\":" + str_array(cats) + ",\"series\":[" + series + "]}",
+                       nvals);
     }
     // channel balance per rank
     {
@@ -494,14 +547,14 @@ ReportStats write_report(const ViewSink& data, const ReadResult& res, const View
       for (std::size_t i = 0; i < ops.size(); ++i)
         if (ops[i].ch_balance >= 0 && ops[i].nchannels > 1) bal[gm.op_gpu[i]].push_back(static_cast<double>(ops[i].ch_balance));
       std::string v;
-      bool any = false;
+      std::size_t nvals = 0;
       for (std::size_t g = 0; g < bal.size(); ++g) {
         v += (g ? "," : "") + (bal[g].empty() ? std::string("null") : num(median_of(bal[g])));
-        any |= !bal[g].empty();
+        nvals += !bal[g].empty();
       }
-      if (any)
-        s.plots.add("{\"type\":\"bar\",\"title\":\"median channel balance per rank\",\"ylabel\":\"min/max channel time\",\"ymax\":1,"
-                    "\"categories\":" + str_array(gpu_labels) + ",\"series\":[{\"name\":\"ch_balance P50\",\"values\":[" + v + "]}]}");
+      s.plots.add_plot("{\"type\":\"bar\",\"title\":\"median channel balance per rank\",\"ylabel\":\"min/max channel time\",\"ymax\":1,"
+                       "\"categories\":" + str_array(gpu_labels) + ",\"series\":[{\"name\":\"ch_balance P50\",\"values\":[" + v + "]}]}",
+                       nvals);
     }
     // HCA bytes per rank and device
     {
@@ -514,14 +567,16 @@ ReportStats write_report(const ViewSink& data, const ReadResult& res, const View
         }
       if (!dev.empty()) {
         std::string series;
-        std::size_t ns = 0;
+        std::size_t ns = 0, nvals = 0;
         for (const auto& [d, v] : dev) {
           std::string vs;
           for (std::size_t g = 0; g < v.size(); ++g) vs += (g ? "," : "") + num(v[g]);
+          nvals += v.size();
           series += (ns++ ? "," : "") + std::string("{\"name\":") + q("HCA " + d) + ",\"values\":[" + vs + "]}";
         }
-        s.plots.add("{\"type\":\"bar\",\"stacked\":true,\"title\":\"network bytes per rank and HCA\",\"ylabel\":\"GB\","
-                    "\"categories\":" + str_array(gpu_labels) + ",\"series\":[" + series + "]}");
+        s.plots.add_plot("{\"type\":\"bar\",\"stacked\":true,\"title\":\"network bytes per rank and HCA\",\"ylabel\":\"GB\","
+                         "\"categories\":" + str_array(gpu_labels) + ",\"series\":[" + series + "]}",
+                         nvals);
       }
     }
     if (s.plots.n == 0) s.note += " No channel or HCA detail in these logs.";
@@ -540,6 +595,7 @@ ReportStats write_report(const ViewSink& data, const ReadResult& res, const View
     for (std::size_t i = 0; i < ops.size(); ++i)
       if (ops[i].has_start()) iv[gm.op_gpu[i]].push_back({ops[i].start_wall_ns, end_of(ops[i])});
     std::string occ;
+    std::size_t nocc = 0;
     std::vector<std::string> boxes;
     RTable t;
     t.title = "Occupancy and gaps per rank";
@@ -565,23 +621,29 @@ ReportStats write_report(const ViewSink& data, const ReadResult& res, const View
       const double span = v.empty() ? 0.0 : static_cast<double>(cur_e - v.front().first);
       const double pct = span > 0 ? 100.0 * static_cast<double>(busy) / span : kNaN;
       occ += (g ? "," : "") + num(pct);
+      nocc += std::isfinite(pct);
       if (gaps.count()) boxes.push_back(box_of(static_cast<int>(g), gaps));
       t.rows.push_back({q(gpu_labels[g]), std::to_string(v.size()), num(span / 1e9), num(static_cast<double>(busy) / 1e9), num(pct),
                         std::to_string(gaps.count()), num(gaps.quantile(0.5)), num(gaps.quantile(0.9)),
                         gaps.count() ? num(gaps.max()) : "null"});
     }
-    s.plots.add("{\"type\":\"bar\",\"title\":\"communication occupancy per rank\",\"ylabel\":\"% of the rank's span\",\"ymax\":100,"
-                "\"categories\":" + str_array(gpu_labels) + ",\"series\":[{\"name\":\"occupancy %\",\"values\":[" + occ + "]}]}");
-    if (!boxes.empty())
-      s.plots.add("{\"type\":\"box\",\"ylog\":true,\"title\":\"gaps between consecutive ops per rank\",\"ylabel\":\"gap (us)\","
-                  "\"categories\":" + str_array(gpu_labels) + ",\"series\":[" + series_box("gaps", boxes) + "]}");
+    s.plots.add_plot("{\"type\":\"bar\",\"title\":\"communication occupancy per rank\",\"ylabel\":\"% of the rank's span\",\"ymax\":100,"
+                     "\"categories\":" + str_array(gpu_labels) + ",\"series\":[{\"name\":\"occupancy %\",\"values\":[" + occ + "]}]}",
+                     nocc);
+    s.plots.add_plot("{\"type\":\"box\",\"ylog\":true,\"title\":\"gaps between consecutive ops per rank\",\"ylabel\":\"gap (us)\","
+                     "\"categories\":" + str_array(gpu_labels) + ",\"series\":[" + series_box("gaps", boxes) + "]}",
+                     boxes.size());
     s.tables.add(t.json());
     ++st.tables;
     sections.push_back(std::move(s));
   }
 
   // ---- the page
-  for (const auto& s : sections) st.plots += s.plots.n;
+  for (const auto& s : sections) {
+    st.plots += s.plots.n;
+    st.points += s.plots.total_points;
+  }
+  if (o.plotly_js.empty()) throw std::invalid_argument("write_report: no Plotly.js bundle given");
   std::string inputs;
   {
     std::set<std::string> dirs;
@@ -595,6 +657,7 @@ ReportStats write_report(const ViewSink& data, const ReadResult& res, const View
                    (base_res ? q(std::to_string(base_res->files.size()) + " file(s), " + std::to_string(base_res->ops) + " ops")
                              : std::string("null")) +
                    ",\"t0\":" + q(timed ? iso(t0) : std::string()) + ",\"expected_plots\":" + std::to_string(st.plots) +
+                   ",\"expected_points\":" + std::to_string(st.points) + ",\"plotly\":" + q(o.plotly_label) +
                    ",\"sections\":[";
   for (std::size_t i = 0; i < sections.size(); ++i) dj += (i ? "," : "") + sections[i].json();
   dj += "]}";
@@ -616,11 +679,18 @@ ReportStats write_report(const ViewSink& data, const ReadResult& res, const View
   html += "</style></head>\n<body>\n<div id=\"app\"><noscript>This report draws its charts with JavaScript.</noscript></div>\n"
           "<script type=\"application/json\" id=\"ni-data\">";
   html += safe;
-  html += "</script>\n<script>";
+  html += "</script>\n<script id=\"ni-plotly\">\n";
+  st.data_bytes = safe.size();
+  out << html;
+  st.bytes = html.size();
+  // Plotly.js verbatim, license banner first; only an end tag inside it would end the element early.
+  const std::string plotly = script_safe(o.plotly_js);
+  out << plotly;
+  html = "\n</script>\n<script>";
   html += kReportJs;
   html += "</script>\n</body></html>\n";
   out << html;
-  st.bytes = html.size();
+  st.bytes += plotly.size() + html.size();
   return st;
 }
 

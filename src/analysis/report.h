@@ -3,12 +3,14 @@
 // busbw vs message size (against a baseline), latency percentiles, busbw over
 // time with change points and outliers, a rank x time lateness heatmap,
 // channel and HCA balance, occupancy and gaps between collectives per rank,
-// and a health panel. The charts are drawn as SVG by a small renderer embedded
-// in the page (report_assets.cpp); the data is one JSON block.
+// and a health panel. The data is one JSON block; the charts are drawn by
+// Plotly.js, inlined into the page (the CLI passes the bundle it embeds,
+// plotly_bundle.h), from that data by a short script (report_assets.cpp).
 #pragma once
 
 #include <ostream>
 #include <string>
+#include <string_view>
 
 #include "anomalies.h"
 #include "stragglers.h"
@@ -23,19 +25,23 @@ struct ReportOptions {
   std::size_t heat_bins = 120;       // lateness heatmap columns
   StragglerOptions straggler;
   AnomalyOptions anomaly;
+  std::string_view plotly_js;  // the Plotly.js bundle to inline (required: write_report throws without one)
+  std::string plotly_label;    // its name and version, for the page's footer
 };
 
 struct ReportStats {
   std::size_t plots = 0;   // charts with data
   std::size_t tables = 0;
-  std::uint64_t bytes = 0;
+  std::uint64_t bytes = 0;       // the whole page
+  std::uint64_t data_bytes = 0;  // the JSON data block
+  std::size_t points = 0;        // data points over all charts (what the page must draw)
 };
 
 // baseline/base_res may be null.
 ReportStats write_report(const ViewSink& data, const ReadResult& res, const ViewSink* baseline,
                          const ReadResult* base_res, const ReportOptions& o, std::ostream& out);
 
-// The page's renderer and style sheet (report_assets.cpp).
+// The page's script (data -> Plotly traces) and style sheet (report_assets.cpp).
 extern const char* const kReportJs;
 extern const char* const kReportCss;
 

@@ -2,13 +2,16 @@
 // an unexpected error; 2 usage error, missing input, empty input; 3 regression (compare).
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <iostream>
 #include <memory>
 
 #include "anomalies.h"
 #include "compare.h"
 #include "export.h"
+#include "plotly_bundle.h"
 #include "reader.h"
 #include "report.h"
 #include "stragglers.h"
@@ -191,6 +194,10 @@ int main(int argc, char** argv) {
   rep->get_option("--output")->required()->description("the HTML file to write");
   rep->add_option("--baseline", baseline_dir, "a baseline dump dir: busbw vs size drawn against it");
   rep->add_option("--title", rpo.title, "page title")->capture_default_str();
+  std::string plotly_file;
+  rep->add_option("--plotly-js", plotly_file,
+                  "inline this Plotly.js bundle instead of the one built in (plotly.js-cartesian-dist-min or "
+                  "plotly.js-dist-min, 4.x)");
 
   try {
     app.parse(argc, argv);
@@ -318,6 +325,32 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*rep) {
+      // The charting library first: without it there is no page to write.
+      ana::PlotlyBundle plotly = ana::embedded_plotly();
+      std::string plotly_text;
+      if (!plotly_file.empty()) {
+        std::error_code fs_ec;
+        if (std::filesystem::is_regular_file(plotly_file, fs_ec)) {
+          std::ifstream in(plotly_file, std::ios::binary);
+          plotly_text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+        }
+        if (plotly_text.find("Plotly") == std::string::npos) {
+          std::cerr << "nccl-inspector: --plotly-js " << plotly_file
+                    << ": cannot read it, or it is not a Plotly.js bundle\n";
+          return kExitUsage;
+        }
+        plotly = {plotly_text, plotly_file};
+      }
+      if (plotly.js.empty()) {
+        std::cerr << "nccl-inspector: this build of nccl-inspector has no Plotly.js, which the report embeds to draw "
+                     "its charts\n(web/node_modules was not installed when it was built). Either:\n"
+                     "  npm ci --prefix web        (in the source tree; needs Node.js and npm), then rebuild, or\n"
+                     "  nccl-inspector report ... --plotly-js FILE   with FILE a plotly.js 4.x bundle, e.g.\n"
+                     "      plotly-cartesian.min.js from the npm package plotly.js-cartesian-dist-min\n";
+        return kExitUsage;
+      }
+      rpo.plotly_js = plotly.js;
+      rpo.plotly_label = plotly.label;
       if (!discover(rpc.inputs, files)) return kExitUsage;
       ana::ReadResult res, bres;
       auto v = ana::read_merged<ana::ViewSink>(files, read_opts(rpc), threads(rpc), res);
@@ -341,7 +374,8 @@ int main(int argc, char** argv) {
         return kExitInvalid;
       }
       std::cerr << "nccl-inspector: wrote " << rpc.output << ": " << rs.plots << " charts, " << rs.tables << " tables, "
-                << rs.bytes / 1000 << " kB\n";
+                << rs.bytes / 1000 << " kB (" << rs.data_bytes / 1000 << " kB of data, " << rpo.plotly_js.size() / 1000
+                << " kB of " << rpo.plotly_label << ")\n";
       return 0;
     }
     if (*cmp) {

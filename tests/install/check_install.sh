@@ -76,6 +76,16 @@ if ((has_analyzer)); then
     { cat "$tmp/summary.txt" >&2; fail "installed nccl-inspector summary"; }
   grep -q 'AllReduce' "$tmp/summary.txt" || fail "summary of the installed run shows no AllReduce"
   echo "ok: installed nccl-inspector --help and summary"
+  # The Plotly.js the build embedded for `report` comes with its license.
+  if [[ -f $build/THIRD-PARTY-NOTICES.txt ]]; then
+    notice=$prefix/share/doc/nccl-inspector/THIRD-PARTY-NOTICES.txt
+    [[ -f $notice ]] || fail "THIRD-PARTY-NOTICES.txt (plotly.js license) not installed"
+    grep -q 'Permission is hereby granted' "$notice" || fail "THIRD-PARTY-NOTICES.txt lacks the MIT license text"
+    "$prefix/bin/nccl-inspector" report "$tmp/work/logs" -o "$tmp/report.html" >"$tmp/report.txt" 2>&1 ||
+      { cat "$tmp/report.txt" >&2; fail "installed nccl-inspector report"; }
+    grep -q 'Licensed under the MIT license' "$tmp/report.html" || fail "the report lacks Plotly's license banner"
+    echo "ok: installed nccl-inspector report, plotly.js notice installed"
+  fi
 else
   echo "note: nccl-inspector not built in $build; analyzer checks skipped"
 fi

@@ -44,6 +44,11 @@ for f in ./usr/lib/libnccl-profiler-inspector.so ./usr/share/doc/nccl-inspector/
 done
 if grep -q 'usr/bin/' "$tmp/plugin.list"; then fail "executables in the plugin package"; fi
 grep -q ' ./usr/bin/nccl-emu$' "$tmp/tools.list" || fail "nccl-emu not in the tools package"
+# nccl-inspector embeds Plotly.js when the build found it: its MIT license travels with it.
+if grep -q './usr/bin/nccl-inspector$' "$tmp/tools.list" && [[ -f $build/THIRD-PARTY-NOTICES.txt ]]; then
+  grep -q ' ./usr/share/doc/nccl-inspector/THIRD-PARTY-NOTICES.txt$' "$tmp/tools.list" ||
+    fail "THIRD-PARTY-NOTICES.txt (plotly.js license) not in the tools package"
+fi
 
 # The .deb installs, file by file, where NCCL finds it: extract and resolve "inspector" from /usr/lib.
 dpkg-deb -x "$plugin_deb" "$tmp/root"

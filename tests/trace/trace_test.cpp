@@ -519,8 +519,56 @@ json report_data(const std::string& html) {
   return json::parse(html.substr(a + open.size(), b - a - open.size()), nullptr, false);
 }
 
-// `report`: one self-contained page; the data block lists every chart; a baseline adds dashed curves.
+// The inlined Plotly.js (between its script tags) and the page without it.
+const char kPlotlyOpen[] = "<script id=\"ni-plotly\">\n";
+std::string report_plotly(const std::string& html) {
+  const auto a = html.find(kPlotlyOpen);
+  if (a == std::string::npos) return {};
+  const auto from = a + sizeof kPlotlyOpen - 1;
+  const auto b = html.find("\n</script>", from);
+  return b == std::string::npos ? std::string() : html.substr(from, b - from);
+}
+std::string report_without_plotly(const std::string& html) {
+  const std::string js = report_plotly(html);
+  const auto a = html.find(kPlotlyOpen);
+  return a == std::string::npos ? html : html.substr(0, a) + html.substr(a + sizeof kPlotlyOpen - 1 + js.size());
+}
+
+// The bundle the build embedded (web/node_modules), when there is one.
+std::string plotly_bundle() { return fs::exists(NI_PLOTLY_JS) ? ni_test::read_text(NI_PLOTLY_JS) : std::string(); }
+
+// Data points of one chart of the data block, counted from its arrays: box = boxes, line = points + outlier
+// marks, bar = non-null values, heatmap = non-null cells. The page must draw exactly these.
+std::size_t chart_points(const json& p) {
+  std::size_t n = 0;
+  const std::string type = p.value("type", "");
+  if (type == "box") {
+    for (const auto& se : p["series"]) n += se["boxes"].size();
+  } else if (type == "line") {
+    for (const auto& se : p["series"]) n += se["points"].size();
+    n += p.value("marks", json::array()).size();
+  } else if (type == "bar") {
+    for (const auto& se : p["series"])
+      for (const auto& v : se["values"]) n += !v.is_null();
+  } else if (type == "heatmap") {
+    for (const auto& r : p["values"])
+      for (const auto& v : r) n += !v.is_null();
+  }
+  return n;
+}
+
+// "wrote FILE: N charts, ..." from the CLI's stderr.
+int cli_charts(const std::string& log) {
+  const auto a = log.find("wrote ");
+  const auto b = a == std::string::npos ? a : log.find(": ", a);
+  return b == std::string::npos ? -1 : std::atoi(log.c_str() + b + 2);
+}
+
+// `report`: one self-contained page; the data block lists every chart; a baseline adds dashed curves; Plotly.js is
+// inlined verbatim, license banner first.
 TEST(Report, SelfContainedWithBaseline) {
+  const std::string bundle = plotly_bundle();
+  if (bundle.empty()) GTEST_SKIP() << "built without " << NI_PLOTLY_JS << " (npm ci --prefix web)";
   const Fixture& fx = fixture();
   const std::string d = ni_test::temp_dir("report_fx");
   ni_test::JobSpec slow = fx.spec;
@@ -531,33 +579,90 @@ TEST(Report, SelfContainedWithBaseline) {
   ASSERT_EQ(run(cli() + " report " + fx.dir + " -o " + d + "/r.html --baseline " + base, &log), 0) << log;
   const std::string html = ni_test::read_text(d + "/r.html");
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  // Plotly.js as npm ships it, its MIT banner included
+  const std::string js = report_plotly(html);
+  EXPECT_EQ(js.size(), bundle.size());
+  EXPECT_TRUE(js == bundle) << "the inlined Plotly.js differs from " << NI_PLOTLY_JS;
+  EXPECT_EQ(js.rfind("/**\n* plotly.js", 0), 0u);
+  EXPECT_NE(js.find("Licensed under the MIT license"), std::string::npos);
+  // our part of the page asks for nothing from outside (Plotly's own strings, e.g. its logo link, are checked by
+  // running it: ReportConsumers.ChromiumOfflineRender)
+  const std::string page = report_without_plotly(html);
   for (const char* bad : {"<link", "src=\"http", "href=\"http", "@import", "url(http", "fetch(", "XMLHttpRequest"})
-    EXPECT_EQ(html.find(bad), std::string::npos) << bad;
-  EXPECT_NE(html.find("Content-Security-Policy"), std::string::npos);
+    EXPECT_EQ(page.find(bad), std::string::npos) << bad;
+  EXPECT_NE(page.find("Content-Security-Policy"), std::string::npos);
+  EXPECT_NE(page.find("displaylogo: false"), std::string::npos);
   const json data = report_data(html);
   ASSERT_TRUE(data.is_object());
   std::set<std::string> ids;
-  std::size_t plots = 0, dashed = 0;
+  std::size_t plots = 0, dashed = 0, points = 0;
   for (const auto& s : data["sections"]) {
     ids.insert(s["id"].get<std::string>());
     plots += s["plots"].size();
-    for (const auto& p : s["plots"])
+    for (const auto& p : s["plots"]) {
+      EXPECT_EQ(p["points"], chart_points(p)) << p["title"];
+      EXPECT_GT(chart_points(p), 0u) << p["title"];
+      points += chart_points(p);
       if (p.contains("series"))
         for (const auto& se : p["series"]) dashed += se.value("dash", false);
+    }
   }
   EXPECT_EQ(ids, (std::set<std::string>{"health", "busbw", "size", "latency", "time", "stragglers", "channels", "occupancy"}));
   // busbw box, 2 size charts, 3 comms over time, heatmap, channel busy, balance, HCA, occupancy, gaps
   EXPECT_EQ(plots, 12u);
   EXPECT_EQ(data["expected_plots"], plots);
+  EXPECT_EQ(cli_charts(log), static_cast<int>(plots)) << log;
+  EXPECT_EQ(data["expected_points"], points);
+  EXPECT_EQ(data["plotly"].get<std::string>().rfind("plotly.js", 0), 0u) << data["plotly"];
   EXPECT_GE(dashed, 2u);  // baseline curves for AllReduce and AllGather
   // the late rank shows as a flagged row
   EXPECT_NE(html.find("\"LATE\""), std::string::npos);
-  EXPECT_LT(html.size(), 400000u);
+  // the page around Plotly.js stays small: data and script
+  EXPECT_LT(page.size(), 400000u);
+  EXPECT_EQ(html.size(), page.size() + sizeof kPlotlyOpen - 1 + js.size());
 }
 
-// The page in headless Chromium, network blocked: no requests, no console errors, every chart drawn.
+// A build without the bundle says how to get one and writes nothing; --plotly-js inlines a given file (escaping
+// "</script"), and refuses a file that is not Plotly.js.
+TEST(Report, WithoutBundle) {
+  const Fixture& fx = fixture();
+  const std::string d = ni_test::temp_dir("report_nobundle");
+  const std::string nob = NI_CLI_NOBUNDLE;
+  std::string log;
+  EXPECT_EQ(run(nob + " report " + fx.dir + " -o " + d + "/r.html", &log), 2) << log;
+  EXPECT_NE(log.find("no Plotly.js"), std::string::npos) << log;
+  EXPECT_NE(log.find("npm ci --prefix web"), std::string::npos) << log;
+  EXPECT_NE(log.find("--plotly-js FILE"), std::string::npos) << log;
+  EXPECT_FALSE(fs::exists(d + "/r.html"));
+  // a file that is not Plotly.js
+  EXPECT_EQ(run(nob + " report " + fx.dir + " -o " + d + "/r.html --plotly-js " + fx.dir, &log), 2) << log;
+  EXPECT_NE(log.find("not a Plotly.js bundle"), std::string::npos) << log;
+  EXPECT_FALSE(fs::exists(d + "/r.html"));
+  // a stand-in bundle with an end tag in a string: inlined, the tag made harmless
+  {
+    std::ofstream f(d + "/fake.js");
+    f << "/* fake */ window.Plotly = {newPlot: async () => {}}; const s = \"</SCRIPT><b>\";";
+  }
+  ASSERT_EQ(run(nob + " report " + fx.dir + " -o " + d + "/r.html --plotly-js " + d + "/fake.js", &log), 0) << log;
+  std::string html = ni_test::read_text(d + "/r.html");
+  EXPECT_NE(html.find("const s = \"<\\/SCRIPT><b>\";"), std::string::npos);
+  EXPECT_EQ(html.find("</SCRIPT>"), std::string::npos);
+  EXPECT_EQ(report_plotly(html).rfind("/* fake */", 0), 0u);
+  // the real one through the option gives the same page as the built-in one
+  const std::string bundle = plotly_bundle();
+  if (bundle.empty()) return;
+  ASSERT_EQ(run(nob + " report " + fx.dir + " -o " + d + "/opt.html --plotly-js " + NI_PLOTLY_JS, &log), 0) << log;
+  ASSERT_EQ(run(cli() + " report " + fx.dir + " -o " + d + "/emb.html", &log), 0) << log;
+  html = ni_test::read_text(d + "/opt.html");
+  EXPECT_TRUE(report_plotly(html) == bundle);
+  EXPECT_EQ(report_data(html)["sections"], report_data(ni_test::read_text(d + "/emb.html"))["sections"]);
+}
+
+// The page in headless Chromium, every request blocked and counted: none attempted, no console error, and every
+// chart of the data block drawn by Plotly with exactly the data points the C++ side wrote.
 TEST(ReportConsumers, ChromiumOfflineRender) {
   if (!have_node_modules() || !have_chromium()) GTEST_SKIP() << "node, chromium or tests/js/node_modules missing";
+  if (plotly_bundle().empty()) GTEST_SKIP() << "built without " << NI_PLOTLY_JS << " (npm ci --prefix web)";
   for (const bool real : {false, true}) {
     const std::string d = ni_test::temp_dir(real ? "report_real" : "report_cr");
     std::string input = fixture().dir;
@@ -565,19 +670,43 @@ TEST(ReportConsumers, ChromiumOfflineRender) {
       ASSERT_FALSE(real_trace().empty());
       input = fs::path(real_trace()).parent_path().string() + "/logs";
     }
-    std::string out;
-    ASSERT_EQ(run(cli() + " report " + input + " -o " + d + "/r.html", &out), 0) << out;
+    std::string log, out;
+    ASSERT_EQ(run(cli() + " report " + input + " -o " + d + "/r.html", &log), 0) << log;
+    // what the page must show, from its data block
+    const json data = report_data(ni_test::read_text(d + "/r.html"));
+    std::vector<std::pair<std::string, std::size_t>> want;  // (type, points) per chart, in page order
+    for (const auto& s : data["sections"])
+      for (const auto& p : s["plots"]) want.push_back({p["type"].get<std::string>(), chart_points(p)});
+    EXPECT_EQ(cli_charts(log), static_cast<int>(want.size())) << log;
     ASSERT_EQ(run("node " + js_script("report_page.mjs") + " " + js_modules() + " " + d + "/r.html " + d + "/r.png", &out), 0) << out;
     const json r = json::parse(out.substr(out.find('{')));
     EXPECT_TRUE(r["requests"].empty()) << out;
     EXPECT_TRUE(r["errors"].empty()) << out;
-    EXPECT_GE(r["expected"].get<int>(), real ? 14 : 12) << out;
-    EXPECT_EQ(r["rendered"], r["expected"]) << out;
-    std::size_t with_data = 0;
-    for (const auto& p : r["plots"]) with_data += p["marks"].get<int>() > 0 && p["svg"].get<int>() == 1;
-    EXPECT_EQ(with_data, r["expected"].get<std::size_t>()) << out;
+    EXPECT_EQ(r["modebar_links"], 0) << out;
+    EXPECT_TRUE(r["plotly_version"].is_string()) << out;
+    // fixture: busbw, 2 sizes, 3 comms, heatmap, channels, balance, HCA, occupancy, gaps; the emulated job more
+    EXPECT_GE(want.size(), real ? 14u : 11u) << out;
+    EXPECT_EQ(r["expected"], want.size()) << out;
+    EXPECT_EQ(r["plotly_divs"], want.size()) << out;
+    EXPECT_EQ(r["rendered"], want.size()) << out;
+    ASSERT_EQ(r["plots"].size(), want.size()) << out;
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      const json& p = r["plots"][i];
+      EXPECT_EQ(p["type"], want[i].first) << p;
+      EXPECT_EQ(p["points"], want[i].second) << p;
+      EXPECT_EQ(p["expected"], want[i].second) << p;
+      EXPECT_GT(p["traces"].get<int>(), 0) << p;
+      EXPECT_GT(p["marks"].get<int>(), 0) << p;  // SVG points, bars, boxes or the heatmap image
+      EXPECT_EQ(p["svg"].get<int>() > 0, true) << p;
+      if (want[i].first != "heatmap") {  // one SVG mark per point at least (change points add markers)
+        EXPECT_GE(p["marks"].get<std::size_t>(), want[i].second) << p;
+      }
+    }
     EXPECT_GE(r["tables"].get<int>(), 5);
     EXPECT_GT(fs::file_size(d + "/r.png"), 50000u);
+    std::printf("report (%s): %zu charts, %s points, %s kB, rendered in %d ms\n", real ? "emulated job" : "fixture",
+                want.size(), r["expected_points"].dump().c_str(), std::to_string(fs::file_size(d + "/r.html") / 1000).c_str(),
+                r["render_ms"].get<int>());
   }
 }
 
