@@ -242,13 +242,18 @@ ReportStats write_report(const ViewSink& data, const ReadResult& res, const View
     fd.title = "Findings (stragglers and anomalies detectors)";
     fd.columns = {"kind", "communicator", "where", "when", "magnitude", "evidence"};
     for (const auto& rl : sr.ranks)
-      if (rl.flagged) {
-        char ev[200];
-        std::snprintf(ev, sizeof ev, "last in %llu of %llu instances (z %.1f), by %.1f us on average",
+      if (rl.flagged || rl.clock_suspect) {
+        char ev[240];
+        const double conf = rl.last ? 100.0 * static_cast<double>(rl.confirmed) / static_cast<double>(rl.last) : 0;
+        std::snprintf(ev, sizeof ev,
+                      "last in %llu of %llu instances (z %.1f), by %.1f us on average; its kernel the shortest in "
+                      "%.0f%% of those%s",
                       static_cast<unsigned long long>(rl.last), static_cast<unsigned long long>(rl.ops), rl.z,
-                      rl.last_margin_us);
-        fd.rows.push_back({q("straggler"), q(comm_display(rl.comm, res)), q("rank " + std::to_string(rl.rank) + " on " + rl.host),
-                           q(""), num(rl.mean_lateness_us), q(ev)});
+                      rl.last_margin_us, conf,
+                      rl.flagged ? "" : " (not above chance: likely a clock offset between processes/hosts)");
+        fd.rows.push_back({q(rl.flagged ? "straggler" : "clock_offset?"), q(comm_display(rl.comm, res)),
+                           q("rank " + std::to_string(rl.rank) + " on " + rl.host), q(""), num(rl.mean_lateness_us),
+                           q(ev)});
       }
     for (const auto* v : {&ar.findings, &ar.outliers})
       for (const auto& f : *v)
@@ -496,7 +501,7 @@ ReportStats write_report(const ViewSink& data, const ReadResult& res, const View
       t.rows.push_back({q(comm_display(r.comm, res)), std::to_string(r.rank), q(r.host), std::to_string(r.ops),
                         num(100.0 * static_cast<double>(r.last) / static_cast<double>(std::max<std::uint64_t>(1, r.ops))),
                         num(100.0 / std::max(2, r.nranks)), num(r.z), num(r.last_margin_us), num(r.mean_lateness_us),
-                        q(r.flagged ? "LATE" : "")});
+                        q(r.flagged ? "LATE" : r.clock_suspect ? "clock?" : "")});
     }
     t.note = "Top 30 by z (how far above chance a rank is last); nccl-inspector stragglers has the rest.";
     s.tables.add(t.json());

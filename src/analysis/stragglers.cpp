@@ -101,11 +101,16 @@ StragglerResult find_stragglers(const std::vector<OpRecord>& ops, const ReadResu
     const double N = static_cast<double>(r.ops);
     r.z = N > 0 ? (static_cast<double>(r.last) - N * p) / std::sqrt(N * p * (1 - p)) : 0;
     const double frac = N > 0 ? static_cast<double>(r.last) / N : 0;
-    r.flagged = r.z > 4 && frac >= o.min_last_fraction && r.last_margin_us > o.threshold_us;
+    const double L = static_cast<double>(r.last);
+    r.confirm_z = L > 0 ? (static_cast<double>(r.confirmed) - L * p) / std::sqrt(L * p * (1 - p)) : 0;
+    const bool late = r.z > 4 && frac >= o.min_last_fraction && r.last_margin_us > o.threshold_us;
+    r.flagged = late && r.confirm_z > o.min_confirm_z;
+    r.clock_suspect = late && !r.flagged;
     out.ranks.push_back(std::move(r));
   }
   std::sort(out.ranks.begin(), out.ranks.end(), [](const RankLateness& a, const RankLateness& b) {
     if (a.flagged != b.flagged) return a.flagged;
+    if (a.clock_suspect != b.clock_suspect) return a.clock_suspect;
     return a.last_margin_us * static_cast<double>(a.last) > b.last_margin_us * static_cast<double>(b.last);
   });
   for (auto& [comm, v] : spreads) {
@@ -167,21 +172,28 @@ Report stragglers_report(const StragglerResult& r, const ReadResult& res, const 
                      "mean_lateness_us", "confirmed_pct", "flagged"};
   std::size_t shown = 0;
   for (const auto& k : r.ranks) {
-    if (!k.flagged && shown >= 20) break;
+    if (!k.flagged && !k.clock_suspect && shown >= 20) break;
     ++shown;
     f.table.rows.push_back({comm_display(k.comm, res), k.rank, k.host, k.ops, k.last,
                             Cell(100.0 * static_cast<double>(k.last) / static_cast<double>(std::max<std::uint64_t>(1, k.ops)), 1),
                             Cell(100.0 / std::max(2, k.nranks), 1), Cell(k.z, 1), Cell(k.last_margin_us, 2),
                             Cell(k.mean_lateness_us, 2),
                             Cell(k.last ? 100.0 * static_cast<double>(k.confirmed) / static_cast<double>(k.last) : kNaN, 1),
-                            k.flagged ? "LATE" : ""});
+                            k.flagged ? "LATE" : k.clock_suspect ? "clock?" : ""});
   }
-  char buf[200];
+  char buf[240];
   std::snprintf(buf, sizeof buf,
                 "flagged: last far more often than chance (binomial z > 4), in >= %.0f%% of its ops, by > %.1f us",
                 100 * o.min_last_fraction, o.threshold_us);
   f.notes.push_back(buf);
-  f.notes.push_back("confirmed_pct: when last, its kernel was also the shortest (it waited least): clock-free evidence");
+  std::snprintf(buf, sizeof buf,
+                "LATE also needs the clock-free confirmation: when last, its kernel was the shortest (it waited least) "
+                "far more often than chance (binomial z > %.0f)",
+                o.min_confirm_z);
+  f.notes.push_back(buf);
+  f.notes.push_back("confirmed_pct: when last, how often its kernel was also the shortest");
+  f.notes.push_back("clock?: last by start time but not confirmed by durations: most likely an offset between the "
+                    "clocks of processes or hosts (see the clock uncertainty under Health in `validate` or `summary`), not a late rank");
   f.notes.push_back(std::to_string(r.aligned) + " aligned collectives, " + std::to_string(r.single_rank) +
                     " seen on one rank only, " + std::to_string(r.no_start) + " ops without start time");
   Section& h = rep.add("hosts", "Hosts");

@@ -16,6 +16,7 @@ namespace nccl_inspector::analysis {
 struct StragglerOptions {
   double threshold_us = 5.0;        // NPKit: > 5 us between ranks is a synchronisation problem
   double min_last_fraction = 0.3;   // and last this often (and far above chance, binomial z > 4)
+  double min_confirm_z = 3.0;       // and, when last, the shortest kernel far above chance
 };
 
 struct RankLateness {
@@ -29,7 +30,13 @@ struct RankLateness {
   double mean_lateness_us = 0;    // mean (its start - earliest start)
   std::uint64_t confirmed = 0;    // when last, its duration was also the shortest
   double z = 0;                   // binomial z of `last` against chance (1/nranks)
+  double confirm_z = 0;           // binomial z of `confirmed` against chance (1/nranks of `last`)
+  // Late by start time and confirmed by durations: a straggler.
   bool flagged = false;
+  // Late by start time only: its kernels are not the shortest when it is last,
+  // so the lateness is most likely an offset between the clocks of processes
+  // or hosts (each aligns its GPU clock on its own), not a late rank.
+  bool clock_suspect = false;
 };
 
 struct CommSkew {

@@ -1,6 +1,7 @@
 #include "summary.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <set>
@@ -285,6 +286,34 @@ void add_health_section(Report& r, const ReadResult& res, const OpHealth* ops) {
     row("ops by kind", ops->by_kind[0] + ops->by_kind[1] + ops->by_kind[2],
         "coll=" + std::to_string(ops->by_kind[0]) + ", p2p=" + std::to_string(ops->by_kind[1]) +
             ", ce=" + std::to_string(ops->by_kind[2]));
+  }
+  // Clock alignment: each process's final GPU->wall estimate per communicator.
+  std::vector<double> unc_us;
+  double worst = -1;
+  std::string worst_where;
+  for (const auto& f : res.files) {
+    std::map<std::uint64_t, std::int64_t> last;  // comm -> its last estimate's uncertainty in this file
+    for (const auto& c : f.clocks)
+      if (c.uncertainty_ns >= 0) last[c.comm_hash] = c.uncertainty_ns;
+    for (const auto& [comm, u] : last) {
+      const double us = static_cast<double>(u) / 1000.0;
+      unc_us.push_back(us);
+      if (us > worst) {
+        worst = us;
+        worst_where = hex_hash(comm) + " on " + f.host + " pid " + std::to_string(f.pid);
+      }
+    }
+  }
+  if (unc_us.empty()) {
+    row("clock uncertainty (us)", kNaN, "no clock estimates: cross-rank times are not aligned on GPU clocks");
+  } else {
+    std::sort(unc_us.begin(), unc_us.end());
+    char det[256];
+    std::snprintf(det, sizeof det,
+                  "final GPU->wall estimates (%zu comm x process): median %.1f us, max %.1f us (%s); start skew "
+                  "or lateness below it is not meaningful",
+                  unc_us.size(), unc_us[unc_us.size() / 2], worst, worst_where.c_str());
+    row("clock uncertainty (us)", Cell(worst, 1), det);
   }
 }
 

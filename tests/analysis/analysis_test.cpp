@@ -406,6 +406,15 @@ TEST(Cli, ErrorsAndExitCodes) {
   ASSERT_EQ(j.rc, 0);
   const auto js = nlohmann::json::parse(j.out);
   EXPECT_TRUE(js.contains("health"));
+  // The fixture's clock records say 800 ns: the health table reports the
+  // processes' final estimates.
+  bool clock_row = false;
+  for (const auto& row : js["health"]["rows"])
+    if (row["item"] == "clock uncertainty (us)") {
+      clock_row = true;
+      EXPECT_DOUBLE_EQ(row["value"].get<double>(), 0.8);
+    }
+  EXPECT_TRUE(clock_row);
   EXPECT_EQ(run(cli + " summary --peak-busbw Bogus=3 " + dir).rc, 2);
   EXPECT_EQ(run(cli + " summary --group-by rack " + dir).rc, 2);
   EXPECT_EQ(run(cli + " validate " + dir).rc, 0);

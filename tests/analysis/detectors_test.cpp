@@ -92,6 +92,46 @@ TEST(Detectors, StragglerRankFlaggedWithConfirmation) {
   EXPECT_NE(os.str().find("LATE"), std::string::npos);
 }
 
+// A clock offset between hosts looks like lateness by start time; the
+// duration asymmetry (nobody waits for the "late" ranks) says it is not.
+TEST(Detectors, ClockOffsetBetweenHostsIsNotAStraggler) {
+  JobSpec s;
+  s.hosts = 2;
+  s.ranks_per_host = 1;  // as the demo's cross-process "dp" pairs: one rank per clock
+  s.clock_offset_us = 2000;
+  const Loaded l = job("det_clock_offset", Fault::kNone, s);
+  const auto r = ana::find_stragglers(l.ops->ops, l.res, {});
+  int suspects = 0;
+  for (const auto& k : r.ranks) {
+    EXPECT_FALSE(k.flagged) << "rank " << k.rank << " confirmed " << k.confirmed << " of " << k.last;
+    if (!k.clock_suspect) continue;
+    ++suspects;
+    EXPECT_EQ(k.host, "host1");
+    EXPECT_GT(k.last_margin_us, 1000.0);
+  }
+  EXPECT_EQ(suspects, 1);
+  std::ostringstream os;
+  ana::render(ana::stragglers_report(r, l.res, {}), ana::Format::kCsv, os);
+  EXPECT_EQ(os.str().find(",LATE\n"), std::string::npos);
+  EXPECT_NE(os.str().find(",clock?\n"), std::string::npos);
+}
+
+// A real straggler on a host whose clock is also off: still found, and only it.
+TEST(Detectors, StragglerFoundDespiteAClockOffset) {
+  JobSpec s;
+  s.straggler_rank = 5;  // host1
+  s.clock_offset_us = 300;
+  const Loaded l = job("det_straggler_offset", Fault::kStraggler, s);
+  const auto r = ana::find_stragglers(l.ops->ops, l.res, {});
+  int flagged = 0;
+  for (const auto& k : r.ranks)
+    if (k.flagged) {
+      ++flagged;
+      EXPECT_EQ(k.rank, 5);
+    }
+  EXPECT_EQ(flagged, 1);
+}
+
 TEST(Detectors, SlowHcaFound) {
   JobSpec s;
   s.straggler_rank = 6;  // host1, mlx5_2

@@ -119,6 +119,7 @@ JobTruth write_job(const std::string& dir, const JobSpec& s) {
                        std::uint64_t bytes, const char* algo, const char* proto, std::int64_t start, double dur,
                        double chb, int slow_ch, double slow_factor) {
     const int h = r / s.ranks_per_host, local = r % s.ranks_per_host;
+    if (h == s.clock_offset_host) start += static_cast<std::int64_t>(s.clock_offset_us * 1000);
     std::string ch_times = "[";
     double mx = 0;
     for (int c = 0; c < 8; ++c) {

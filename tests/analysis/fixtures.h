@@ -28,6 +28,10 @@ struct JobSpec {
   int straggler_rank = 5;     // kStraggler / kDegradedChannel / kSlowHca (its HCA)
   double straggler_us = 40;   // kStraggler
   int congestion_first = 150, congestion_last = 210;  // kCongestion iterations
+  // Every timestamp of one host shifted (its processes' GPU clock estimate is
+  // off): its ranks start "late" by the clock, but nobody waits for them.
+  double clock_offset_us = 0;
+  int clock_offset_host = 1;
 };
 
 struct JobTruth {
