@@ -281,6 +281,14 @@ DumpSink::CommEntry* DumpSink::find_comm(uint32_t comm_id) {
 
 void DumpSink::encode_record(const OpRecord& r) {
   CommEntry* ce = static_cast<OpKind>(r.kind) == kMarkKind ? nullptr : find_comm(r.comm_id);
+  if (ce != nullptr && ce->info.comm_hash == 0 && r.comm_hash != 0) [[unlikely]] {
+    // ABI v1-v3: the comm's hash (and rank) arrive with its first ops, after
+    // the comm record went out with hash 0: announce the comm again.
+    ce->info.comm_hash = r.comm_hash;
+    if (ce->info.rank < 0) ce->info.rank = r.rank;
+    if (gz_) enc_.comm(text_, ce->info, enc_.mono_to_wall(src_->now_mono_ns()));
+    if (prom_) prom_->set_comm(ce->info);
+  }
   const CommInfo* ci = ce != nullptr ? &ce->info : nullptr;
   if (prom_) prom_->add(r, ci);
   if (!gz_) {

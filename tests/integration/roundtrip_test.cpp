@@ -115,6 +115,15 @@ TEST_P(RoundTrip, EveryIssuedOpIsInTheLogExactlyOnce) {
     }
   }
   for (const auto& [k, n] : seen) EXPECT_EQ(n, 1);
+  // Every op's communicator is announced by a comm record with its hash in the
+  // same file (v1-v3 learn the hash from the first op: announced again then).
+  for (const auto& op : r.ops) {
+    ASSERT_LT(op.file_idx, r.result.files.size());
+    bool announced = false;
+    for (const auto& c : r.result.files[op.file_idx].comms) announced = announced || c.comm_hash == op.comm_hash;
+    EXPECT_TRUE(announced) << std::hex << op.comm_hash << " on " << version;
+    if (!announced) break;
+  }
   fs::remove_all(dir);
 }
 
