@@ -74,10 +74,7 @@ Result finalize_v1(void* context) noexcept {
   return kSuccess;
 }
 
-Result stop_v1(void* handle) noexcept {
-  core::stop(handle);
-  return kSuccess;
-}
+Result stop_v1(void* handle) noexcept { return static_cast<Result>(core::stop(handle)); }
 
 // ------------------------------------------------------------- shared helpers
 
@@ -239,11 +236,14 @@ Result start_v3(void* ctx, void** h, EventDescrV3* d) noexcept {
 // v4 state args (= v5 = v6). States 19, 23, 24 may carry garbage or NULL
 // args (adapters pass uninitialised locals), so only the states that define
 // an argument read it.
+Result record_v4_rest(void* h, EventState state, StateArgsV4* args) noexcept;
 Result record_v4(void* h, EventState state, StateArgsV4* args) noexcept {
-  if (state == kKernelChStop && args != nullptr) [[likely]] {  // the most frequent state
-    core::record_kernel_ch_stop(h, args->kernelCh.pTimer);
-    return kSuccess;
-  }
+  if (state == kKernelChStop && args != nullptr) [[likely]]  // the most frequent state
+    return static_cast<Result>(core::record_kernel_ch_stop(h, args->kernelCh.pTimer));
+  return record_v4_rest(h, state, args);
+}
+
+__attribute__((noinline)) Result record_v4_rest(void* h, EventState state, StateArgsV4* args) noexcept {
   core::StateArgs a;
   if (args != nullptr) {
     switch (state) {
@@ -306,13 +306,25 @@ void* start_v4_common(void* ctx, const D* d, uint64_t type) noexcept {
   }
 }
 
-Result start_v4(void* ctx, void** h, EventDescrV4* d) noexcept {
-  if (h == nullptr) return kSuccess;
+// KernelCh is the most frequent event by far (one per channel of every op):
+// the exported start functions handle it with nothing else in the frame and
+// pass every other event to a separate (not inlined) function.
+template <typename D, void* (*Rest)(void*, const D*) noexcept>
+inline Result start_fast(void* ctx, void** h, D* d) noexcept {
+  if (h == nullptr) [[unlikely]] return kSuccess;
+  if (d != nullptr && d->type == kKernelCh) [[likely]] {
+    *h = core::start_kernel_ch(ctx, d->parentObj, d->kernelCh.channelId, d->kernelCh.pTimer, true);
+    return kSuccess;
+  }
   *h = nullptr;
-  if (d == nullptr) return kSuccess;
-  *h = start_v4_common(ctx, d, d->type);
+  if (d != nullptr) *h = Rest(ctx, d);
   return kSuccess;
 }
+
+__attribute__((noinline)) void* start_v4_rest(void* ctx, const EventDescrV4* d) noexcept {
+  return start_v4_common(ctx, d, d->type);
+}
+Result start_v4(void* ctx, void** h, EventDescrV4* d) noexcept { return start_fast<EventDescrV4, start_v4_rest>(ctx, h, d); }
 
 // ------------------------------------------------------------------ v5 (2.28)
 
@@ -330,28 +342,14 @@ void* start_v5_common(void* ctx, const D* d, uint64_t type) noexcept {
   }
 }
 
-Result start_v5(void* ctx, void** h, EventDescrV5* d) noexcept {
-  if (h == nullptr) return kSuccess;
-  *h = nullptr;
-  if (d == nullptr) return kSuccess;
-  if (d->type == kKernelCh) [[likely]] {  // the most frequent event by far
-    *h = core::start_kernel_ch(ctx, d->parentObj, d->kernelCh.channelId, d->kernelCh.pTimer, true);
-    return kSuccess;
-  }
-  *h = start_v5_common(ctx, d, d->type);
-  return kSuccess;
+__attribute__((noinline)) void* start_v5_rest(void* ctx, const EventDescrV5* d) noexcept {
+  return start_v5_common(ctx, d, d->type);
 }
+Result start_v5(void* ctx, void** h, EventDescrV5* d) noexcept { return start_fast<EventDescrV5, start_v5_rest>(ctx, h, d); }
 
 // --------------------------------------------------------------- v6 (2.29+)
 
-Result start_v6(void* ctx, void** h, EventDescrV6* d) noexcept {
-  if (h == nullptr) return kSuccess;
-  *h = nullptr;
-  if (d == nullptr) return kSuccess;
-  if (d->type == kKernelCh) [[likely]] {  // the most frequent event by far
-    *h = core::start_kernel_ch(ctx, d->parentObj, d->kernelCh.channelId, d->kernelCh.pTimer, true);
-    return kSuccess;
-  }
+__attribute__((noinline)) void* start_v6_rest(void* ctx, const EventDescrV6* d) noexcept {
   switch (d->type) {
     case kCeColl: {
       core::CeStart s;
@@ -360,15 +358,14 @@ Result start_v6(void* ctx, void** h, EventDescrV6* d) noexcept {
       s.func = ni::func_from_nccl(d->ceColl.func);
       s.dtype = ni::dtype_from_nccl(d->ceColl.datatype);
       s.root = d->ceColl.root;
-      *h = core::start_ce_coll(ctx, d->parentObj, d->rank, s);
-      break;
+      return core::start_ce_coll(ctx, d->parentObj, d->rank, s);
     }
-    case kCeSync: *h = core::start_ce_child(ctx, d->parentObj, EvType::kCeSync, 0); break;
-    case kCeBatch: *h = core::start_ce_child(ctx, d->parentObj, EvType::kCeBatch, d->ceCollBatch.totalBytes); break;
-    default: *h = start_v5_common(ctx, d, d->type); break;
+    case kCeSync: return core::start_ce_child(ctx, d->parentObj, EvType::kCeSync, 0);
+    case kCeBatch: return core::start_ce_child(ctx, d->parentObj, EvType::kCeBatch, d->ceCollBatch.totalBytes);
+    default: return start_v5_common(ctx, d, d->type);
   }
-  return kSuccess;
 }
+Result start_v6(void* ctx, void** h, EventDescrV6* d) noexcept { return start_fast<EventDescrV6, start_v6_rest>(ctx, h, d); }
 
 }  // namespace
 

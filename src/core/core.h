@@ -104,10 +104,12 @@ void* start_marker(void* ctx, EvType type, bool graph_captured) noexcept;
 // Any other type bit (a newer NCCL): counted, NULL handle.
 void* start_unknown(void* ctx) noexcept;
 
-void stop(void* handle) noexcept;
+// stop() and record_kernel_ch_stop() always return 0 (ncclSuccess), so an
+// adapter can return their result as its own (a tail call on the hot path).
+int stop(void* handle) noexcept;
 void record_state(void* handle, int state, const StateArgs& a) noexcept;
 // record_state(handle, KernelChStop, {pTimer}): the hot case, without the args struct.
-void record_kernel_ch_stop(void* handle, uint64_t ptimer) noexcept;
+int record_kernel_ch_stop(void* handle, uint64_t ptimer) noexcept;
 
 }  // namespace ni::core
 

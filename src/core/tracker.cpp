@@ -601,8 +601,15 @@ __attribute__((noinline, cold)) void* reject_kernel_ch(uint64_t pv) noexcept {
 // The less common cases of a KernelCh start, after its bit went into
 // started_mask: the op's first channel (clock sample, gate release), a
 // channel started twice, gate mode, more channels than NCCL announced.
-__attribute__((noinline)) void* kernel_ch_started(Context& c, OpSlot& s, uint64_t pv, uint32_t channel,
-                                                   uint64_t old, uint64_t ptimer, bool has_ptimer) noexcept {
+__attribute__((noinline)) void* kernel_ch_started(OpSlot& s, uint64_t pv, uint32_t channel, uint64_t old,
+                                                   uint64_t ptimer, bool has_ptimer) noexcept {
+  // Relaxed: set when the chunk joined the pool, before any handle into it existed.
+  Context* cp = s.ctx.load(std::memory_order_relaxed);
+  if (cp == nullptr) [[unlikely]] {  // a slot of a chunk given back: no live op
+    bump(counters().fault_stale_handle);
+    return nullptr;
+  }
+  Context& c = *cp;
   const uint64_t bit = 1ull << channel;
   if (has_ptimer && old == 0) sample_clock(c, ptimer);
   if (old & bit) [[unlikely]] {
@@ -630,8 +637,7 @@ void* start_kernel_ch(void* ctx, void* parent, uint8_t channel, uint64_t ptimer,
   if (rt == nullptr) [[unlikely]] return nullptr;
   const uint64_t pv = hv(parent);
   if (tag_of(pv) != Tag::kOp || channel >= nccl_abi::kMaxChannels) [[unlikely]] return reject_kernel_ch(pv);
-  Context* c = nullptr;
-  OpSlot* s = op_of(rt, pv, &c);
+  OpSlot* s = op_of(rt, pv);  // its context is only needed off the fast path
   if (s == nullptr) [[unlikely]] return nullptr;
   const uint64_t bit = 1ull << channel;
   // Relaxed: published by the acq_rel fetch_or of started_mask below.
@@ -642,7 +648,7 @@ void* start_kernel_ch(void* ctx, void* parent, uint8_t channel, uint64_t ptimer,
   const uint64_t old = s->started_mask.fetch_or(bit, std::memory_order_acq_rel);
   // The common case: a later channel of an op whose channel count NCCL told us.
   if (old == 0 || (old & bit) != 0 || !s->channels_exact || std::popcount(old | bit) > s->rec.n_channels)
-    [[unlikely]] return kernel_ch_started(*c, *s, pv, channel, old, ptimer, has_ptimer);
+    [[unlikely]] return kernel_ch_started(*s, pv, channel, old, ptimer, has_ptimer);
   return reinterpret_cast<void*>(retag(pv, Tag::kKernelCh, channel));
 }
 
@@ -808,14 +814,14 @@ __attribute__((noinline, cold)) void stop_slow(Runtime* rt, void* handle) noexce
 __attribute__((noinline)) void record_slow(Runtime* rt, void* handle, int state, const StateArgs& a) noexcept;
 }  // namespace
 
-void stop(void* handle) noexcept {
+int stop(void* handle) noexcept {
   Runtime* rt = runtime();
-  if (rt == nullptr) [[unlikely]] return;
+  if (rt == nullptr) [[unlikely]] return 0;
   const uint64_t v = hv(handle);
   if (tag_of(v) == Tag::kKernelCh) [[likely]] {
     Context* c = nullptr;
     OpSlot* s = op_of(rt, v, &c);
-    if (s == nullptr) return;
+    if (s == nullptr) return 0;
     const uint32_t ch = extra_of(v);
     // Relaxed: published by the acq_rel fetch_or of stopped_mask below.
     if (c->abi < 4) s->ch_stop[ch].store(clk::read_ticks(), std::memory_order_relaxed);
@@ -824,27 +830,28 @@ void stop(void* handle) noexcept {
     // completer's acquire load of stopped_mask.
     if (s->stopped_mask.fetch_or(bit, std::memory_order_acq_rel) & bit) [[unlikely]] {
       bump(counters().fault_double_stop);
-      return;
+      return 0;
     }
     release(*c, v, *s);
-    return;
+    return 0;
   }
-  if (tag_of(v) == Tag::kMarker) return;  // API / Group events: nothing to do
+  if (tag_of(v) == Tag::kMarker) return 0;  // API / Group events: nothing to do
   if (tag_of(v) == Tag::kOp) {
     Context* c = nullptr;
     OpSlot* s = op_of(rt, v, &c);
-    if (s == nullptr) return;
+    if (s == nullptr) return 0;
     // acq_rel exchange: the first stop wins; pairs with other stoppers.
     if (s->coll_stopped.exchange(1, std::memory_order_acq_rel) != 0) [[unlikely]] {
       bump(counters().fault_double_stop);
-      return;
+      return 0;
     }
     // Relaxed: published by release()'s acq_rel decrement right after.
     s->stop_ticks.store(clk::read_ticks(), std::memory_order_relaxed);
     release(*c, v, *s);
-    return;
+    return 0;
   }
   stop_slow(rt, handle);
+  return 0;
 }
 
 namespace {
@@ -923,21 +930,27 @@ void stop_slow(Runtime* rt, void* handle) noexcept {
 }
 }  // namespace
 
-void record_kernel_ch_stop(void* handle, uint64_t ptimer) noexcept {
+namespace {
+// A KernelChStop state on something that is not a KernelCh handle.
+__attribute__((noinline)) int kernel_ch_stop_other(void* handle, uint64_t ptimer) noexcept {
+  StateArgs a;
+  a.ptimer = ptimer;
+  a.has_ptimer = true;
+  record_state(handle, nccl_abi::kKernelChStop, a);
+  return 0;
+}
+}  // namespace
+
+int record_kernel_ch_stop(void* handle, uint64_t ptimer) noexcept {
   Runtime* rt = runtime();
-  if (rt == nullptr) [[unlikely]] return;
+  if (rt == nullptr) [[unlikely]] return 0;
   const uint64_t v = hv(handle);
-  if (tag_of(v) != Tag::kKernelCh) [[unlikely]] {
-    StateArgs a;
-    a.ptimer = ptimer;
-    a.has_ptimer = true;
-    record_state(handle, nccl_abi::kKernelChStop, a);
-    return;
-  }
+  if (tag_of(v) != Tag::kKernelCh) [[unlikely]] return kernel_ch_stop_other(handle, ptimer);
   OpSlot* s = op_of(rt, v);
-  if (s == nullptr) return;
+  if (s == nullptr) return 0;
   // Published to the completer by the stop's acq_rel fetch_or.
   s->ch_stop[extra_of(v)].store(ptimer, std::memory_order_relaxed);
+  return 0;
 }
 
 void record_state(void* handle, int state, const StateArgs& a) noexcept {

@@ -96,7 +96,7 @@ struct HcaSlot {
 // One in-flight Coll / P2p / CeColl. Fields in `rec` are written by the
 // starting thread before the handle is handed to NCCL and are read-only
 // afterwards; everything that changes later is atomic.
-struct OpSlot {
+struct OpSlotFields {
   std::atomic<uint32_t> gen{0};        // bumped on free; a handle must match it
   std::atomic<Context*> ctx{nullptr};  // owning context while its pool holds the chunk
   std::atomic<uint32_t> in_use{0};     // 1 while allocated (reclaimer scans this)
@@ -122,6 +122,14 @@ struct OpSlot {
   bool channels_exact = false;
   OpRecord rec;  // header fields filled at start
 };
+// Padded to a power of two: finding a slot from a handle is then a shift, not
+// a multiply (25 lookups per 8-channel op).
+inline constexpr size_t kOpSlotSize = 2048;
+static_assert(sizeof(OpSlotFields) <= kOpSlotSize);
+struct OpSlot : OpSlotFields {
+  char pad_[kOpSlotSize - sizeof(OpSlotFields)];
+};
+static_assert(sizeof(OpSlot) == kOpSlotSize);
 
 // One ProxyOp (network events, opt-in) and the states of its outstanding
 // ProxySteps. NCCL keeps at most NCCL_STEPS (8) step handles per sub, indexed
