@@ -633,11 +633,10 @@ __attribute__((noinline)) void* kernel_ch_started(OpSlot& s, uint64_t pv, uint32
 
 void* start_kernel_ch(void* ctx, void* parent, uint8_t channel, uint64_t ptimer, bool has_ptimer) noexcept {
   (void)ctx;
-  Runtime* rt = runtime();
-  if (rt == nullptr) [[unlikely]] return nullptr;
   const uint64_t pv = hv(parent);
   if (tag_of(pv) != Tag::kOp || channel >= nccl_abi::kMaxChannels) [[unlikely]] return reject_kernel_ch(pv);
-  OpSlot* s = op_of(rt, pv);  // its context is only needed off the fast path
+  // No runtime check (as in stop()): the generation check is enough.
+  OpSlot* s = op_of(nullptr, pv);  // its context is only needed off the fast path
   if (s == nullptr) [[unlikely]] return nullptr;
   const uint64_t bit = 1ull << channel;
   // Relaxed: published by the acq_rel fetch_or of started_mask below.
@@ -815,12 +814,13 @@ __attribute__((noinline)) void record_slow(Runtime* rt, void* handle, int state,
 }  // namespace
 
 int stop(void* handle) noexcept {
-  Runtime* rt = runtime();
-  if (rt == nullptr) [[unlikely]] return 0;
   const uint64_t v = hv(handle);
+  // KernelCh (the hot case) needs no runtime check: slots are never freed
+  // while the library is loaded, and every op of a finalized comm was
+  // completed, so its handles fail the generation check.
   if (tag_of(v) == Tag::kKernelCh) [[likely]] {
     Context* c = nullptr;
-    OpSlot* s = op_of(rt, v, &c);
+    OpSlot* s = op_of(nullptr, v, &c);
     if (s == nullptr) return 0;
     const uint32_t ch = extra_of(v);
     // Relaxed: published by the acq_rel fetch_or of stopped_mask below.
@@ -835,6 +835,8 @@ int stop(void* handle) noexcept {
     release(*c, v, *s);
     return 0;
   }
+  Runtime* rt = runtime();
+  if (rt == nullptr) [[unlikely]] return 0;
   if (tag_of(v) == Tag::kMarker) return 0;  // API / Group events: nothing to do
   if (tag_of(v) == Tag::kOp) {
     Context* c = nullptr;
@@ -942,11 +944,9 @@ __attribute__((noinline)) int kernel_ch_stop_other(void* handle, uint64_t ptimer
 }  // namespace
 
 int record_kernel_ch_stop(void* handle, uint64_t ptimer) noexcept {
-  Runtime* rt = runtime();
-  if (rt == nullptr) [[unlikely]] return 0;
   const uint64_t v = hv(handle);
   if (tag_of(v) != Tag::kKernelCh) [[unlikely]] return kernel_ch_stop_other(handle, ptimer);
-  OpSlot* s = op_of(rt, v);
+  OpSlot* s = op_of(nullptr, v);  // no runtime check (as in stop())
   if (s == nullptr) return 0;
   // Published to the completer by the stop's acq_rel fetch_or.
   s->ch_stop[extra_of(v)].store(ptimer, std::memory_order_relaxed);
