@@ -45,23 +45,16 @@ inline bool name_cache_hit(const char* s, E* out) noexcept {
   *out = static_cast<E>(v & 0xff);
   return true;
 }
+template <typename E, E (*Miss)(const char*) noexcept>
+inline E from_nccl(const char* s) noexcept {
+  E e;
+  return name_cache_hit(s, &e) ? e : Miss(s);
+}
 }  // namespace detail
-inline Func func_from_nccl(const char* s) noexcept {
-  Func e;
-  return detail::name_cache_hit(s, &e) ? e : detail::func_from_nccl_miss(s);
-}
-inline DType dtype_from_nccl(const char* s) noexcept {
-  DType e;
-  return detail::name_cache_hit(s, &e) ? e : detail::dtype_from_nccl_miss(s);
-}
-inline Algo algo_from_nccl(const char* s) noexcept {
-  Algo e;
-  return detail::name_cache_hit(s, &e) ? e : detail::algo_from_nccl_miss(s);
-}
-inline Proto proto_from_nccl(const char* s) noexcept {
-  Proto e;
-  return detail::name_cache_hit(s, &e) ? e : detail::proto_from_nccl_miss(s);
-}
+inline Func func_from_nccl(const char* s) noexcept { return detail::from_nccl<Func, detail::func_from_nccl_miss>(s); }
+inline DType dtype_from_nccl(const char* s) noexcept { return detail::from_nccl<DType, detail::dtype_from_nccl_miss>(s); }
+inline Algo algo_from_nccl(const char* s) noexcept { return detail::from_nccl<Algo, detail::algo_from_nccl_miss>(s); }
+inline Proto proto_from_nccl(const char* s) noexcept { return detail::from_nccl<Proto, detail::proto_from_nccl_miss>(s); }
 
 // From the v1 descriptor's numeric codes.
 Func func_from_code(uint8_t c) noexcept;
