@@ -41,6 +41,8 @@ inline constexpr std::string_view kRank = "rank";             // integer, rank i
 inline constexpr std::string_view kNranks = "nranks";         // integer (0 unknown: ABI v1-v3)
 inline constexpr std::string_view kNnodes = "nnodes";         // integer (0 unknown)
 inline constexpr std::string_view kAbiVersion = "abi_version";// integer 1..6, bound profiler ABI
+inline constexpr std::string_view kCudaDevice = "cuda_dev";   // comm: integer CUDA device ordinal (absent: unknown)
+inline constexpr std::string_view kPciBusId = "pci_bus_id";   // comm: the GPU's PCI bus id "0000:1b:00.0" (absent: unknown)
 
 // ---- meta
 inline constexpr std::string_view kFormat = "format";                   // kFormatName

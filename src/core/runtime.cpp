@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "src/core/clock.h"
+#include "src/core/cuda_device.h"
 #include "src/core/names.h"
 #include "src/core/tracker.h"
 
@@ -303,6 +304,9 @@ void* comm_init(const InitArgs& a) noexcept {
     info.nranks = a.nranks;
     info.nnodes = a.nnodes;
     info.abi_version = a.abi;
+    const CudaDevice dev = current_cuda_device();  // the comm's GPU, if NCCL's driver says
+    info.cuda_device = dev.ordinal;
+    info.pci_bus_id = dev.pci_bus_id;
     {
       std::lock_guard<std::mutex> ilk(rt->info_mu);
       c->info = info;

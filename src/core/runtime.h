@@ -30,6 +30,8 @@ struct CommInfo {
   int nranks = 0;
   int nnodes = 0;
   int abi_version = 0;
+  int cuda_device = -1;       // CUDA device ordinal at init; -1 unknown (see cuda_device.h)
+  std::string pci_bus_id;     // the device's PCI bus id ("0000:1b:00.0"); "" unknown
 };
 
 // GPU pTimer -> CPU monotonic: mono_ns = ptimer + offset_ns. The estimate is

@@ -329,6 +329,11 @@ void Encoder::comm(Buf& b, const CommInfo& c, int64_t wall_ns) const {
   kv_int(b, sc::kNranks, c.nranks);
   kv_int(b, sc::kNnodes, c.nnodes);
   kv_int(b, sc::kAbiVersion, c.abi_version);
+  if (c.cuda_device >= 0) kv_int(b, sc::kCudaDevice, c.cuda_device);
+  if (!c.pci_bus_id.empty()) {
+    key(b, sc::kPciBusId);
+    b.put_json_string(c.pci_bus_id);
+  }
   finish(b);
 }
 

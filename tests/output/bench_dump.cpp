@@ -141,7 +141,7 @@ std::vector<OpRecord> make_mix(size_t n) {
 int main(int argc, char** argv) {
   if (std::getenv("NI_BENCH_SHOW")) {
     auto rs = make_mix(static_cast<size_t>(std::atoi(std::getenv("NI_BENCH_SHOW"))));
-    CommInfo c{1, 1, "dp", 3, 16, 2, 5};
+    CommInfo c{1, 1, "dp", 3, 16, 2, 5, -1, ""};
     ClockEstimate k{1, true, 118456789000ll, 700, 1000};
     Encoder e(ClockAnchor{1700000000000000000, 5000000000}, false);
     Buf b;
@@ -158,9 +158,9 @@ int main(int argc, char** argv) {
   g_net = argc > 4 && std::atoi(argv[4]) != 0;
   std::vector<OpRecord> recs = make_mix(n);
   CommInfo comms[4];
-  comms[1] = {1, 0x9a8b7c6d5e4f3a2bull, "dp", 3, 16, 2, 5};
-  comms[2] = {2, 0x9a8b7c6d5e4f3a2bull * 2, "fsdp", 3, 8, 1, 5};
-  comms[3] = {3, 0x9a8b7c6d5e4f3a2bull * 3, "pp", 0, 2, 2, 5};
+  comms[1] = {1, 0x9a8b7c6d5e4f3a2bull, "dp", 3, 16, 2, 5, -1, ""};
+  comms[2] = {2, 0x9a8b7c6d5e4f3a2bull * 2, "fsdp", 3, 8, 1, 5, -1, ""};
+  comms[3] = {3, 0x9a8b7c6d5e4f3a2bull * 3, "pp", 0, 2, 2, 5, -1, ""};
   ClockEstimate clk{1, true, 118456789000ll, 700, 1000};
 
   double best_rps = 0, bytes_per_rec = 0, raw_per_rec = 0;

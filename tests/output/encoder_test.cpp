@@ -347,6 +347,19 @@ TEST(EncoderTest, MarkRecord) {
   EXPECT_EQ(j["label"].get<std::string>().size(), kMarkLabelMax);
 }
 
+TEST(EncoderTest, CommRecordNamesItsGpuWhenKnown) {
+  Encoder e(kAnchor, false);
+  Buf b;
+  CommInfo c = make_comm(2, 8, 1);
+  c.cuda_device = 5;
+  c.pci_bus_id = "0000:9a:00.0";
+  e.comm(b, c, 1);
+  auto lines = testing::parse_lines(std::string(b.view()));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0]["cuda_dev"], 5);
+  EXPECT_EQ(lines[0]["pci_bus_id"], "0000:9a:00.0");
+}
+
 TEST(EncoderTest, OtherRecordTypes) {
   Encoder e(kAnchor, false);
   Buf b;
@@ -375,6 +388,8 @@ TEST(EncoderTest, OtherRecordTypes) {
   EXPECT_EQ(lines[0]["nranks"], 16);
   EXPECT_EQ(lines[0]["nnodes"], 1);
   EXPECT_EQ(lines[0]["abi_version"], 5);
+  EXPECT_FALSE(lines[0].contains("cuda_dev"));  // unknown: absent, not -1
+  EXPECT_FALSE(lines[0].contains("pci_bus_id"));
   EXPECT_EQ(lines[1]["type"], "comm_end");
   EXPECT_EQ(lines[1]["comm_id"], 9);
   EXPECT_EQ(lines[2]["type"], "clock");

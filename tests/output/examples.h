@@ -45,7 +45,7 @@ inline std::vector<std::pair<std::string, std::string>> log_examples() {
   enc.meta(b, m, 0);
   take("meta", b);
 
-  CommInfo c{1, 0x3f1a6c0e9b2d4471ull, "dp", 3, 16, 2, 5};
+  CommInfo c{1, 0x3f1a6c0e9b2d4471ull, "dp", 3, 16, 2, 5, 3, "0000:1b:00.0"};
   enc.comm(b, c, 1735689600012000000);
   take("comm", b);
 
