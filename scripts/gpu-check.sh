@@ -111,6 +111,8 @@ if ((rc != 0)); then
   echo "gpu-check: nccl_check failed (exit $rc; 124 = timed out after 240 s); log: $work/run.log" >&2
   exit 1
 fi
+# The GPUs' PCI bus ids, for the check that comm records name their GPU.
+nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader 2>/dev/null | sed 's/^/nvidia-smi bus_id /' >>"$work/run.log" || true
 code=$(sed -n 's/^nccl_version \([0-9]*\)$/\1/p' "$work/run.log")
 ngpu=$(sed -n 's/^gpus \([0-9]*\)$/\1/p' "$work/run.log")
 echo "gpu-check: ncclGetVersion() = $code, $ngpu GPU(s), $(($(date +%s) - start)) s so far"

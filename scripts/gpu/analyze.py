@@ -54,6 +54,12 @@ add("log files", len(glob.glob(f"{log_dir}/**/*.jsonl.gz", recursive=True)) >= 1
     f"{len(recs)} records, {len(ops)} ops, {sum(r.get('type') == 'end' for r in recs)} end")
 abis = sorted({r.get("abi_version") for r in comms})
 add("profiler ABI bound", abis == [expected_abi], f"comm records say v{abis}, NCCL {major}.{minor} -> v{expected_abi}")
+# The comm's GPU, from the CUDA driver NCCL loaded: compared with nvidia-smi's bus ids when the run log has them.
+buses = sorted({r.get("pci_bus_id", "") for r in comms})
+smi_buses = {l.split()[-1].lower()[-12:] for l in run_text.splitlines() if l.startswith("nvidia-smi bus_id ")}
+known = [b for b in buses if b]
+add("comm GPU (pci_bus_id)", bool(known) and all(b[-12:] in smi_buses for b in known) if smi_buses else bool(known),
+    f"comm records name {known or 'no GPU'}; nvidia-smi lists {sorted(smi_buses) or 'nothing'}")
 bound_line = f"bound profiler ABI v{expected_abi}" in run_text
 add("plugin log line", bound_line, f"'bound profiler ABI v{expected_abi}' {'seen' if bound_line else 'missing'} "
     "(NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=PROFILE)" if ver >= (2, 27) else "NCCL < 2.27: no logger")

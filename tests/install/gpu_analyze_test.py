@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """scripts/gpu/analyze.py on synthetic inputs shaped like a one-GPU NCCL 2.28 run (what gpu-check.sh feeds it):
-a consistent run passes; plugin durations longer than the CUDA events, a wrong ABI, a WARN line, or missing GPU
-timing each fail it.
+a consistent run passes; plugin durations longer than the CUDA events, a wrong ABI, a WARN line, missing GPU
+timing, or a comm record that does not name the run's GPU each fail it.
   gpu_analyze_test.py SOURCE_DIR"""
 import gzip
 import json
@@ -14,11 +14,13 @@ analyze = os.path.join(sys.argv[1], "scripts", "gpu", "analyze.py")
 sizes = [1 << 16, 1 << 20, 16 << 20, 64 << 20]
 
 
-def make(tmp, abi=5, dur_scale=0.8, warn=False, timing="gpu"):
+def make(tmp, abi=5, dur_scale=0.8, warn=False, timing="gpu", bus="0000:1b:00.0"):
     logs = os.path.join(tmp, "logs")
     os.makedirs(logs, exist_ok=True)
     recs = [{"type": "meta", "abi_version": abi},
             {"type": "comm", "comm_hash": "0x1", "rank": 0, "nranks": 1, "abi_version": abi}]
+    if bus:
+        recs[1]["pci_bus_id"] = bus
     rows = ["phase,func,bytes,iter,event_us"]
     for i in range(5):
         for b in sizes:
@@ -42,13 +44,15 @@ def make(tmp, abi=5, dur_scale=0.8, warn=False, timing="gpu"):
         f.write("nccl_version 22809\ngpus 1\nh:1:1 [0] NCCL INFO NCCL Inspector: bound profiler ABI v5; comm ...\n")
         if warn:
             f.write("h:1:1 [0] NCCL WARN something broke\n")
+        f.write("nvidia-smi bus_id 00000000:1B:00.0\n")
     return [sys.executable, analyze, logs, os.path.join(tmp, "events.csv"), os.path.join(tmp, "run.log"), "22809",
             "1"]
 
 
 cases = [("consistent run", {}, 0), ("plugin longer than events", {"dur_scale": 1.5}, 1),
          ("plugin absurdly short", {"dur_scale": 0.05}, 1), ("wrong ABI", {"abi": 4}, 1),
-         ("WARN line", {"warn": True}, 1), ("no GPU timing", {"timing": "enqueue_cpu"}, 1)]
+         ("WARN line", {"warn": True}, 1), ("no GPU timing", {"timing": "enqueue_cpu"}, 1),
+         ("comm names no GPU", {"bus": ""}, 1), ("comm names another GPU", {"bus": "0000:9a:00.0"}, 1)]
 bad = 0
 for name, kw, want in cases:
     with tempfile.TemporaryDirectory() as tmp:
