@@ -96,6 +96,10 @@ struct Line {
   std::int64_t rank = -1, nranks = 0, nnodes = 0, peer = -1, abi = 0;
   std::int64_t wall_ns = 0;
   bool has_wall = false;
+  // Fast path: wall_ns's number token, converted only for the records that use it
+  // (ops do not: a 19-digit parse saved per op).
+  bool wall_pending = false;
+  std::string_view wall_raw;
   std::uint64_t seq = 0;
   bool has_seq = false;
   std::string_view func, algo, proto, timing, transport;
@@ -386,36 +390,58 @@ class FileReader {
   // Plain decimal integer (no sign for u64); false for anything else.
   // t lies in a line buffer (8 bytes readable from any position). Eight digits at a
   // time (SWAR): a 19-digit wall_ns costs three steps instead of 19 dependent
-  // multiply-adds. At most 19 digits: no overflow.
-  static bool dec_u64(std::string_view t, std::uint64_t& out) {
-    if (t.empty() || t.size() > 19) return false;
+  // multiply-adds, a short one (rank, nranks) one step. At most 19 digits: no overflow.
+  [[gnu::always_inline]] static bool dec_u64(std::string_view t, std::uint64_t& out) {
     const char* p = t.data();
     const std::size_t n = t.size();
-    std::uint64_t v = 0;
-    std::size_t i = 0;
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    for (; i + 8 <= n; i += 8) {
-      std::uint64_t x;
-      std::memcpy(&x, p + i, 8);
-      // Every byte in '0'..'9': high nibble 3, and still 3 after adding 6.
-      if (((x & 0xF0F0F0F0F0F0F0F0ULL) | (((x + 0x0606060606060606ULL) & 0xF0F0F0F0F0F0F0F0ULL) >> 4)) !=
-          0x3333333333333333ULL)
-        return false;
-      x -= 0x3030303030303030ULL;  // first digit in the lowest byte (little-endian)
-      x = (x * 10 + (x >> 8)) & 0x00FF00FF00FF00FFULL;     // 2-digit lanes
-      x = (x * 100 + (x >> 16)) & 0x0000FFFF0000FFFFULL;   // 4-digit lanes
-      x = (x * 10000 + (x >> 32)) & 0x00000000FFFFFFFFULL;  // 8 digits
-      v = v * 100000000 + x;
+    // Up to three independent blocks: the last 8 digits, the 8 before them, and the
+    // rest; a bad digit anywhere shows in `bad`. out is only written on success.
+    std::uint64_t bad = 0, v;
+    if (n - 1 < 8) {  // 1..8 digits
+      v = digits8(p, n, bad);
+    } else if (n - 1 < 16) {  // 9..16
+      const std::uint64_t hi = digits8(p, n - 8, bad), lo = digits8(p + n - 8, 8, bad);
+      v = hi * 100000000 + lo;
+    } else {
+      if (n > 19) return false;
+      const std::uint64_t top = digits8(p, n - 16, bad), mid = digits8(p + n - 16, 8, bad),
+                          lo = digits8(p + n - 8, 8, bad);
+      v = (top * 100000000 + mid) * 100000000 + lo;
     }
-#endif
-    for (; i < n; ++i) {
-      const char c = p[i];
-      if (c < '0' || c > '9') return false;
-      v = v * 10 + static_cast<std::uint64_t>(c - '0');
+    if (bad != 0) return false;
+    out = v;
+    return true;
+#else
+    if (n == 0 || n > 19) return false;
+    std::uint64_t v = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (p[i] < '0' || p[i] > '9') return false;
+      v = v * 10 + static_cast<std::uint64_t>(p[i] - '0');
     }
     out = v;
     return true;
+#endif
   }
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  // The n (1..8) decimal digits at p as a number; a non-digit sets bits in bad.
+  // Loads 8 bytes (p lies in a padded buffer); the bytes past the n digits are
+  // shifted out and '0's shifted in at the front, which do not change the value.
+  [[gnu::always_inline]] static std::uint64_t digits8(const char* p, std::size_t n, std::uint64_t& bad) {
+    std::uint64_t x;
+    std::memcpy(&x, p, 8);
+    const unsigned drop = static_cast<unsigned>(8 - n) * 8;  // 0..56
+    x = (x << drop) | (0x3030303030303030ULL >> 1 >> (63 - drop));
+    // Every byte in '0'..'9': high nibble 3, and still 3 after adding 6.
+    bad |= ((x & 0xF0F0F0F0F0F0F0F0ULL) | (((x + 0x0606060606060606ULL) & 0xF0F0F0F0F0F0F0F0ULL) >> 4)) ^
+           0x3333333333333333ULL;
+    x -= 0x3030303030303030ULL;  // first digit in the lowest byte (little-endian)
+    x = (x * 10 + (x >> 8)) & 0x00FF00FF00FF00FFULL;     // 2-digit lanes
+    x = (x * 100 + (x >> 16)) & 0x0000FFFF0000FFFFULL;   // 4-digit lanes
+    x = (x * 10000 + (x >> 32)) & 0x00000000FFFFFFFFULL;  // 8 digits
+    return x;
+  }
+#endif
   static bool get_i64(const FastVal& v, std::int64_t& out) {
     if (v.kind != 'n') return false;
     std::uint64_t u;
@@ -462,28 +488,39 @@ class FileReader {
   // Decimal "[-]digits[.digits]" with at most 15 digits: the integer of its digits
   // and 10^(fraction digits) are exact doubles, so one IEEE division gives the
   // correctly rounded value, the same as from_chars. false: use from_chars.
+  // t lies in a padded line buffer (16 bytes readable from any position): the '.'
+  // is found with one compare of 16 bytes and both digit runs parse 8 at a time.
   static bool fast_f64(std::string_view t, double& out) {
     static constexpr double kPow10[] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
                                         1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
     const char* p = t.data();
-    const char* e = p + t.size();
-    const bool neg = p < e && *p == '-';
+    std::size_t n = t.size();
+    const bool neg = n > 0 && *p == '-';
     p += neg;
-    std::uint64_t w = 0;
-    int digits = 0, frac = -1;  // frac: digits after the '.', -1 before one
-    for (; p < e; ++p) {
-      const char c = *p;
-      if (c >= '0' && c <= '9') {
-        w = w * 10 + static_cast<std::uint64_t>(c - '0');
-        ++digits;
-        frac += frac >= 0;
-      } else if (c == '.' && frac < 0 && digits > 0) {
-        frac = 0;
-      } else {
-        return false;
-      }
+    n -= neg;
+    if (n == 0 || n > 16) return false;  // 15 digits and a '.'
+#if defined(__SSE2__)
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const unsigned dots =
+        static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(x, _mm_set1_epi8('.')))) & ((1u << n) - 1);
+    const std::size_t ip = dots ? static_cast<std::size_t>(__builtin_ctz(dots)) : n;  // integer digits
+#else
+    const char* dot = static_cast<const char*>(std::memchr(p, '.', n));
+    const std::size_t ip = dot ? static_cast<std::size_t>(dot - p) : n;
+#endif
+    if (ip == 0 || ip + 1 == n) return false;  // no integer digit, or nothing after the '.'
+    std::uint64_t w;
+    if (!dec_u64(std::string_view(p, ip), w)) return false;
+    std::size_t frac = 0;
+    if (ip < n) {
+      frac = n - ip - 1;
+      if (ip + frac > 15) return false;
+      std::uint64_t f;
+      if (!dec_u64(std::string_view(p + ip + 1, frac), f)) return false;  // a second '.' fails here
+      w = w * static_cast<std::uint64_t>(kPow10[frac]) + f;
+    } else if (ip > 15) {
+      return false;
     }
-    if (digits == 0 || digits > 15 || frac == 0) return false;
     double d = static_cast<double>(w);
     if (frac > 0) d /= kPow10[frac];
     out = neg ? -d : d;
@@ -511,6 +548,35 @@ class FileReader {
   static bool get_bool(dom::element v, bool& out) { return !v.get_bool().get(out); }
   static void array_count(const FastVal& v, std::int64_t& out) {
     if (v.kind != '[') return;
+#if defined(__SSE2__)
+    {
+      // A flat array (no strings, no nested values; "channels":[0,1,...]): count its
+      // commas 16 bytes at a time. raw is "[" ... closing bracket, inside a padded line
+      // buffer; bytes past the closing bracket are masked off.
+      const char* p = v.raw.data() + 1;
+      const std::size_t n = v.raw.size() - 2;
+      std::int64_t commas = 0;
+      unsigned nonspace = 0;
+      bool flat = true;
+      for (std::size_t i = 0; i < n; i += 16) {
+        const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+        const unsigned valid = n - i >= 16 ? 0xffffu : (1u << (n - i)) - 1;
+        const __m128i open = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('[')), _mm_cmpeq_epi8(x, _mm_set1_epi8('{')));
+        const __m128i close = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8(']')), _mm_cmpeq_epi8(x, _mm_set1_epi8('}')));
+        const __m128i special = _mm_or_si128(_mm_or_si128(open, close), _mm_cmpeq_epi8(x, _mm_set1_epi8('"')));
+        if (static_cast<unsigned>(_mm_movemask_epi8(special)) & valid) {
+          flat = false;
+          break;
+        }
+        commas += __builtin_popcount(static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(x, _mm_set1_epi8(',')))) & valid);
+        nonspace |= ~static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(x, _mm_set1_epi8(' ')))) & valid;
+      }
+      if (flat) {
+        out = nonspace ? commas + 1 : 0;
+        return;
+      }
+    }
+#endif
     // Elements at depth 1 = commas at depth 1 + 1, unless empty.
     std::int64_t n = 0, depth = 0;
     bool any = false, in_str = false;
@@ -543,7 +609,10 @@ class FileReader {
     return !nested_parser_.parse(v.raw.data(), v.raw.size(), false).get(out);
   }
 
+  // p <= e; the byte at p is readable even at e (padding). The writer puts no
+  // whitespace between tokens: one compare, nearly always taken.
   static const char* skip_ws(const char* p, const char* e) {
+    if (static_cast<unsigned char>(*p) > ' ') return p;
     while (p < e && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')) ++p;
     return p;
   }
@@ -595,11 +664,31 @@ class FileReader {
     return p;
 #endif
   }
+  // Moves p past the nested value starting at p ('[' or '{'); false if it does not
+  // close before e. Reads up to 15 bytes past e (padding).
   static bool skip_nested(const char*& p, const char* e) {
     int depth = 0;
-    for (; p < e; ++p) {
+    while (p < e) {
+#if defined(__SSE2__)
+      // The next string or bracket byte, 16 bytes per step.
+      const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+      const __m128i open = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('[')), _mm_cmpeq_epi8(x, _mm_set1_epi8('{')));
+      const __m128i close = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8(']')), _mm_cmpeq_epi8(x, _mm_set1_epi8('}')));
+      const unsigned m = static_cast<unsigned>(
+          _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(open, close), _mm_cmpeq_epi8(x, _mm_set1_epi8('"')))));
+      if (m == 0) {
+        p += 16;
+        continue;
+      }
+      p += __builtin_ctz(m);
+      if (p >= e) return false;
+#else
+      if (kClass[static_cast<std::uint8_t>(*p)] != 2) {
+        ++p;
+        continue;
+      }
+#endif
       const char c = *p;
-      if (kClass[static_cast<std::uint8_t>(c)] != 2) continue;
       if (c == '"') {
         for (++p; p < e && *p != '"'; ++p)
           if (*p == '\\') ++p;
@@ -610,6 +699,7 @@ class FileReader {
         ++p;
         return true;
       }
+      ++p;
     }
     return false;
   }
@@ -620,21 +710,22 @@ class FileReader {
     p = skip_ws(p + 1, e);
     if (p < e && *p == '}') return skip_ws(p + 1, e) == e;
     for (std::size_t pos = 0;; ++pos) {
-      if (p >= e || *p != '"') return false;
-      ++p;
-      std::string_view key;
       F id;
-      // The writer repeats its key order: try the key seen at this position last
-      // time before scanning for the closing quote. The guess needs no result of a
-      // compare to continue (the branch predictor runs ahead), a scan does.
-      if (!match_cached_key(pos, p, e, key, id)) {
+      // The writer repeats its key order: the text `"key":` seen at this position
+      // last time is compared as one 16-byte block (quotes, key and colon at once);
+      // only a miss scans for the closing quote and the colon.
+      if (!match_key_pattern(pos, p, e, id)) {
+        if (p >= e || *p != '"') return false;
+        const char* kq = p++;
+        std::string_view key;
         if (!scan_string(p, e, key)) return false;
         id = cached_field_id(pos, key);
+        p = skip_ws(p, e);
+        if (p >= e || *p != ':') return false;
+        if (p == key.data() + key.size() + 1) learn_key_pattern(pos, kq, key.size() + 3, id);
+        p = skip_ws(p + 1, e);
+        if (p >= e) return false;
       }
-      p = skip_ws(p, e);
-      if (p >= e || *p != ':') return false;
-      p = skip_ws(p + 1, e);
-      if (p >= e) return false;
       FastVal v{*p, {}};
       const char* vb = p;
       switch (*p) {
@@ -646,7 +737,7 @@ class FileReader {
         case '{':
           // Upstream v4.0 lines are all nested objects whose strings must outlive
           // several nested parses: simdjson's DOM path parses them in one go.
-          if (key == "header" || key == "metadata" || key == "coll_perf" || key == "p2p_perf") return false;
+          if (id == F::kHeader || id == F::kMetadata || id == F::kCollPerf || id == F::kP2pPerf) return false;
           [[fallthrough]];
         case '[':
           if (!skip_nested(p, e)) return false;
@@ -673,6 +764,10 @@ class FileReader {
           break;
       }
       handle_field(id, v);
+      if (p < e && *p == ',') {  // the usual separator, no whitespace around it
+        p = skip_ws(p + 1, e);
+        continue;
+      }
       p = skip_ws(p, e);
       if (p >= e) return false;
       if (*p == '}') return skip_ws(p + 1, e) == e;
@@ -806,34 +901,46 @@ class FileReader {
     return F::kNone;
   }
 
-  // Cached key at each field position of the line (keys of up to 16 bytes).
+  // Cached key at each field position of the line (keys of up to 16 bytes), and
+  // the exact text `"key":` last seen there (up to 16 bytes: keys of up to 13).
   struct KeySlot {
     alignas(16) char key[16];
+    alignas(16) char pat[16];
     std::uint8_t len = 255;
+    std::uint8_t plen = 0;  // 0: no pattern
     F id = F::kNone;
+    F pat_id = F::kNone;
   };
-  // True (key, id set, p past the closing quote) when the text at p is the key cached
-  // at this position followed by '"'. Same result as scan_string + cached_field_id:
-  // the cached key holds no '"' or '\\', so its closing quote is the first one.
-  bool match_cached_key(std::size_t pos, const char*& p, const char* e, std::string_view& key, F& id) const {
+  // True (id set, p at the value's first byte) when the text at p is the pattern
+  // cached at this position. The same result as the general path: the pattern was
+  // `"`, a key without '"' or '\\', `"` and `:`, so the key's closing quote is the
+  // first one and the colon follows it directly.
+  bool match_key_pattern(std::size_t pos, const char*& p, const char* e, F& id) const {
     if (pos >= kKeySlots) return false;
     const KeySlot& slot = keys_[pos];
-    const std::size_t n = slot.len;  // 255 while the slot is empty
-    if (n > 16 || static_cast<std::size_t>(e - p) <= n || p[n] != '"') return false;
+    const std::size_t n = slot.plen;
+    if (n == 0 || static_cast<std::size_t>(e - p) <= n) return false;  // a value must follow
 #if defined(__SSE2__)
     // p lies inside the line buffer: 16 bytes are readable (padding).
     const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    const __m128i b = _mm_load_si128(reinterpret_cast<const __m128i*>(slot.key));
+    const __m128i b = _mm_load_si128(reinterpret_cast<const __m128i*>(slot.pat));
     const unsigned eq = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(a, b)));
-    const unsigned mask = n == 16 ? 0xffffu : (1u << n) - 1;
+    const unsigned mask = 0xffffu >> (16 - n);
     if ((eq & mask) != mask) return false;
 #else
-    if (std::memcmp(slot.key, p, n) != 0) return false;
+    if (std::memcmp(slot.pat, p, n) != 0) return false;
 #endif
-    key = std::string_view(p, n);
-    id = slot.id;
-    p += n + 1;
+    id = slot.pat_id;
+    p = skip_ws(p + n, e);
     return true;
+  }
+  void learn_key_pattern(std::size_t pos, const char* text, std::size_t n, F id) {
+    if (pos >= kKeySlots || n > 16) return;
+    KeySlot& slot = keys_[pos];
+    std::memset(slot.pat, 0, sizeof slot.pat);
+    std::memcpy(slot.pat, text, n);
+    slot.plen = static_cast<std::uint8_t>(n);
+    slot.pat_id = id;
   }
   F cached_field_id(std::size_t pos, std::string_view k) {
     if (pos < kKeySlots && k.size() <= 16) {
@@ -865,7 +972,7 @@ class FileReader {
   }
 
   template <class V>
-  void handle_field(F id, const V& v) {  // v by reference: copying FastVal stalled store forwarding
+  [[gnu::always_inline]] void handle_field(F id, const V& v) {  // v by reference: copying FastVal stalled store forwarding
     Line& L = L_;
     bool b = false;
     switch (id) {
@@ -939,10 +1046,25 @@ class FileReader {
       case F::kType: L.has_type = get_str(v, L.type); break;
       case F::kTiming: get_str(v, L.timing); break;
       case F::kTransport: get_str(v, L.transport); break;
-      case F::kWallNs: L.has_wall = get_i64(v, L.wall_ns); break;
+      case F::kWallNs: set_wall(v); break;
       case F::kUncertainty: get_i64(v, L.uncertainty_ns); break;
       case F::kSamples: get_i64(v, L.samples); break;
     }
+  }
+
+  void set_wall(dom::element v) { L_.has_wall = get_i64(v, L_.wall_ns); }
+  void set_wall(const FastVal& v) {
+    if (v.kind != 'n') {  // get_i64 would fail and leave wall_ns as it is
+      L_.has_wall = false;
+      return;
+    }
+    if (L_.wall_pending) resolve_wall();  // a repeated key: the earlier value first, as in order
+    L_.wall_raw = v.raw;
+    L_.wall_pending = true;
+  }
+  void resolve_wall() {
+    L_.wall_pending = false;
+    L_.has_wall = get_i64(FastVal{'n', L_.wall_raw}, L_.wall_ns);
   }
 
   template <class V>
@@ -1091,7 +1213,10 @@ class FileReader {
     const RecType rt = padded_ ? type_cache_.get(t, rec_type) : rec_type(t);
     if (rt != RecType::kOther) {
       on_op(rt);
-    } else if (t == sc::kTypeMeta) {
+      return;
+    }
+    if (L.wall_pending) resolve_wall();
+    if (t == sc::kTypeMeta) {
       if (info_.lines == 1) info_.meta_first = true;
       else problem("meta record not on the first line");
       info_.format = FileFormat::kOurs;
@@ -1258,11 +1383,46 @@ class FileReader {
 
 }  // namespace
 
+namespace {
+// Eight hex digits (either case) at p, the first the most significant; false if
+// one is not a hex digit. SWAR: one 8-byte load (inside the string), no per-digit branch.
+bool hex8(const char* p, std::uint64_t& out) {
+  std::uint64_t b;
+  std::memcpy(&b, p, 8);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  b = __builtin_bswap64(b);  // first digit in the lowest byte, as on little-endian
+#endif
+  constexpr std::uint64_t k01 = 0x0101010101010101ULL, k80 = 0x8080808080808080ULL;
+  // Per byte (all < 0x80, so the adds below carry into no neighbour): x + (0x80 - lo)
+  // has the top bit set iff x >= lo, x + (0x7F - hi) iff x > hi.
+  auto in_range = [&](std::uint64_t x, std::uint64_t lo, std::uint64_t hi) {
+    return (x + (0x80 - lo) * k01) & ~(x + (0x7F - hi) * k01) & k80;
+  };
+  const std::uint64_t digit = in_range(b, '0', '9');
+  const std::uint64_t letter = in_range(b | 0x20 * k01, 'a', 'f');  // 'A'..'F' or 'a'..'f'
+  if ((b & k80) != 0 || (digit | letter) != k80) return false;
+  // Nibble values: a digit's low 4 bits; a letter's low 4 bits + 9 (bit 6 marks letters).
+  std::uint64_t v = (b & 0x0F0F0F0F0F0F0F0FULL) + ((b >> 6) & k01) * 9;
+  v = ((v & 0x000F000F000F000FULL) << 4 | (v >> 8 & 0x000F000F000F000FULL));  // 2-digit lanes
+  v = ((v & 0x000000FF000000FFULL) << 8 | (v >> 16 & 0x000000FF000000FFULL));  // 4-digit lanes
+  v = ((v & 0x000000000000FFFFULL) << 16 | (v >> 32 & 0x000000000000FFFFULL));  // 8 digits
+  out = v;
+  return true;
+}
+}  // namespace
+
 bool parse_hash(std::string_view s, std::uint64_t& out) {
   if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
     std::uint64_t v = 0;
     if (s.size() > 18) return false;
-    for (char c : s.substr(2)) {
+    s.remove_prefix(2);
+    // Whole groups of 8 digits at once (the plugin writes 16), the rest one by one.
+    for (; s.size() >= 8; s.remove_prefix(8)) {
+      std::uint64_t g;
+      if (!hex8(s.data(), g)) return false;
+      v = (v << 32) | g;
+    }
+    for (char c : s) {
       int d;
       if (c >= '0' && c <= '9') d = c - '0';
       else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
