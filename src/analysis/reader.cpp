@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <mutex>
 #include <simdjson.h>
 #include <thread>
@@ -188,12 +189,26 @@ RecType rec_type(std::string_view t) {
 std::uint8_t transport_code(std::string_view t) { return t == "network" ? 2 : t == "intra_node" ? 1 : 0; }
 Timing timing_of(std::string_view t) { return t.empty() ? Timing::kUnknown : parse_timing(t); }
 
+// A worker's gzip member buffer and decompressor, reused for all its files: a fresh
+// 16 MiB buffer per file cost a zero fill and its page faults every time.
+struct GzipScratch {
+  std::unique_ptr<char[]> out;  // kMemberCap + kPad bytes, allocated on first use
+  libdeflate_decompressor* dec = nullptr;
+  GzipScratch() = default;
+  GzipScratch(const GzipScratch&) = delete;
+  GzipScratch& operator=(const GzipScratch&) = delete;
+  ~GzipScratch() {
+    if (dec) libdeflate_free_decompressor(dec);
+  }
+};
+
 class FileReader {
  public:
   FileReader(FileInfo& info, std::uint32_t idx, Sink& sink, bool validate,
-             std::atomic<std::uint64_t>& progress_bytes)
-      : info_(info), idx_(idx), sink_(sink), validate_(validate), progress_(progress_bytes) {
+             std::atomic<std::uint64_t>& progress_bytes, GzipScratch& gz)
+      : info_(info), idx_(idx), sink_(sink), validate_(validate), progress_(progress_bytes), gz_(gz) {
     want_detail_ = sink.wants_detail();
+    fields_ = validate ? kOpFieldsAll : sink.op_fields();
   }
 
   void run() {
@@ -227,8 +242,10 @@ class FileReader {
   }
 
   void read_gzip(const unsigned char* d, std::size_t n) {
-    libdeflate_decompressor* dec = libdeflate_alloc_decompressor();
-    std::vector<char> out(kMemberCap + kPad);
+    if (!gz_.dec) gz_.dec = libdeflate_alloc_decompressor();
+    if (!gz_.out) gz_.out.reset(new char[kMemberCap + kPad]);  // not zero-filled: see below
+    libdeflate_decompressor* dec = gz_.dec;
+    char* out = gz_.out.get();
     std::size_t pos = 0;
     while (pos < n) {
       if (n - pos < 18 || d[pos] != 0x1f || d[pos + 1] != 0x8b) {
@@ -244,9 +261,12 @@ class FileReader {
       }
       std::size_t in_used = 0, out_used = 0;
       const libdeflate_result r = libdeflate_gzip_decompress_ex(
-          dec, d + pos, n - pos, out.data(), kMemberCap, &in_used, &out_used);
+          dec, d + pos, n - pos, out, kMemberCap, &in_used, &out_used);
       if (r == LIBDEFLATE_SUCCESS) {
-        feed(out.data(), out_used, out.size());
+        // The scanners read up to kPad bytes past a line's end: make those bytes
+        // defined (stale or never written otherwise); values never depend on them.
+        std::memset(out + out_used, 0, kPad);
+        feed(out, out_used, kMemberCap + kPad);
         pos += in_used;
         report(pos);
         continue;
@@ -256,7 +276,6 @@ class FileReader {
       read_zlib(d + pos, n - pos, pos);
       break;
     }
-    libdeflate_free_decompressor(dec);
   }
 
   void read_zlib(const unsigned char* d, std::size_t n, std::size_t base) {
@@ -425,11 +444,16 @@ class FileReader {
   }
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
   // The n (1..8) decimal digits at p as a number; a non-digit sets bits in bad.
-  // Loads 8 bytes (p lies in a padded buffer); the bytes past the n digits are
-  // shifted out and '0's shifted in at the front, which do not change the value.
+  // Loads 8 bytes (p lies in a padded buffer).
   [[gnu::always_inline]] static std::uint64_t digits8(const char* p, std::size_t n, std::uint64_t& bad) {
     std::uint64_t x;
     std::memcpy(&x, p, 8);
+    return digits8v(x, n, bad);
+  }
+  // The same for 8 loaded bytes x, the first digit in the lowest byte. The bytes past
+  // the n digits are shifted out and '0's shifted in at the front, which do not change
+  // the value.
+  [[gnu::always_inline]] static std::uint64_t digits8v(std::uint64_t x, std::size_t n, std::uint64_t& bad) {
     const unsigned drop = static_cast<unsigned>(8 - n) * 8;  // 0..56
     x = (x << drop) | (0x3030303030303030ULL >> 1 >> (63 - drop));
     // Every byte in '0'..'9': high nibble 3, and still 3 after adding 6.
@@ -499,28 +523,45 @@ class FileReader {
     p += neg;
     n -= neg;
     if (n == 0 || n > 16) return false;  // 15 digits and a '.'
-#if defined(__SSE2__)
+#if defined(__SSE2__) && defined(__SIZEOF_INT128__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    // All 16 bytes as one integer: drop the '.' byte by shifting the bytes above it
+    // down by one, leaving the m digits in bytes 0..m-1, then two SWAR blocks.
     const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
     const unsigned dots =
-        static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(x, _mm_set1_epi8('.')))) & ((1u << n) - 1);
+        static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(x, _mm_set1_epi8('.')))) & (0xffffu >> (16 - n));
     const std::size_t ip = dots ? static_cast<std::size_t>(__builtin_ctz(dots)) : n;  // integer digits
+    if (ip == 0 || ip + 1 == n) return false;  // no integer digit, or nothing after the '.'
+    const std::size_t m = dots ? n - 1 : n;    // digits
+    if (m > 15) return false;
+    unsigned __int128 b;
+    std::memcpy(&b, p, 16);
+    if (dots) {
+      const unsigned __int128 low = (static_cast<unsigned __int128>(1) << (8 * ip)) - 1;  // ip <= 14
+      b = (b & low) | ((b >> 8) & ~low);  // a second '.' stays, and fails the digit check
+    }
+    std::uint64_t bad = 0, w;
+    if (m <= 8) {
+      w = digits8v(static_cast<std::uint64_t>(b), m, bad);
+    } else {
+      const std::uint64_t hi = digits8v(static_cast<std::uint64_t>(b), m - 8, bad);
+      const std::uint64_t lo = digits8v(static_cast<std::uint64_t>(b >> (8 * (m - 8))), 8, bad);
+      w = hi * 100000000 + lo;
+    }
+    if (bad != 0) return false;
+    const std::size_t frac = dots ? n - ip - 1 : 0;
 #else
     const char* dot = static_cast<const char*>(std::memchr(p, '.', n));
     const std::size_t ip = dot ? static_cast<std::size_t>(dot - p) : n;
-#endif
-    if (ip == 0 || ip + 1 == n) return false;  // no integer digit, or nothing after the '.'
-    std::uint64_t w;
-    if (!dec_u64(std::string_view(p, ip), w)) return false;
-    std::size_t frac = 0;
-    if (ip < n) {
-      frac = n - ip - 1;
-      if (ip + frac > 15) return false;
-      std::uint64_t f;
-      if (!dec_u64(std::string_view(p + ip + 1, frac), f)) return false;  // a second '.' fails here
-      w = w * static_cast<std::uint64_t>(kPow10[frac]) + f;
-    } else if (ip > 15) {
-      return false;
+    if (ip == 0 || ip + 1 == n) return false;
+    const std::size_t frac = dot ? n - ip - 1 : 0;
+    if (ip + frac > 15) return false;
+    std::uint64_t w = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (i == ip) continue;
+      if (p[i] < '0' || p[i] > '9') return false;
+      w = w * 10 + static_cast<std::uint64_t>(p[i] - '0');
     }
+#endif
     double d = static_cast<double>(w);
     if (frac > 0) d /= kPow10[frac];
     out = neg ? -d : d;
@@ -988,8 +1029,8 @@ class FileReader {
         break;
       }
       case F::kCommName: L.has_comm_name = get_str(v, L.comm_name); break;
-      case F::kChannels: array_count(v, L.channels_len); break;
-      case F::kChBalance: get_f64(v, L.ch_balance); break;
+      case F::kChannels: if (fields_ & kOpFieldChannels) array_count(v, L.channels_len); break;
+      case F::kChBalance: if (fields_ & kOpFieldChBalance) get_f64(v, L.ch_balance); break;
       case F::kChTimes: if (want_detail_) parse_ch_times(v); break;
       case F::kCollPerf: parse_upstream_perf(v, false); break;
       case F::kDurUs: get_f64(v, L.dur_us); break;
@@ -1028,7 +1069,7 @@ class FileReader {
       case F::kMetadata: parse_upstream_meta(v); break;
       case F::kNranks: get_i64(v, L.nranks); break;
       case F::kNnodes: get_i64(v, L.nnodes); break;
-      case F::kNchannels: get_i64(v, L.nchannels); break;
+      case F::kNchannels: if (fields_ & kOpFieldChannels) get_i64(v, L.nchannels); break;
       case F::kNet: if (want_detail_) parse_net(v); break;
       case F::kOpsCompleted: get_u64(v, L.ops_completed); break;
       case F::kProto: get_str(v, L.proto); break;
@@ -1041,7 +1082,7 @@ class FileReader {
       case F::kReclaimed: if (get_bool(v, b)) L.reclaimed = b; break;
       case F::kRecordsWritten: get_u64(v, L.records_written); break;
       case F::kReclaimedOps: get_u64(v, L.reclaimed_ops); break;
-      case F::kSeq: L.has_seq = get_u64(v, L.seq); break;
+      case F::kSeq: if (fields_ & kOpFieldSeq) L.has_seq = get_u64(v, L.seq); break;
       case F::kStartWallNs: L.has_start = get_i64(v, L.start_wall_ns); break;
       case F::kType: L.has_type = get_str(v, L.type); break;
       case F::kTiming: get_str(v, L.timing); break;
@@ -1359,8 +1400,10 @@ class FileReader {
   Sink& sink_;
   bool validate_;
   bool want_detail_ = false;
+  std::uint32_t fields_ = kOpFieldsAll;
   bool last_line_ = false;
   std::atomic<std::uint64_t>& progress_;
+  GzipScratch& gz_;
   std::size_t reported_ = 0;
   std::vector<char> carry_;
   dom::parser parser_;
@@ -1541,8 +1584,9 @@ ReadResult read_logs(const std::vector<std::string>& files, const ReadOptions& o
     const bool show = options.progress == 1 || (options.progress < 0 && ::isatty(2));
     Progress progress(show, total, done);
     auto worker = [&](Sink* sink) {
+      GzipScratch gz;
       for (std::size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < files.size();) {
-        FileReader r(res.files[i], static_cast<std::uint32_t>(i), *sink, options.validate, done);
+        FileReader r(res.files[i], static_cast<std::uint32_t>(i), *sink, options.validate, done, gz);
         r.run();
       }
     };
