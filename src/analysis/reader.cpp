@@ -146,16 +146,16 @@ template <class T>
 class ValueCache {
  public:
   template <class Parse>
-  T get(std::string_view s, Parse parse) {
-    if (s.empty() || s.size() > 16) return parse(s);
+  [[gnu::always_inline]] T get(std::string_view s, Parse parse) {
     const std::size_t n = s.size();
+    if (n - 1 >= 16) return parse(s);  // empty, or longer than 16
     Entry& x = e_[(n * 7 + static_cast<unsigned char>(s[0]) + static_cast<unsigned char>(s[n - 1]) * 3) % kSize];
     if (x.len == n) {
 #if defined(__SSE2__)
       const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data()));
       const __m128i b = _mm_load_si128(reinterpret_cast<const __m128i*>(x.text));
       const unsigned eq = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(a, b)));
-      const unsigned mask = n == 16 ? 0xffffu : (1u << n) - 1;
+      const unsigned mask = 0xffffu >> (16 - n);
       if ((eq & mask) == mask) return x.val;
 #else
       if (std::memcmp(x.text, s.data(), n) == 0) return x.val;
@@ -687,14 +687,17 @@ class FileReader {
   // 15 bytes past e (padding), 16 bytes per step: no mispredicted exit per digit.
   static const char* scan_number(const char* p, const char* e) {
 #if defined(__SSE2__)
-    const __m128i zero = _mm_set1_epi8('0'), nine = _mm_set1_epi8('9');
-    const __m128i dot = _mm_set1_epi8('.'), minus = _mm_set1_epi8('-'), plus = _mm_set1_epi8('+');
-    const __m128i lo_e = _mm_set1_epi8('e'), up_e = _mm_set1_epi8('E');
+    // Number bytes: '+' ',' '-' '.' '/' '0'..'9' is the range 0x2B..0x39, less ',' and
+    // '/'; 'e' and 'E' are the bytes that OR 0x20 makes 'e'.
+    const __m128i base = _mm_set1_epi8(0x2B), span = _mm_set1_epi8(0x39 - 0x2B);
+    const __m128i comma = _mm_set1_epi8(','), slash = _mm_set1_epi8('/');
+    const __m128i lower = _mm_set1_epi8(0x20), lo_e = _mm_set1_epi8('e');
     while (p < e) {
       const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-      __m128i ok = _mm_and_si128(_mm_cmpeq_epi8(_mm_max_epu8(x, zero), x), _mm_cmpeq_epi8(_mm_min_epu8(x, nine), x));
-      ok = _mm_or_si128(ok, _mm_or_si128(_mm_cmpeq_epi8(x, dot), _mm_or_si128(_mm_cmpeq_epi8(x, minus), _mm_cmpeq_epi8(x, plus))));
-      ok = _mm_or_si128(ok, _mm_or_si128(_mm_cmpeq_epi8(x, lo_e), _mm_cmpeq_epi8(x, up_e)));
+      const __m128i t = _mm_sub_epi8(x, base);  // in range: 0..span, unsigned
+      const __m128i in = _mm_cmpeq_epi8(_mm_min_epu8(t, span), t);
+      const __m128i out = _mm_or_si128(_mm_cmpeq_epi8(x, comma), _mm_cmpeq_epi8(x, slash));
+      const __m128i ok = _mm_or_si128(_mm_andnot_si128(out, in), _mm_cmpeq_epi8(_mm_or_si128(x, lower), lo_e));
       const unsigned stop = ~static_cast<unsigned>(_mm_movemask_epi8(ok)) & 0xffffu;
       if (stop) return std::min(e, p + __builtin_ctz(stop));
       p += 16;
