@@ -770,42 +770,46 @@ class FileReader {
         p = skip_ws(p + 1, e);
         if (p >= e) return false;
       }
-      FastVal v{*p, {}};
+      FastVal v;
       const char* vb = p;
-      switch (*p) {
-        case '"':
-          ++p;
-          if (!scan_string(p, e, v.raw)) return false;
-          v.kind = 's';
-          break;
-        case '{':
-          // Upstream v4.0 lines are all nested objects whose strings must outlive
-          // several nested parses: simdjson's DOM path parses them in one go.
-          if (id == F::kHeader || id == F::kMetadata || id == F::kCollPerf || id == F::kP2pPerf) return false;
-          [[fallthrough]];
-        case '[':
-          if (!skip_nested(p, e)) return false;
-          v.raw = std::string_view(vb, static_cast<std::size_t>(p - vb));
-          break;
-        case 't':
-          if (e - p < 4 || std::memcmp(p, "true", 4) != 0) return false;
-          p += 4;
-          break;
-        case 'f':
-          if (e - p < 5 || std::memcmp(p, "false", 5) != 0) return false;
-          p += 5;
-          break;
-        case 'n':
-          if (e - p < 4 || std::memcmp(p, "null", 4) != 0) return false;
-          p += 4;
-          v.kind = 'z';
-          break;
-        default:
-          if (*p != '-' && (*p < '0' || *p > '9')) return false;
-          p = scan_number(p, e);
-          v.kind = 'n';
-          v.raw = std::string_view(vb, static_cast<std::size_t>(p - vb));
-          break;
+      const char c = *p;
+      // Numbers and strings first, as plain branches (the key order repeats, so they
+      // predict); the rarer kinds through a switch.
+      if (static_cast<unsigned char>(c - '0') < 10 || c == '-') {
+        p = scan_number(p, e);
+        v = {'n', std::string_view(vb, static_cast<std::size_t>(p - vb))};
+      } else if (c == '"') {
+        ++p;
+        if (!scan_string(p, e, v.raw)) return false;
+        v.kind = 's';
+      } else {
+        v.kind = c;
+        switch (c) {
+          case '{':
+            // Upstream v4.0 lines are all nested objects whose strings must outlive
+            // several nested parses: simdjson's DOM path parses them in one go.
+            if (id == F::kHeader || id == F::kMetadata || id == F::kCollPerf || id == F::kP2pPerf) return false;
+            [[fallthrough]];
+          case '[':
+            if (!skip_nested(p, e)) return false;
+            v.raw = std::string_view(vb, static_cast<std::size_t>(p - vb));
+            break;
+          case 't':
+            if (e - p < 4 || std::memcmp(p, "true", 4) != 0) return false;
+            p += 4;
+            break;
+          case 'f':
+            if (e - p < 5 || std::memcmp(p, "false", 5) != 0) return false;
+            p += 5;
+            break;
+          case 'n':
+            if (e - p < 4 || std::memcmp(p, "null", 4) != 0) return false;
+            p += 4;
+            v.kind = 'z';
+            break;
+          default:
+            return false;
+        }
       }
       handle_field(id, v);
       if (p < e && *p == ',') {  // the usual separator, no whitespace around it
