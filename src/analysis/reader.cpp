@@ -1031,7 +1031,7 @@ class FileReader {
       case F::kBusbw: get_f64(v, L.busbw); break;
       case F::kCommHash: {
         std::string_view s;
-        if (get_str(v, s)) L.has_hash = parse_hash(s, L.comm_hash);
+        if (get_str(v, s)) L.has_hash = comm_hash_of(v, s, L.comm_hash);
         else L.has_hash = get_u64(v, L.comm_hash);
         break;
       }
@@ -1098,6 +1098,30 @@ class FileReader {
       case F::kUncertainty: get_i64(v, L.uncertainty_ns); break;
       case F::kSamples: get_i64(v, L.samples); break;
     }
+  }
+
+  // parse_hash, with the plugin's "0x" + 16 hex digits form cached (a job has few
+  // communicators): one 16-byte compare instead of a parse. The string lies in a
+  // padded line buffer for FastVal; the compare reads only the string's own bytes.
+  static bool comm_hash_of(dom::element, std::string_view s, std::uint64_t& out) { return parse_hash(s, out); }
+  bool comm_hash_of(const FastVal&, std::string_view s, std::uint64_t& out) {
+#if defined(__SSE2__)
+    if (s.size() == 18 && s[0] == '0' && s[1] == 'x') {
+      HashSlot& h = hash_cache_[(static_cast<unsigned char>(s[17]) ^ static_cast<unsigned char>(s[16])) & 7];
+      const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + 2));
+      const __m128i b = _mm_load_si128(reinterpret_cast<const __m128i*>(h.hex));
+      if (h.valid && _mm_movemask_epi8(_mm_cmpeq_epi8(a, b)) == 0xffff) {
+        out = h.val;
+        return true;
+      }
+      if (!parse_hash(s, out)) return false;
+      std::memcpy(h.hex, s.data() + 2, 16);
+      h.val = out;
+      h.valid = true;
+      return true;
+    }
+#endif
+    return parse_hash(s, out);
   }
 
   void set_wall(dom::element v) { L_.has_wall = get_i64(v, L_.wall_ns); }
@@ -1243,10 +1267,17 @@ class FileReader {
     }
   }
 
+  // The first comm record with hash h. A direct-mapped cache of positions in
+  // info_.comms (positions stay valid as comms are appended; a hit is checked).
   const CommInfo* find_comm(std::uint64_t h) {
-    if (last_comm_ && last_comm_->comm_hash == h) return last_comm_;
-    for (const auto& c : info_.comms)
-      if (c.comm_hash == h) return last_comm_ = &c;
+    auto& slot = comm_cache_[(h ^ (h >> 29)) & (kCommCache - 1)];
+    if (slot < info_.comms.size() && info_.comms[slot].comm_hash == h) return &info_.comms[slot];
+    for (std::size_t i = 0; i < info_.comms.size(); ++i) {
+      if (info_.comms[i].comm_hash == h) {
+        slot = static_cast<std::uint32_t>(i);
+        return &info_.comms[i];
+      }
+    }
     return nullptr;
   }
 
@@ -1290,7 +1321,6 @@ class FileReader {
       }
       CommInfo c{L.comm_hash, std::string(L.comm_name), static_cast<int>(L.rank),
                  static_cast<int>(L.nranks), static_cast<int>(L.nnodes)};
-      last_comm_ = nullptr;
       info_.comms.push_back(std::move(c));
     } else if (t == sc::kTypeStats) {
       StatsInfo& s = info_.stats;
@@ -1378,7 +1408,6 @@ class FileReader {
     }
     if (L.has_comm_name && !L.comm_name.empty() && !find_comm(op.comm_hash)) {
       info_.comms.push_back({op.comm_hash, std::string(L.comm_name), op.rank, op.nranks, op.nnodes});
-      last_comm_ = nullptr;
     }
     op.transport = cached(transport_cache_, L.transport, transport_code);
     if (L.reclaimed) op.flags |= kFlagReclaimed;
@@ -1421,7 +1450,19 @@ class FileReader {
   Line L_;
   std::vector<std::pair<std::string, std::uint64_t>> dropped_, filtered_, faults_;
   OpDetail detail_;
-  const CommInfo* last_comm_ = nullptr;
+  static constexpr std::size_t kCommCache = 16;
+  std::array<std::uint32_t, kCommCache> comm_cache_ = [] {
+    std::array<std::uint32_t, kCommCache> a{};
+    a.fill(~0u);
+    return a;
+  }();
+  // comm_hash strings in the plugin's form ("0x" + 16 hex digits) -> value.
+  struct HashSlot {
+    alignas(16) char hex[16] = {};
+    std::uint64_t val = 0;
+    bool valid = false;
+  };
+  std::array<HashSlot, 8> hash_cache_{};
   bool padded_ = false;  // the current Line's strings lie in a padded line buffer
   ValueCache<RecType> type_cache_;
   ValueCache<Func> func_cache_;
