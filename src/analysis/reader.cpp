@@ -513,7 +513,7 @@ class FileReader {
   // and 10^(fraction digits) are exact doubles, so one IEEE division gives the
   // correctly rounded value, the same as from_chars. false: use from_chars.
   // t lies in a padded line buffer (16 bytes readable from any position): the '.'
-  // is found with one compare of 16 bytes and both digit runs parse 8 at a time.
+  // is found with one 16-byte compare and the digits convert as at most two SWAR blocks.
   static bool fast_f64(std::string_view t, double& out) {
     static constexpr double kPow10[] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
                                         1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
