@@ -466,6 +466,18 @@ class FileReader {
     return x;
   }
 #endif
+  // An integer field written as a double ("1e3", "12.0"): truncated, if it fits
+  // (the cast of a value outside the range is undefined; such a field is absent).
+  static bool double_to_i64(double d, std::int64_t& out) {
+    if (!(d >= -0x1p63 && d < 0x1p63)) return false;
+    out = static_cast<std::int64_t>(d);
+    return true;
+  }
+  static bool double_to_u64(double d, std::uint64_t& out) {
+    if (!(d >= 0 && d < 0x1p64)) return false;
+    out = static_cast<std::uint64_t>(d);
+    return true;
+  }
   static bool get_i64(const FastVal& v, std::int64_t& out) {
     if (v.kind != 'n') return false;
     std::uint64_t u;
@@ -484,11 +496,7 @@ class FileReader {
     }
     double d;
     auto r2 = std::from_chars(b, e, d);
-    if (r2.ec == std::errc() && r2.ptr == e && std::isfinite(d)) {
-      out = static_cast<std::int64_t>(d);
-      return true;
-    }
-    return false;
+    return r2.ec == std::errc() && r2.ptr == e && double_to_i64(d, out);
   }
   static bool get_u64(const FastVal& v, std::uint64_t& out) {
     if (v.kind != 'n') return false;
@@ -503,11 +511,7 @@ class FileReader {
     }
     double d;
     auto r2 = std::from_chars(b, e, d);
-    if (r2.ec == std::errc() && r2.ptr == e && std::isfinite(d) && d >= 0) {
-      out = static_cast<std::uint64_t>(d);
-      return true;
-    }
-    return false;
+    return r2.ec == std::errc() && r2.ptr == e && double_to_u64(d, out);
   }
   // Decimal "[-]digits[.digits]" with at most 15 digits: the integer of its digits
   // and 10^(fraction digits) are exact doubles, so one IEEE division gives the
@@ -831,11 +835,7 @@ class FileReader {
       return true;
     }
     double d;
-    if (!v.get_double().get(d) && std::isfinite(d)) {
-      out = static_cast<std::int64_t>(d);
-      return true;
-    }
-    return false;
+    return !v.get_double().get(d) && double_to_i64(d, out);
   }
   static bool get_u64(dom::element v, std::uint64_t& out) {
     std::uint64_t u;
@@ -844,11 +844,7 @@ class FileReader {
       return true;
     }
     double d;
-    if (!v.get_double().get(d) && std::isfinite(d) && d >= 0) {
-      out = static_cast<std::uint64_t>(d);
-      return true;
-    }
-    return false;
+    return !v.get_double().get(d) && double_to_u64(d, out);
   }
   static bool get_f64(dom::element v, double& out) {
     double d;

@@ -516,7 +516,7 @@ std::string random_lines(std::mt19937_64& rng, int n) {
       f = {{"type", pick(20) ? "\"coll\"" : "\"p2p\""},
            {"wall_ns", integer(19, false)},
            {"comm_hash", pick(30) ? "\"" + hexhash() + "\"" : integer(19, false)},
-           {"rank", integer(9, true)},
+           {"rank", pick(30) ? integer(9, true) : pick(2) ? "-9.5e30" : "1e19"},  // out of range: absent
            {"nranks", integer(4, false)},
            {"nnodes", integer(3, false)},
            {"seq", pick(10) ? integer(20, false) : decimal()},
