@@ -423,7 +423,7 @@ class FileReader {
       const std::uint64_t hi = digits8(p, n - 8, bad), lo = digits8(p + n - 8, 8, bad);
       v = hi * 100000000 + lo;
     } else {
-      if (n > 19) return false;
+      if (n == 0 || n > 19) return false;  // n - 1 wrapped for an empty token ("-" alone)
       const std::uint64_t top = digits8(p, n - 16, bad), mid = digits8(p + n - 16, 8, bad),
                           lo = digits8(p + n - 8, 8, bad);
       v = (top * 100000000 + mid) * 100000000 + lo;
