@@ -759,6 +759,36 @@ class FileReader {
     if (p < e && *p == '}') return skip_ws(p + 1, e) == e;
     for (std::size_t pos = 0;; ++pos) {
       F id;
+      FieldMemo& memo = memos_[pos % kKeySlots];
+#if defined(__SSE2__)
+      // A field whose whole text (key, value and the separator after it) is the one
+      // at this position on the previous line: same tokens, no scanning. It costs
+      // about as many instructions as it saves but breaks the chain of dependent
+      // scans (measured ≈ 2.5% less CPU time on the benchmark dump).
+      if (memo.rest == 0) {
+        if (memo.len != 0 && static_cast<std::size_t>(e - p) >= memo.len) {
+          // p lies inside the line buffer: 32 bytes are readable (padding).
+          const __m128i a0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+          const __m128i a1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16));
+          const __m128i b0 = _mm_load_si128(reinterpret_cast<const __m128i*>(memo.text));
+          const __m128i b1 = _mm_load_si128(reinterpret_cast<const __m128i*>(memo.text + 16));
+          const std::uint32_t eq = static_cast<std::uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(a0, b0))) |
+                                   static_cast<std::uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(a1, b1))) << 16;
+          if ((eq & memo.mask) == memo.mask) {
+            const FastVal v{memo.kind, std::string_view(p + memo.voff, memo.vlen)};
+            p += memo.len;
+            handle_field(memo.id, v);
+            if (memo.last) return skip_ws(p, e) == e;
+            p = skip_ws(p, e);
+            continue;
+          }
+          memo.rest = kMemoPause;  // changed: parse it normally for a while
+        }
+      } else {
+        --memo.rest;
+      }
+#endif
+      const char* fb = p;
       // The writer repeats its key order: the text `"key":` seen at this position
       // last time is compared as one 16-byte block (quotes, key and colon at once);
       // only a miss scans for the closing quote and the colon.
@@ -817,12 +847,16 @@ class FileReader {
       }
       handle_field(id, v);
       if (p < e && *p == ',') {  // the usual separator, no whitespace around it
+        if (memo.rest == 0) learn_memo(memo, fb, p + 1, id, v, false);
         p = skip_ws(p + 1, e);
         continue;
       }
       p = skip_ws(p, e);
       if (p >= e) return false;
-      if (*p == '}') return skip_ws(p + 1, e) == e;
+      if (*p == '}') {
+        if (memo.rest == 0) learn_memo(memo, fb, p + 1, id, v, true);
+        return skip_ws(p + 1, e) == e;
+      }
       if (*p != ',') return false;
       p = skip_ws(p + 1, e);
     }
@@ -943,6 +977,47 @@ class FileReader {
     for (const auto& [name, id] : kFields)
       if (name == k) return id;
     return F::kNone;
+  }
+
+  // The last text of the field at a position, `"key":value,` (or the line's last
+  // field with its '}'), up to 32 bytes, and what it parsed to. Learned text holds a
+  // whole field: its value's token ended inside it (at the separator), so equal text
+  // at the same place parses to the same key, value and separator. Positions past
+  // kKeySlots share memos (pos mod kKeySlots): that costs hits, never correctness.
+  struct FieldMemo {
+    alignas(16) char text[32];
+    std::uint32_t mask = 0;  // the text's bytes as bits of two 16-byte compares
+    std::uint8_t len = 0;    // 0: nothing learned
+    std::uint8_t voff = 0, vlen = 0;
+    std::uint8_t rest = 0;   // lines left before trying (and learning) again after a change
+    char kind = 0;
+    bool last = false;       // the text ends with the line's '}'
+    F id = F::kNone;
+  };
+  static constexpr std::uint8_t kMemoPause = 8;
+  // text..end is the field just parsed (end past its separator), v its value.
+  static void learn_memo(FieldMemo& m, const char* text, const char* end, F id, const FastVal& v, bool last) {
+    const std::size_t n = static_cast<std::size_t>(end - text);
+    const std::size_t voff = v.raw.empty() ? 0 : static_cast<std::size_t>(v.raw.data() - text);
+    if (n > 32 || voff > 255 || v.raw.size() > 255) {
+      m.len = 0;
+      return;
+    }
+#if defined(__SSE2__)
+    // Both 16-byte blocks copied whole (the line buffer is padded); bytes past n are masked off.
+    _mm_store_si128(reinterpret_cast<__m128i*>(m.text), _mm_loadu_si128(reinterpret_cast<const __m128i*>(text)));
+    _mm_store_si128(reinterpret_cast<__m128i*>(m.text + 16),
+                    _mm_loadu_si128(reinterpret_cast<const __m128i*>(text + 16)));
+#else
+    std::memcpy(m.text, text, n);
+#endif
+    m.mask = n == 32 ? ~0u : (1u << n) - 1;
+    m.len = static_cast<std::uint8_t>(n);
+    m.voff = static_cast<std::uint8_t>(voff);
+    m.vlen = static_cast<std::uint8_t>(v.raw.size());
+    m.kind = v.kind;
+    m.last = last;
+    m.id = id;
   }
 
   // Cached key at each field position of the line (keys of up to 16 bytes), and
@@ -1442,6 +1517,7 @@ class FileReader {
   dom::parser nested_parser_;
   static constexpr std::size_t kKeySlots = 64;
   std::array<KeySlot, kKeySlots> keys_{};
+  std::array<FieldMemo, kKeySlots> memos_{};
   std::string job_id_own_;
   Line L_;
   std::vector<std::pair<std::string, std::uint64_t>> dropped_, filtered_, faults_;

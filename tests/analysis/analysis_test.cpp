@@ -628,6 +628,62 @@ TEST(Reader, FastScannerEdgeCasesAcrossMembers) {
   }
 }
 
+TEST(Reader, RepeatedFieldTextThenChanges) {
+  // The scanner reuses a field whose whole text repeats from the previous line: runs of
+  // identical lines, then one field changed in every way that keeps the line valid
+  // (value longer, shorter, same length, type, whitespace, the last field, field order)
+  // must read exactly as the DOM parser reads them.
+  const std::string base = R"({"type":"coll","comm_hash":"0x00000000000000ab","rank":3,"nranks":16,"nnodes":2,"func":"AllReduce","bytes":1024,"algo":"RING","channels":[0,1,2,3],"dur_us":12.5,"busbw_gbs":7.25,"transport":"network"})";
+  const std::vector<std::pair<std::string, std::string>> edits = {
+      {"\"nranks\":16,", "\"nranks\":161,"},        {"\"nranks\":16,", "\"nranks\":1,"},
+      {"\"nranks\":16,", "\"nranks\":17,"},         {"\"nranks\":16,", "\"nranks\":16 ,"},
+      {"\"nranks\":16,", "\"nranks\":\"16\","},     {"\"nranks\":16,", "\"nranks\": 16,"},
+      {"\"rank\":3,", "\"rank\":3.5,"},             {"\"rank\":3,", "\"rank\":-3,"},
+      {"\"algo\":\"RING\",", "\"algo\":\"TREE\","}, {"\"algo\":\"RING\",", "\"algo\":\"RINGS\","},
+      {"\"channels\":[0,1,2,3],", "\"channels\":[0,1,2],"}, {"\"channels\":[0,1,2,3],", "\"channels\":[0,1,2,3,4],"},
+      {"\"transport\":\"network\"}", "\"transport\":\"intra_node\"}"},
+      {"\"transport\":\"network\"}", "\"transport\":\"network\" }"},
+      {"\"transport\":\"network\"}", "\"transport\":\"network\",\"graph\":true}"},
+      {"\"dur_us\":12.5,", "\"dur_us\":12.25,"},    {"\"dur_us\":12.5,", "\"dur_us\":1e1,"},
+      {"\"nnodes\":2,\"func\"", "\"func\""},        {"\"nnodes\":2,", "\"nnodes\":2,\"nnodes\":3,"}};
+  std::string text;
+  for (const auto& [from, to] : edits) {
+    for (int i = 0; i < 12; ++i) text += base + "\n";  // learn, hit, and past the pause after a change
+    std::string changed = base;
+    const auto at = changed.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    changed.replace(at, from.size(), to);
+    for (int i = 0; i < 3; ++i) text += changed + "\n";
+  }
+  const auto dir = ni_test::temp_dir("memo");
+  ni_test::write_text(dir + "/memo.jsonl", text);
+  ana::ReadOptions fast, dom;
+  fast.progress = dom.progress = 0;
+  dom.validate = true;
+  ana::ReadResult rf, rd;
+  auto a = ana::read_merged<ana::CollectSink>({dir + "/memo.jsonl"}, fast, 1, rf, false);
+  auto b = ana::read_merged<ana::CollectSink>({dir + "/memo.jsonl"}, dom, 1, rd, false);
+  EXPECT_EQ(rf.bad_lines, 0u);
+  EXPECT_EQ(rd.bad_lines, 0u);
+  ASSERT_EQ(a->ops.size(), b->ops.size());
+  ASSERT_EQ(a->ops.size(), edits.size() * 15);
+  for (std::size_t i = 0; i < a->ops.size(); ++i) {
+    const auto &x = a->ops[i], &y = b->ops[i];
+    EXPECT_EQ(x.nranks, y.nranks) << i;
+    EXPECT_EQ(x.rank, y.rank) << i;
+    EXPECT_EQ(x.nnodes, y.nnodes) << i;
+    EXPECT_EQ(x.algo, y.algo) << i;
+    EXPECT_EQ(x.nchannels, y.nchannels) << i;
+    EXPECT_EQ(x.transport, y.transport) << i;
+    EXPECT_EQ(x.dur_us, y.dur_us) << i;
+    EXPECT_EQ(x.busbw_gbs, y.busbw_gbs) << i;
+    EXPECT_EQ(x.flags, y.flags) << i;
+  }
+  // Spot checks against the text itself.
+  EXPECT_EQ(a->ops[12].nranks, 161);
+  EXPECT_EQ(a->ops[15 + 12].nranks, 1);
+}
+
 TEST(Reader, SinkWithoutOptionalFieldsGetsDefaults) {
   // A sink that declares no optional fields gets the same ops, with seq, nchannels
   // and ch_balance left at their defaults.
