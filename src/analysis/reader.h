@@ -18,11 +18,22 @@
 
 namespace nccl_inspector::analysis {
 
+// OpRecord fields a sink can do without (Sink::op_fields): the reader's fast path
+// then skips converting them and leaves them at their defaults.
+enum OpFields : std::uint32_t {
+  kOpFieldSeq = 1u << 0,        // OpRecord::seq
+  kOpFieldChannels = 1u << 1,   // OpRecord::nchannels
+  kOpFieldChBalance = 1u << 2,  // OpRecord::ch_balance
+  kOpFieldsAll = (1u << 3) - 1,
+};
+
 class Sink {
  public:
   virtual ~Sink() = default;
   // Ask for OpDetail (hcas, ch_times, net) on every op; costs parse time.
   virtual bool wants_detail() const { return false; }
+  // The optional OpRecord fields this sink reads (OpFields bits); validation reads all.
+  virtual std::uint32_t op_fields() const { return kOpFieldsAll; }
   // detail is nullptr unless wants_detail(). file is the op's file (being read).
   virtual void on_op(const OpRecord& op, const OpDetail* detail, const FileInfo& file) = 0;
 };

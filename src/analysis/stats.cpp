@@ -77,6 +77,11 @@ double QuantileSketch::value_of(int idx) const {
 }
 
 void QuantileSketch::add(double v) {
+  int bucket = -1;
+  add(v, bucket);
+}
+
+void QuantileSketch::add(double v, int& bucket) {
   if (std::isnan(v)) return;
   if (count_ == 0) {
     min_ = max_ = v;
@@ -91,7 +96,8 @@ void QuantileSketch::add(double v) {
     sorted_ = false;
     if (exact_.size() > kExactMax) to_hist();
   } else {
-    add_hist(v, 1);
+    if (bucket < 0) bucket = index(v);
+    ++hist_[static_cast<std::size_t>(bucket)];
   }
 }
 

@@ -20,6 +20,9 @@ class QuantileSketch {
   static constexpr double kAlpha = 0.01;
 
   void add(double v);
+  // The same; bucket caches v's histogram bucket for the next sketch that gets the
+  // same value (-1: not computed yet; left as is while this sketch is exact).
+  void add(double v, int& bucket);
   void merge(const QuantileSketch& o);
   double quantile(double q) const;  // q in [0,1]; NaN when empty
   std::uint64_t count() const { return count_; }

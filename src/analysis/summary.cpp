@@ -21,12 +21,16 @@ std::size_t GroupKeyHash::operator()(const GroupKey& k) const {
 }
 
 void GroupAcc::add(const OpRecord& op) {
+  int lb = -1, bb = -1;
+  add(op, lb, bb);
+}
+void GroupAcc::add(const OpRecord& op, int& lat_bucket, int& bw_bucket) {
   ++count;
   bytes += op.bytes;
   intra += op.transport == 1;
   network += op.transport == 2;
-  lat.add(op.dur_us);
-  if (op.has_busbw()) bw.add(op.busbw_gbs);
+  lat.add(op.dur_us, lat_bucket);
+  if (op.has_busbw()) bw.add(op.busbw_gbs, bw_bucket);
 }
 void GroupAcc::merge(const GroupAcc& o) {
   count += o.count;
@@ -132,8 +136,9 @@ void SummarySink::on_op(const OpRecord& op, const OpDetail*, const FileInfo& fil
   k.kind = op.kind;
   k.rank = opt_->per_rank ? op.rank : -1;
   Slot& slot = lookup(k);
-  slot.acc->add(op);
-  if (slot.adv) slot.adv->add(op);
+  int lat_bucket = -1, bw_bucket = -1;  // computed at most once for both accumulators
+  slot.acc->add(op, lat_bucket, bw_bucket);
+  if (slot.adv) slot.adv->add(op, lat_bucket, bw_bucket);
 }
 
 SummarySink::Slot& SummarySink::lookup(const GroupKey& k) {

@@ -52,6 +52,9 @@ struct GroupAcc {
   QuantileSketch lat;
   QuantileSketch bw;
   void add(const OpRecord& op);
+  // The same; lat_bucket/bw_bucket carry the values' sketch buckets between the
+  // accumulators one op goes to (-1: not computed yet).
+  void add(const OpRecord& op, int& lat_bucket, int& bw_bucket);
   void merge(const GroupAcc& o);
 };
 
@@ -68,6 +71,7 @@ class SummarySink : public Sink {
  public:
   explicit SummarySink(const SummaryOptions& o) : opt_(&o) {}
   void on_op(const OpRecord& op, const OpDetail*, const FileInfo& file) override;
+  std::uint32_t op_fields() const override { return 0; }  // no seq, channels or balance
   void merge(SummarySink&& o);
 
   std::unordered_map<GroupKey, GroupAcc, GroupKeyHash> groups;

@@ -469,6 +469,298 @@ TEST(Reader, FastScannerAgreesWithSimdjson) {
   }
 }
 
+namespace {
+// Random JSON lines for the fast scanner's edge cases: numbers of every length (SWAR
+// blocks of 8, decimals split at every position, fallbacks past 15 digits), hex
+// hashes of every length and case, whitespace around tokens, key orders that change
+// (the cached key patterns), keys near the 16-byte pattern limit, flat/nested/odd
+// arrays, escapes (the DOM path), marks and stats (wall_ns converted on demand).
+std::string random_lines(std::mt19937_64& rng, int n) {
+  auto pick = [&](int k) { return static_cast<int>(rng() % static_cast<std::uint64_t>(k)); };
+  auto digits = [&](int len, bool lead_nonzero) {
+    std::string d;
+    for (int i = 0; i < len; ++i) d += static_cast<char>('0' + ((i == 0 && lead_nonzero) ? 1 + pick(9) : pick(10)));
+    return d;
+  };
+  auto integer = [&](int max_len, bool allow_neg) {
+    const int len = 1 + pick(max_len);
+    std::string v = len == 1 ? digits(1, false) : digits(len, true);
+    if (len == 20) v = "1" + std::to_string(pick(8)) + digits(18, false);  // <= UINT64_MAX (simdjson rejects more)
+    return (allow_neg && pick(4) == 0 && v != "0" ? "-" : "") + v;
+  };
+  auto decimal = [&]() {
+    std::string v = pick(5) == 0 ? "-" : "";
+    const int il = 1 + pick(pick(3) == 0 ? 17 : 6);
+    v += il == 1 ? digits(1, false) : digits(il, true);
+    if (pick(5) != 0) v += "." + digits(1 + pick(pick(3) == 0 ? 16 : 7), false);
+    if (pick(10) == 0) v += std::string(pick(2) ? "e" : "E") + (pick(2) ? "-" : pick(2) ? "+" : "") + digits(1 + pick(2), true);
+    return v;
+  };
+  auto hexhash = [&]() {
+    std::string h = pick(6) == 0 ? "0X" : "0x";
+    const int len = pick(8) == 0 ? 1 + pick(18) : 16;
+    for (int i = 0; i < len; ++i) {
+      const char c = "0123456789abcdef"[pick(16)];
+      h += pick(3) == 0 ? static_cast<char>(std::toupper(c)) : c;
+    }
+    if (pick(12) == 0) h[2 + static_cast<std::size_t>(pick(len))] = "gG:/@`x "[pick(8)];  // not a hex digit
+    return pick(15) == 0 ? digits(1 + pick(20), true) : h;  // sometimes a decimal string
+  };
+  auto ws = [&]() { return pick(12) == 0 ? std::string(" \t"[pick(2)] == '\t' ? "\t" : " ") : std::string(); };
+  const char* funcs[] = {"AllReduce", "AllGather", "ReduceScatter", "Broadcast", "Reduce", "SendRecv", "Bogus"};
+  const char* algos[] = {"RING", "TREE", "NVLS", "COLLNET_DIRECT", "PAT", "unknown-algorithm-name"};
+  const char* protos[] = {"SIMPLE", "LL", "LL128"};
+  const char* timings[] = {"gpu", "cpu", "none", "kernel"};
+  const char* transports[] = {"network", "intra_node", "shm"};
+  std::string out;
+  for (int i = 0; i < n; ++i) {
+    std::vector<std::pair<std::string, std::string>> f;
+    const int kind = pick(40);
+    if (kind == 0) {
+      f = {{"type", "\"mark\""}, {"wall_ns", integer(19, true)}, {"label", "\"iter\""}};
+    } else if (kind == 1) {
+      f = {{"type", "\"stats\""}, {"wall_ns", integer(18, false)}, {"records_written", integer(8, false)},
+           {"dropped", "{\"queue_full\":" + integer(4, false) + "}"}};
+    } else {
+      f = {{"type", pick(20) ? "\"coll\"" : "\"p2p\""},
+           {"wall_ns", integer(19, false)},
+           {"comm_hash", pick(30) ? "\"" + hexhash() + "\"" : integer(19, false)},
+           {"rank", pick(30) ? integer(9, true) : pick(2) ? "-9.5e30" : "1e19"},  // out of range: absent
+           {"nranks", integer(4, false)},
+           {"nnodes", integer(3, false)},
+           {"seq", pick(10) ? integer(20, false) : decimal()},
+           {"func", std::string("\"") + funcs[pick(7)] + "\""},
+           {"bytes", pick(10) ? integer(20, false) : decimal()},
+           {"algo", std::string("\"") + algos[pick(6)] + "\""},
+           {"proto", std::string("\"") + protos[pick(3)] + "\""},
+           {"start_wall_ns", integer(18, true)},
+           {"dur_us", decimal()},
+           {"timing", std::string("\"") + timings[pick(4)] + "\""},
+           {"busbw_gbs", decimal()},
+           {"ch_balance", decimal()},
+           {"transport", std::string("\"") + transports[pick(3)] + "\""}};
+      switch (pick(7)) {  // the channels array, flat (any length) or not
+        case 0: f.emplace_back("channels", "[]"); break;
+        case 1: f.emplace_back("channels", "[ ]"); break;
+        case 2: f.emplace_back("channels", "[[0,1],[2]]"); break;
+        case 3: f.emplace_back("channels", "[\"a,b\",\"]\"]"); break;
+        default: {
+          std::string a = "[";
+          const int len = pick(40);
+          for (int c = 0; c < len; ++c) a += (c ? (pick(6) ? "," : " , ") : "") + std::to_string(c);
+          f.emplace_back("channels", a + "]");
+        }
+      }
+      if (pick(3) == 0) f.emplace_back("nchannels", integer(2, false));
+      if (pick(8) == 0) f.emplace_back("reclaimed", pick(2) ? "true" : "false");
+      if (pick(8) == 0) f.emplace_back("graph", pick(2) ? "true" : "null");
+      if (pick(6) == 0) f.emplace_back("abcdefghijklm", "1");  // 13-byte key: the longest a pattern holds
+      if (pick(6) == 0) f.emplace_back("abcdefghijklmn", "\"x\"");  // 14: scanned every time
+      if (pick(10) == 0) f.emplace_back("comm_name", "\"a\\\"b\"");  // an escape: the DOM path
+      if (pick(10) == 0) f.emplace_back("ran\\u006b", "3");  // an escaped key ("rank")
+      if (pick(5) == 0) std::swap(f[static_cast<std::size_t>(1 + pick(5))], f[static_cast<std::size_t>(6 + pick(8))]);
+    }
+    std::string line = ws() + "{";
+    for (std::size_t k = 0; k < f.size(); ++k) {
+      if (k) line += ws() + "," + ws();
+      line += "\"" + f[k].first + "\"" + ws() + ":" + ws() + f[k].second;
+    }
+    line += ws() + "}" + (pick(20) == 0 ? " \r" : "");
+    out += line + "\n";
+  }
+  return out;
+}
+}  // namespace
+
+TEST(Reader, FastScannerEdgeCasesAcrossMembers) {
+  // Every layout (plain, one member, members split every few bytes so that lines and
+  // numbers straddle members) and both parsers (fast, DOM) read the same ops.
+  std::mt19937_64 rng(7);
+  const std::string text = random_lines(rng, 3000);
+  const auto dir = ni_test::temp_dir("fastedges");
+  ni_test::write_text(dir + "/plain.jsonl", text);
+  ni_test::write_gz_split(dir + "/one.jsonl.gz", text, 1u << 30);
+  ni_test::write_gz_split(dir + "/split7.jsonl.gz", text, 7);
+  ni_test::write_gz_split(dir + "/split61.jsonl.gz", text, 61);
+  ni_test::write_gz_split(dir + "/split4096.jsonl.gz", text, 4096);
+  std::vector<std::unique_ptr<ana::CollectSink>> sinks;
+  std::vector<ana::ReadResult> results;
+  for (const char* file : {"plain.jsonl", "one.jsonl.gz", "split7.jsonl.gz", "split61.jsonl.gz", "split4096.jsonl.gz"}) {
+    for (bool validate : {false, true}) {
+      ana::ReadOptions o;
+      o.progress = 0;
+      o.validate = validate;
+      results.emplace_back();
+      sinks.push_back(ana::read_merged<ana::CollectSink>({dir + "/" + file}, o, 1, results.back(), false));
+    }
+  }
+  const auto& ref = *sinks[1];  // plain, DOM
+  ASSERT_GT(ref.ops.size(), 2000u);
+  for (std::size_t r = 0; r < sinks.size(); ++r) {
+    SCOPED_TRACE("layout/parser " + std::to_string(r));
+    EXPECT_EQ(results[r].bad_lines, results[1].bad_lines);
+    EXPECT_EQ(results[r].lines, results[1].lines);
+    ASSERT_EQ(sinks[r]->ops.size(), ref.ops.size());
+    for (std::size_t i = 0; i < ref.ops.size(); ++i) {
+      const auto &x = sinks[r]->ops[i], &y = ref.ops[i];
+      ASSERT_EQ(x.comm_hash, y.comm_hash) << i;
+      EXPECT_EQ(x.seq, y.seq) << i;
+      EXPECT_EQ(x.bytes, y.bytes) << i;
+      EXPECT_EQ(x.rank, y.rank) << i;
+      EXPECT_EQ(x.nranks, y.nranks) << i;
+      EXPECT_EQ(x.nnodes, y.nnodes) << i;
+      EXPECT_EQ(x.func, y.func) << i;
+      EXPECT_EQ(x.algo, y.algo) << i;
+      EXPECT_EQ(x.proto, y.proto) << i;
+      EXPECT_EQ(x.timing, y.timing) << i;
+      EXPECT_EQ(x.transport, y.transport) << i;
+      EXPECT_EQ(x.kind, y.kind) << i;
+      // Bit-identical doubles: both parsers round correctly.
+      EXPECT_EQ(std::isnan(x.dur_us), std::isnan(y.dur_us)) << i;
+      if (!std::isnan(y.dur_us)) {
+        EXPECT_EQ(x.dur_us, y.dur_us) << i;
+      }
+      EXPECT_EQ(std::isnan(x.busbw_gbs), std::isnan(y.busbw_gbs)) << i;
+      if (!std::isnan(y.busbw_gbs)) {
+        EXPECT_EQ(x.busbw_gbs, y.busbw_gbs) << i;
+      }
+      EXPECT_EQ(x.ch_balance, y.ch_balance) << i;
+      EXPECT_EQ(x.nchannels, y.nchannels) << i;
+      EXPECT_EQ(x.start_wall_ns, y.start_wall_ns) << i;
+      EXPECT_EQ(x.flags, y.flags) << i;
+    }
+    const auto &fx = results[r].files[0], &fy = results[1].files[0];
+    ASSERT_EQ(fx.marks.size(), fy.marks.size());
+    for (std::size_t m = 0; m < fx.marks.size(); ++m) EXPECT_EQ(fx.marks[m].wall_ns, fy.marks[m].wall_ns) << m;
+    EXPECT_EQ(fx.stats.wall_ns, fy.stats.wall_ns);
+    EXPECT_EQ(fx.stats.records_written, fy.stats.records_written);
+  }
+}
+
+TEST(Reader, RepeatedFieldTextThenChanges) {
+  // The scanner reuses a field whose whole text repeats from the previous line: runs of
+  // identical lines, then one field changed in every way that keeps the line valid
+  // (value longer, shorter, same length, type, whitespace, the last field, field order)
+  // must read exactly as the DOM parser reads them.
+  const std::string base = R"({"type":"coll","comm_hash":"0x00000000000000ab","rank":3,"nranks":16,"nnodes":2,"func":"AllReduce","bytes":1024,"algo":"RING","channels":[0,1,2,3],"dur_us":12.5,"busbw_gbs":7.25,"transport":"network"})";
+  const std::vector<std::pair<std::string, std::string>> edits = {
+      {"\"nranks\":16,", "\"nranks\":161,"},        {"\"nranks\":16,", "\"nranks\":1,"},
+      {"\"nranks\":16,", "\"nranks\":17,"},         {"\"nranks\":16,", "\"nranks\":16 ,"},
+      {"\"nranks\":16,", "\"nranks\":\"16\","},     {"\"nranks\":16,", "\"nranks\": 16,"},
+      {"\"rank\":3,", "\"rank\":3.5,"},             {"\"rank\":3,", "\"rank\":-3,"},
+      {"\"algo\":\"RING\",", "\"algo\":\"TREE\","}, {"\"algo\":\"RING\",", "\"algo\":\"RINGS\","},
+      {"\"channels\":[0,1,2,3],", "\"channels\":[0,1,2],"}, {"\"channels\":[0,1,2,3],", "\"channels\":[0,1,2,3,4],"},
+      {"\"transport\":\"network\"}", "\"transport\":\"intra_node\"}"},
+      {"\"transport\":\"network\"}", "\"transport\":\"network\" }"},
+      {"\"transport\":\"network\"}", "\"transport\":\"network\",\"graph\":true}"},
+      {"\"dur_us\":12.5,", "\"dur_us\":12.25,"},    {"\"dur_us\":12.5,", "\"dur_us\":1e1,"},
+      {"\"nnodes\":2,\"func\"", "\"func\""},        {"\"nnodes\":2,", "\"nnodes\":2,\"nnodes\":3,"}};
+  std::string text;
+  for (const auto& [from, to] : edits) {
+    for (int i = 0; i < 12; ++i) text += base + "\n";  // learn, hit, and past the pause after a change
+    std::string changed = base;
+    const auto at = changed.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    changed.replace(at, from.size(), to);
+    for (int i = 0; i < 3; ++i) text += changed + "\n";
+  }
+  const auto dir = ni_test::temp_dir("memo");
+  ni_test::write_text(dir + "/memo.jsonl", text);
+  ana::ReadOptions fast, dom;
+  fast.progress = dom.progress = 0;
+  dom.validate = true;
+  ana::ReadResult rf, rd;
+  auto a = ana::read_merged<ana::CollectSink>({dir + "/memo.jsonl"}, fast, 1, rf, false);
+  auto b = ana::read_merged<ana::CollectSink>({dir + "/memo.jsonl"}, dom, 1, rd, false);
+  EXPECT_EQ(rf.bad_lines, 0u);
+  EXPECT_EQ(rd.bad_lines, 0u);
+  ASSERT_EQ(a->ops.size(), b->ops.size());
+  ASSERT_EQ(a->ops.size(), edits.size() * 15);
+  for (std::size_t i = 0; i < a->ops.size(); ++i) {
+    const auto &x = a->ops[i], &y = b->ops[i];
+    EXPECT_EQ(x.nranks, y.nranks) << i;
+    EXPECT_EQ(x.rank, y.rank) << i;
+    EXPECT_EQ(x.nnodes, y.nnodes) << i;
+    EXPECT_EQ(x.algo, y.algo) << i;
+    EXPECT_EQ(x.nchannels, y.nchannels) << i;
+    EXPECT_EQ(x.transport, y.transport) << i;
+    EXPECT_EQ(x.dur_us, y.dur_us) << i;
+    EXPECT_EQ(x.busbw_gbs, y.busbw_gbs) << i;
+    EXPECT_EQ(x.flags, y.flags) << i;
+  }
+  // Spot checks against the text itself.
+  EXPECT_EQ(a->ops[12].nranks, 161);
+  EXPECT_EQ(a->ops[15 + 12].nranks, 1);
+}
+
+TEST(Reader, SinkWithoutOptionalFieldsGetsDefaults) {
+  // A sink that declares no optional fields gets the same ops, with seq, nchannels
+  // and ch_balance left at their defaults.
+  struct Lean : ana::CollectSink {
+    std::uint32_t op_fields() const override { return 0; }
+  };
+  const auto dir = ni_test::temp_dir("leanfields");
+  JobSpec s;
+  s.iterations = 20;
+  ni_test::write_job(dir, s);
+  const auto files = ana::discover_files({dir}).files;
+  ana::ReadOptions o;
+  o.progress = 0;
+  ana::CollectSink full;
+  Lean lean;
+  ana::read_logs(files, o, {&full});
+  ana::read_logs(files, o, {&lean});
+  ASSERT_EQ(full.ops.size(), lean.ops.size());
+  ASSERT_FALSE(full.ops.empty());
+  bool any_seq = false;
+  for (std::size_t i = 0; i < full.ops.size(); ++i) {
+    EXPECT_EQ(lean.ops[i].seq, 0u);
+    EXPECT_EQ(lean.ops[i].nchannels, 0u);
+    EXPECT_EQ(lean.ops[i].ch_balance, -1.0f);
+    EXPECT_EQ(lean.ops[i].comm_hash, full.ops[i].comm_hash);
+    EXPECT_EQ(lean.ops[i].dur_us, full.ops[i].dur_us);
+    EXPECT_EQ(lean.ops[i].start_wall_ns, full.ops[i].start_wall_ns);
+    any_seq = any_seq || full.ops[i].seq != 0;
+  }
+  EXPECT_TRUE(any_seq);
+}
+
+TEST(Reader, ParseHashEveryLengthAndCase) {
+  std::mt19937_64 rng(11);
+  for (int iter = 0; iter < 20000; ++iter) {
+    const std::size_t len = rng() % 20;  // 0..19 digits: 17+ are too long for 64 bits
+    std::string digits;
+    for (std::size_t i = 0; i < len; ++i) {
+      const char c = "0123456789abcdefABCDEF"[rng() % 22];
+      digits += c;
+    }
+    const bool bad = len > 0 && rng() % 4 == 0;
+    if (bad) digits[rng() % len] = "gGzZ:/@`.- \x7f\x80"[rng() % 14];
+    const std::string s = (rng() % 2 ? "0x" : "0X") + digits;
+    std::uint64_t got = 12345;
+    const bool ok = ana::parse_hash(s, got);
+    const bool want_ok = !bad && len >= 1 && len <= 16;
+    ASSERT_EQ(ok, want_ok) << s;
+    if (ok) {
+      EXPECT_EQ(got, std::stoull(digits, nullptr, 16)) << s;
+    } else {
+      EXPECT_EQ(got, 12345u) << s;  // untouched on failure
+    }
+  }
+  std::uint64_t v = 0;
+  EXPECT_TRUE(ana::parse_hash("0x8D3a5C7e91B20f44", v));
+  EXPECT_EQ(v, 0x8d3a5c7e91b20f44ULL);
+  EXPECT_TRUE(ana::parse_hash("0xFFFFFFFFFFFFFFFF", v));
+  EXPECT_EQ(v, ~0ULL);
+  EXPECT_TRUE(ana::parse_hash("0x0000000100000002", v));
+  EXPECT_EQ(v, 0x100000002ULL);
+  EXPECT_TRUE(ana::parse_hash("12345678901234567890", v));
+  EXPECT_EQ(v, 12345678901234567890ULL);
+  EXPECT_FALSE(ana::parse_hash("0x", v));
+  EXPECT_FALSE(ana::parse_hash("0x1234567g", v));
+  EXPECT_FALSE(ana::parse_hash("0x00000000000000001", v));  // 17 digits
+}
+
 TEST(Summary, PeakBusbwPerOpAndLinkType) {
   std::map<std::string, double> peaks;
   EXPECT_TRUE(ana::parse_peak("AllReduce=40", peaks));

@@ -44,6 +44,12 @@ void write_gz(const std::string& path, const std::vector<std::string>& lines, st
   write_text(path, out);
 }
 
+void write_gz_split(const std::string& path, const std::string& text, std::size_t member_bytes) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); i += member_bytes) append_member(out, text.substr(i, member_bytes));
+  write_text(path, out);
+}
+
 void write_text(const std::string& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary);
   f.write(text.data(), static_cast<std::streamsize>(text.size()));

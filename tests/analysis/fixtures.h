@@ -12,6 +12,9 @@ namespace ni_test {
 // drops that many bytes from the end (a killed writer).
 void write_gz(const std::string& path, const std::vector<std::string>& lines, std::size_t lines_per_member = 1000,
               std::size_t cut_bytes = 0);
+// Writes text as gzip members of member_bytes uncompressed bytes each, split
+// wherever that falls (lines straddle members).
+void write_gz_split(const std::string& path, const std::string& text, std::size_t member_bytes);
 void write_text(const std::string& path, const std::string& text);
 std::string read_text(const std::string& path);
 
