@@ -131,6 +131,8 @@ struct CommInfo {
   int rank = -1;
   int nranks = 0;
   int nnodes = 0;
+  int cuda_dev = -1;       // the comm's CUDA device ordinal (comm record "cuda_dev"); -1 unknown
+  std::string pci_bus_id;  // its PCI bus id; "" unknown
 };
 
 enum class FileFormat : std::uint8_t { kUnknown, kOurs, kUpstreamV4 };

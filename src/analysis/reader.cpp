@@ -115,6 +115,9 @@ struct Line {
   // meta
   std::string_view format, plugin_version, host, job_id;
   std::int64_t format_version = 0, pid = -1, file_seq = 0, global_rank = -1;
+  // comm: its GPU
+  std::int64_t cuda_dev = -1;
+  std::string_view pci_bus_id;
   // clock
   std::int64_t uncertainty_ns = -1, samples = 0;
   // stats (the counter objects live in FileReader: Line stays trivially copyable)
@@ -954,7 +957,8 @@ class FileReader {
     kDurUs, kDropped, kDroppedTotal, kFunc, kFormat, kFormatVersion, kFileSeq, kFiltered, kFaults, kGraph,
     kHost, kHcas, kHeader, kJob, kLabel, kMetadata, kNranks, kNnodes, kNchannels, kNet, kOpsCompleted,
     kProto, kPeer, kPid, kPluginVersion, kPartial, kP2pPerf, kRank, kReclaimed, kRecordsWritten,
-    kReclaimedOps, kSeq, kStartWallNs, kType, kTiming, kTransport, kWallNs, kUncertainty, kSamples
+    kReclaimedOps, kSeq, kStartWallNs, kType, kTiming, kTransport, kWallNs, kUncertainty, kSamples,
+    kCudaDev, kPciBusId
   };
   static F field_id(std::string_view k) {
     static const std::pair<std::string_view, F> kFields[] = {
@@ -973,6 +977,7 @@ class FileReader {
         {sc::kRecordsWritten, F::kRecordsWritten}, {sc::kReclaimedOps, F::kReclaimedOps}, {sc::kSeq, F::kSeq},
         {sc::kStartWallNs, F::kStartWallNs}, {sc::kType, F::kType}, {sc::kTiming, F::kTiming},
         {sc::kTransport, F::kTransport}, {sc::kWallNs, F::kWallNs}, {sc::kUncertaintyNs, F::kUncertainty},
+        {sc::kCudaDevice, F::kCudaDev}, {sc::kPciBusId, F::kPciBusId},
         {sc::kSamples, F::kSamples}};
     for (const auto& [name, id] : kFields)
       if (name == k) return id;
@@ -1107,6 +1112,8 @@ class FileReader {
         break;
       }
       case F::kCommName: L.has_comm_name = get_str(v, L.comm_name); break;
+      case F::kCudaDev: get_i64(v, L.cuda_dev); break;
+      case F::kPciBusId: get_str(v, L.pci_bus_id); break;
       case F::kChannels: if (fields_ & kOpFieldChannels) array_count(v, L.channels_len); break;
       case F::kChBalance: if (fields_ & kOpFieldChBalance) get_f64(v, L.ch_balance); break;
       case F::kChTimes: if (want_detail_) parse_ch_times(v); break;
@@ -1391,7 +1398,9 @@ class FileReader {
         return;
       }
       CommInfo c{L.comm_hash, std::string(L.comm_name), static_cast<int>(L.rank),
-                 static_cast<int>(L.nranks), static_cast<int>(L.nnodes)};
+                 static_cast<int>(L.nranks), static_cast<int>(L.nnodes),
+                 L.cuda_dev >= 0 && L.cuda_dev < 1 << 20 ? static_cast<int>(L.cuda_dev) : -1,
+                 std::string(L.pci_bus_id)};
       info_.comms.push_back(std::move(c));
     } else if (t == sc::kTypeStats) {
       StatsInfo& s = info_.stats;
@@ -1478,7 +1487,7 @@ class FileReader {
       }
     }
     if (L.has_comm_name && !L.comm_name.empty() && !find_comm(op.comm_hash)) {
-      info_.comms.push_back({op.comm_hash, std::string(L.comm_name), op.rank, op.nranks, op.nnodes});
+      info_.comms.push_back({op.comm_hash, std::string(L.comm_name), op.rank, op.nranks, op.nnodes, -1, ""});
     }
     op.transport = cached(transport_cache_, L.transport, transport_code);
     if (L.reclaimed) op.flags |= kFlagReclaimed;

@@ -854,7 +854,7 @@ TraceStats write_trace(const ViewSink& data, const ReadResult& res, const TraceO
     j.ch(':');
     j.i64(u);
   }
-  j.raw("},\"gpu_identity\":\"a process per GPU: (host, pid) for one-GPU processes, rank = meta job.global_rank when set, else the rank in the widest communicator; see docs/analysis.md\"");
+  j.raw("},\"gpu_identity\":\"a process per GPU: (host, pid, CUDA device from the comm records' cuda_dev; inferred from comm order when absent), rank = meta job.global_rank when set, else the rank in the widest communicator; see docs/analysis.md\"");
   j.raw(",\"ops_input\":");
   j.u64(st.ops_input);
   j.raw(",\"ops_selected\":");

@@ -88,6 +88,39 @@ GpuMap map_gpus(const std::vector<OpRecord>& ops, const ReadResult& res) {
   std::map<std::tuple<int, std::uint64_t, int>, int> ordinal;
   std::vector<int> ngpu(nproc, 1);
   std::vector<std::uint64_t> widest(nproc, 0);
+  // The CUDA devices a process's comm records name (cuda_dev), when every
+  // (comm, rank) it has ops for names one: then the GPUs are exact.
+  std::vector<std::vector<int>> proc_devs(nproc);
+  std::map<std::pair<int, int>, std::string> bus_of;  // (proc, cuda_dev) -> pci_bus_id
+  for (std::size_t pi = 0; pi < nproc; ++pi) {
+    std::map<std::pair<std::uint64_t, int>, int> dev_of;  // (comm, rank) -> cuda_dev
+    for (std::size_t f = 0; f < res.files.size(); ++f) {
+      if (file_proc[f] != static_cast<int>(pi)) continue;
+      for (const auto& ci : res.files[f].comms) {
+        if (ci.cuda_dev < 0) continue;
+        dev_of[{ci.comm_hash, ci.rank}] = ci.cuda_dev;
+        if (!ci.pci_bus_id.empty()) bus_of[{static_cast<int>(pi), ci.cuda_dev}] = ci.pci_bus_id;
+      }
+    }
+    const Proc& p = procs[pi];
+    bool exact = !p.ranks.empty();
+    std::set<int> devs;
+    for (const auto& [c, rs] : p.ranks)
+      for (int r : rs) {
+        auto it = dev_of.find({c, r});
+        if (it == dev_of.end()) exact = false;
+        else devs.insert(it->second);
+      }
+    if (!exact) continue;
+    proc_devs[pi].assign(devs.begin(), devs.end());
+    for (const auto& [c, rs] : p.ranks)
+      for (int r : rs) {
+        const auto& dv = proc_devs[pi];
+        ordinal[{static_cast<int>(pi), c, r}] =
+            static_cast<int>(std::lower_bound(dv.begin(), dv.end(), dev_of.at({c, r})) - dv.begin());
+      }
+    ngpu[pi] = static_cast<int>(proc_devs[pi].size());
+  }
   for (std::size_t pi = 0; pi < nproc; ++pi) {
     Proc& p = procs[pi];
     int local_max = 1;  // most local ranks in one comm: > 1 means a multi-GPU process
@@ -104,6 +137,7 @@ GpuMap map_gpus(const std::vector<OpRecord>& ops, const ReadResult& res) {
         widest[pi] = c;
       }
     }
+    if (!proc_devs[pi].empty()) continue;  // named by the plugin (above)
     if (local_max == 1) {  // one GPU
       for (const auto& [c, rs] : p.ranks)
         for (int r : rs) ordinal[{static_cast<int>(pi), c, r}] = 0;
@@ -147,6 +181,11 @@ GpuMap map_gpus(const std::vector<OpRecord>& ops, const ReadResult& res) {
       g.pid = p.pid;
       g.ordinal = o;
       g.ngpus_in_process = ngpu[pi];
+      if (!proc_devs[pi].empty()) {
+        g.cuda_dev = proc_devs[pi][static_cast<std::size_t>(o)];
+        auto b = bus_of.find({static_cast<int>(pi), g.cuda_dev});
+        if (b != bus_of.end()) g.pci_bus_id = b->second;
+      }
       if (ngpu[pi] == 1 && p.global_rank >= 0) {
         g.rank = p.global_rank;
         g.rank_source = "global_rank";
@@ -189,8 +228,11 @@ GpuMap map_gpus(const std::vector<OpRecord>& ops, const ReadResult& res) {
       rank = g.rank_source.substr(8) + " rank " + rank;
     else
       rank = "rank " + rank;
+    // The CUDA device when the plugin named it; else the inferred ordinal of a multi-GPU process.
     g.label = g.host + " \u00b7 " + rank + " \u00b7 pid " + std::to_string(g.pid) +
-              (g.ngpus_in_process > 1 ? " GPU " + std::to_string(g.ordinal) : std::string());
+              (g.cuda_dev >= 0              ? " GPU " + std::to_string(g.cuda_dev)
+               : g.ngpus_in_process > 1 ? " GPU " + std::to_string(g.ordinal)
+                                        : std::string());
     m.gpus.push_back(std::move(g));
   }
   m.op_gpu.resize(ops.size());

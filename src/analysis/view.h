@@ -55,6 +55,8 @@ struct Gpu {
   std::int64_t pid = -1;   // OS process id
   int ordinal = 0;         // GPU index within the process (0 when it drives one GPU)
   int ngpus_in_process = 1;
+  int cuda_dev = -1;       // CUDA device ordinal from the comm records ("cuda_dev"); -1 unknown
+  std::string pci_bus_id;  // "" unknown
   int rank = -1;           // displayed rank (see the header comment)
   std::string rank_source; // "global_rank" or "rank in <comm>"
   int trace_pid = 0;       // 1-based, in order of (rank, host, pid, ordinal)

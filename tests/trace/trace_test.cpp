@@ -738,3 +738,58 @@ TEST(Trace, MultiGpuProcess) {
 }
 
 }  // namespace
+
+namespace {
+
+// A process driving two GPUs whose comm records name their CUDA devices in an
+// order the init-order heuristic would get wrong: the plugin's cuda_dev wins.
+TEST(Trace, MultiGpuProcessNamedByTheCommRecords) {
+  const std::string d = ni_test::temp_dir("trace_cuda_dev");
+  std::vector<std::string> lines = {
+      R"({"type":"meta","format":"nccl-inspector-log","format_version":1,"host":"n1","pid":10,"wall_ns":1000})",
+      // tp (both local ranks), then two dp comms of 2 ranks (their other rank lives elsewhere)
+      R"({"type":"comm","wall_ns":1000,"comm_id":0,"comm_hash":"0x00000000000000a1","comm_name":"tp","rank":0,"nranks":2,"nnodes":1,"abi_version":6,"cuda_dev":5,"pci_bus_id":"0000:9a:00.0"})",
+      R"({"type":"comm","wall_ns":1000,"comm_id":1,"comm_hash":"0x00000000000000a1","comm_name":"tp","rank":1,"nranks":2,"nnodes":1,"abi_version":6,"cuda_dev":2,"pci_bus_id":"0000:1b:00.0"})",
+      R"({"type":"comm","wall_ns":1000,"comm_id":2,"comm_hash":"0x00000000000000b1","comm_name":"dp","rank":0,"nranks":2,"nnodes":2,"abi_version":6,"cuda_dev":2,"pci_bus_id":"0000:1b:00.0"})",
+      R"({"type":"comm","wall_ns":1000,"comm_id":3,"comm_hash":"0x00000000000000b2","comm_name":"dp","rank":0,"nranks":2,"nnodes":2,"abi_version":6,"cuda_dev":5,"pci_bus_id":"0000:9a:00.0"})"};
+  auto op = [](const char* hash, int rank, int seq, long long start) {
+    char b[400];
+    std::snprintf(b, sizeof b,
+                  R"({"type":"coll","comm_hash":"%s","rank":%d,"nranks":2,"seq":%d,"func":"AllReduce","bytes":1048576,"start_wall_ns":%lld,"dur_us":50,"timing":"gpu","busbw_gbs":20})",
+                  hash, rank, seq, start);
+    return std::string(b);
+  };
+  for (int i = 0; i < 5; ++i) {
+    const long long t = 2000000000LL + i * 1000000LL;
+    lines.push_back(op("0x00000000000000a1", 0, i, t));
+    lines.push_back(op("0x00000000000000a1", 1, i, t + 10));
+    lines.push_back(op("0x00000000000000b1", 0, i, t + 200000));
+    lines.push_back(op("0x00000000000000b2", 0, i, t + 400000));
+  }
+  std::filesystem::create_directories(d + "/logs");
+  ni_test::write_gz(d + "/logs/n1-pid10-0.jsonl.gz", lines);
+  std::string log;
+  ASSERT_EQ(run(cli() + " trace " + d + "/logs -o " + d + "/t.json", &log), 0) << log;
+  const TraceCheck t = check_trace(d + "/t.json");
+  ASSERT_TRUE(t.errors.empty()) << errors_of(t);
+  int gpu5 = 0, gpu2 = 0;
+  for (const auto& [pid, name] : t.process_names) {
+    if (name.find(" GPU 5") != std::string::npos) gpu5 = pid;
+    if (name.find(" GPU 2") != std::string::npos) gpu2 = pid;
+  }
+  ASSERT_GT(gpu5, 0);
+  ASSERT_GT(gpu2, 0);
+  ASSERT_NE(gpu5, gpu2);
+  // GPU 5 holds tp rank 0 and dp b2; GPU 2 holds tp rank 1 and dp b1.
+  std::map<int, std::set<std::string>> tracks;  // pid -> comm track names
+  for (const auto& [pt, name] : t.thread_names)
+    if (pt.second >= 10000 && pt.second % 10000 == 0) tracks[pt.first].insert(name);
+  EXPECT_EQ(tracks[gpu5], (std::set<std::string>{"dp (0x00000000000000b2)", "tp (0x00000000000000a1)"}));
+  EXPECT_EQ(tracks[gpu2], (std::set<std::string>{"dp (0x00000000000000b1)", "tp (0x00000000000000a1)"}));
+  std::map<int, std::set<int>> ranks;  // pid -> ranks of its ops
+  for (const auto& e : t.ops) ranks[e["pid"].get<int>()].insert(e["args"]["rank"].get<int>());
+  EXPECT_EQ(ranks[gpu5], (std::set<int>{0}));
+  EXPECT_EQ(ranks[gpu2], (std::set<int>{0, 1}));  // tp rank 1 and dp b1 rank 0
+}
+
+}  // namespace
