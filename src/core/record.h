@@ -101,13 +101,30 @@ struct HcaTraffic {
   uint64_t bytes;
 };
 
-// One completed op. 512 bytes (8 cache lines), trivially copyable.
+// One completed op. 512 bytes (8 cache lines), trivially copyable. The first
+// cache line holds what the op's start knows, laid out exactly as
+// core::OpStart (src/core/tracker.h), so completion copies it in one piece.
 struct OpRecord {
+  // --- first cache line: known at start
   uint64_t comm_hash;     // commHash/commId, identical on every rank of the comm
   uint64_t seq;           // NCCL seqNumber (coll, ce) or our own per-comm counter (p2p)
   uint64_t count;         // as NCCL reported it (bytes when kFlagCountIsBytes)
   uint64_t bytes;         // message size in bytes (type size x count); 0 if unknown
   uint64_t enqueue_ns;    // CPU monotonic ns at Coll/P2p/CeColl start
+  uint32_t comm_id;       // process-local id of the communicator (see comm records)
+  int32_t rank;
+  int32_t peer;           // root for rooted collectives, peer for P2P, -1 otherwise
+  uint16_t flags;         // OpFlag
+  uint8_t kind;           // OpKind
+  uint8_t func;           // Func
+  uint8_t dtype;          // DType
+  uint8_t algo;           // Algo
+  uint8_t proto;          // Proto
+  uint8_t n_channels;     // as NCCL reported it (nChannels / nMaxChannels)
+  uint8_t n_warps;
+  uint8_t abi_version;
+  uint8_t reserved_[2];
+  // --- filled at completion
   uint64_t start_ns;      // earliest channel start (GPU pTimer ns for kGpu; CPU monotonic ns otherwise)
   uint64_t end_ns;        // latest channel stop, same clock as start_ns
   uint64_t channel_mask;  // real channel ids used (bit i = channel i)
@@ -121,37 +138,26 @@ struct OpRecord {
   uint64_t net_flush_ns;      // RecvFlushWait step time
   uint64_t net_first_ns;      // CPU ns of the first ProxyOp start
   uint64_t net_last_ns;       // CPU ns of the last ProxyOp / step stop
-  uint32_t comm_id;       // process-local id of the communicator (see comm records)
-  int32_t rank;
-  int32_t peer;           // root for rooted collectives, peer for P2P, -1 otherwise
   uint32_t max_channel_ns;
   uint32_t min_channel_ns;
   uint32_t net_steps;
   uint32_t net_ops;       // ProxyOps seen
   uint32_t net_peers_hash;// xor of (peer+1) seen, to count distinct peers cheaply
   int32_t net_first_peer;
-  uint16_t flags;         // OpFlag
   uint16_t net_peer_count;
-  uint8_t kind;           // OpKind
-  uint8_t func;           // Func
-  uint8_t dtype;          // DType
-  uint8_t algo;           // Algo
-  uint8_t proto;          // Proto
   uint8_t timing;         // TimingSource
   uint8_t transport;      // Transport
-  uint8_t n_channels;     // as NCCL reported it (nChannels / nMaxChannels)
-  uint8_t n_warps;
   uint8_t channels_started;
   uint8_t channels_stopped;
   uint8_t n_hcas;
-  uint8_t abi_version;
-  uint8_t reserved_[3];
+  uint8_t reserved2_[1];
   // Entries past min(popcount(channel_mask), kRecordChannels) / n_hcas are undefined.
   ChannelTime channels[kRecordChannels];  // ordered by channel id; entry i = i-th set bit of channel_mask
   HcaTraffic hcas[kRecordHcas];
 };
 
 static_assert(std::is_trivially_copyable_v<OpRecord>);
+static_assert(offsetof(OpRecord, start_ns) == 64, "the start-time fields fill exactly the first cache line");
 static_assert(sizeof(OpRecord) == 512, "OpRecord must stay one fixed size (ring slot)");
 
 }  // namespace ni

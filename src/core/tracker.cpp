@@ -168,7 +168,11 @@ bool complete(Context& c, uint32_t slot, uint32_t gen, OpSlot& s, bool reclaimed
     return true;
   }
   OpRecord& r = *out;
-  std::memcpy(static_cast<void*>(&r), &s.rec, offsetof(OpRecord, channels));
+  // The header: the start's cache line as it is (same layout), the rest zeroed
+  // (this ring slot holds an older record) and filled below.
+  std::memcpy(static_cast<void*>(&r), &s.start, sizeof(OpStart));
+  std::memset(reinterpret_cast<char*>(&r) + sizeof(OpStart), 0, offsetof(OpRecord, channels) - sizeof(OpStart));
+  r.net_first_peer = -1;
   if (reclaimed) {
     r.flags |= kFlagReclaimed;
     r.complete_ns = clk::now_ns();
@@ -289,24 +293,22 @@ bool complete(Context& c, uint32_t slot, uint32_t gen, OpSlot& s, bool reclaimed
 namespace {
 
 // Initialises a freshly allocated slot. The handle is returned to NCCL only
-// after this, so plain writes to s.rec are published by NCCL's own
+// after this, so plain writes to s.start are published by NCCL's own
 // synchronisation (and, for the reclaimer, by the in_use release store).
 void reset_slot(Context& c, OpSlot& s, OpKind kind, int rank, int32_t remaining) noexcept {
-  std::memset(static_cast<void*>(&s.rec), 0, offsetof(OpRecord, channels));
-  s.rec.comm_hash = c.comm_hash.load(std::memory_order_relaxed);
-  s.rec.comm_id = c.id;
+  s.start = OpStart{};
+  s.start.comm_hash = c.comm_hash.load(std::memory_order_relaxed);
+  s.start.comm_id = c.id;
   // Relaxed: a hint learned from descriptors; no data depends on it.
   int32_t crank = c.rank.load(std::memory_order_relaxed);
-  s.rec.rank = crank >= 0 ? crank : rank;
-  s.rec.kind = static_cast<uint8_t>(kind);
-  s.rec.abi_version = static_cast<uint8_t>(c.abi);
-  s.rec.peer = -1;
-  s.rec.net_first_peer = -1;
+  s.start.rank = crank >= 0 ? crank : rank;
+  s.start.kind = static_cast<uint8_t>(kind);
+  s.start.abi_version = static_cast<uint8_t>(c.abi);
+  s.start.peer = -1;
   const uint64_t t = clk::read_ticks();
   // Relaxed: everything below is published by the release store of `claim` at the end of this function.
   s.start_ticks.store(t, std::memory_order_relaxed);
-  s.rec.enqueue_ns = clk::ticks_to_ns(t);
-  s.rec.complete_ns = 0;  // set for reclaimed ops; otherwise completion ~ end_ns
+  s.start.enqueue_ns = clk::ticks_to_ns(t);
   s.coll_stopped.store(0, std::memory_order_relaxed);
   s.started_mask.store(0, std::memory_order_relaxed);
   s.stopped_mask.store(0, std::memory_order_relaxed);
@@ -464,7 +466,7 @@ OpSlot* begin_op(Runtime* rt, Context* c, OpKind kind, int rank, void* parent, F
   if (slot == UINT32_MAX) return nullptr;
   OpSlot& s = c->ops.at(slot);
   reset_slot(*c, s, kind, rank, remaining);
-  OpRecord& r = s.rec;
+  OpStart& r = s.start;
   r.count = count;
   r.bytes = bytes;
   r.func = static_cast<uint8_t>(func);
@@ -489,7 +491,7 @@ void* start_coll(void* ctx, void* parent, int rank, const CollStart& d) noexcept
                        initial_remaining(*c, d.channels_exact, d.n_channels), &slot, &h);
   if (s == nullptr) return h;
   s->channels_exact = d.channels_exact && d.n_channels > 0;
-  OpRecord& r = s->rec;
+  OpStart& r = s->start;
   r.seq = d.seq;
   r.algo = static_cast<uint8_t>(d.algo);
   r.proto = static_cast<uint8_t>(d.proto);
@@ -513,7 +515,7 @@ void* start_p2p(void* ctx, void* parent, int rank, const P2pStart& d) noexcept {
                        initial_remaining(*c, d.channels_exact, d.n_channels), &slot, &h);
   if (s == nullptr) return h;
   s->channels_exact = d.channels_exact && d.n_channels > 0;
-  OpRecord& r = s->rec;
+  OpStart& r = s->start;
   // Own sequence: the k-th send to a peer matches the peer's k-th recv from us.
   if (c->p2p_seq_n != 0 && d.peer >= 0) {
     uint32_t idx = static_cast<uint32_t>(d.peer) % c->p2p_seq_n + (d.func == Func::kRecv ? c->p2p_seq_n : 0);
@@ -537,7 +539,7 @@ void* start_ce_coll(void* ctx, void* parent, int rank, const CeStart& d) noexcep
   OpSlot* s = begin_op(rt, c, OpKind::kCe, rank, parent, d.func, d.dtype, d.count, 1, &slot, &h);
   if (s == nullptr) return h;
   s->channels_exact = false;
-  OpRecord& r = s->rec;
+  OpStart& r = s->start;
   r.seq = d.seq;
   if (d.func == Func::kBroadcast || d.func == Func::kReduce || d.func == Func::kGather ||
       d.func == Func::kScatter)
@@ -620,7 +622,7 @@ __attribute__((noinline)) void* kernel_ch_started(OpSlot& s, uint64_t pv, uint32
       return nullptr;
     }
     if (old == 0) release(c, pv, s);  // first child removes the gate
-  } else if (std::popcount(old | bit) > s.rec.n_channels) [[unlikely]] {
+  } else if (std::popcount(old | bit) > s.start.n_channels) [[unlikely]] {
     // More channels than NCCL announced: account this one too.
     if (!hold(s)) {
       bump(counters().fault_late_child);
@@ -646,7 +648,7 @@ void* start_kernel_ch(void* ctx, void* parent, uint8_t channel, uint64_t ptimer,
   // completer's acquire load of started_mask.
   const uint64_t old = s->started_mask.fetch_or(bit, std::memory_order_acq_rel);
   // The common case: a later channel of an op whose channel count NCCL told us.
-  if (old == 0 || (old & bit) != 0 || !s->channels_exact || std::popcount(old | bit) > s->rec.n_channels)
+  if (old == 0 || (old & bit) != 0 || !s->channels_exact || std::popcount(old | bit) > s->start.n_channels)
     [[unlikely]] return kernel_ch_started(*s, pv, channel, old, ptimer, has_ptimer);
   return reinterpret_cast<void*>(retag(pv, Tag::kKernelCh, channel));
 }

@@ -93,9 +93,47 @@ struct HcaSlot {
   std::atomic<uint64_t> qp_bits{0};  // bit (qpNum % 64): approximate distinct QPs
 };
 
-// One in-flight Coll / P2p / CeColl. Fields in `rec` are written by the
-// starting thread before the handle is handed to NCCL and are read-only
-// afterwards; everything that changes later is atomic.
+// What an op's start knows, written by the starting (app) thread before the
+// handle is handed to NCCL and read-only afterwards. One cache line: the only
+// app-written data the completing (progress) thread has to fetch from the other
+// core; completion builds the record's header from it.
+struct alignas(kCacheLine) OpStart {
+  uint64_t comm_hash;
+  uint64_t seq;
+  uint64_t count;
+  uint64_t bytes;
+  uint64_t enqueue_ns;
+  uint32_t comm_id;
+  int32_t rank;
+  int32_t peer;
+  uint16_t flags;  // OpFlag
+  uint8_t kind, func, dtype, algo, proto, n_channels, n_warps, abi_version;
+};
+static_assert(sizeof(OpStart) == kCacheLine);
+// OpRecord's first cache line has the same layout (record.h): completion copies it whole.
+#define NI_SAME_OFFSET(f) static_assert(offsetof(OpStart, f) == offsetof(OpRecord, f) && sizeof(OpStart::f) == sizeof(OpRecord::f))
+NI_SAME_OFFSET(comm_hash);
+NI_SAME_OFFSET(seq);
+NI_SAME_OFFSET(count);
+NI_SAME_OFFSET(bytes);
+NI_SAME_OFFSET(enqueue_ns);
+NI_SAME_OFFSET(comm_id);
+NI_SAME_OFFSET(rank);
+NI_SAME_OFFSET(peer);
+NI_SAME_OFFSET(flags);
+NI_SAME_OFFSET(kind);
+NI_SAME_OFFSET(func);
+NI_SAME_OFFSET(dtype);
+NI_SAME_OFFSET(algo);
+NI_SAME_OFFSET(proto);
+NI_SAME_OFFSET(n_channels);
+NI_SAME_OFFSET(n_warps);
+NI_SAME_OFFSET(abi_version);
+#undef NI_SAME_OFFSET
+
+// One in-flight Coll / P2p / CeColl. `start` is written by the starting thread
+// before the handle is handed to NCCL and is read-only afterwards; everything
+// that changes later is atomic.
 struct OpSlotFields {
   std::atomic<uint32_t> gen{0};        // bumped on free; a handle must match it
   std::atomic<Context*> ctx{nullptr};  // owning context while its pool holds the chunk
@@ -120,7 +158,7 @@ struct OpSlotFields {
   HcaSlot hca[kRecordHcas];
   std::atomic<uint64_t> start_ticks{0};
   bool channels_exact = false;
-  OpRecord rec;  // header fields filled at start
+  OpStart start;
 };
 // Padded to a power of two: finding a slot from a handle is then a shift, not
 // a multiply (25 lookups per 8-channel op).
