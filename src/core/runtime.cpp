@@ -215,6 +215,9 @@ void publish(const OpRecord& r) noexcept {
 
 void* comm_init(const InitArgs& a) noexcept {
   try {
+    // The comm's GPU, asked before taking g_mu: it goes through the dynamic
+    // loader's lock, which must never be waited for while holding ours.
+    const CudaDevice dev = current_cuda_device();
     std::lock_guard<std::mutex> lk(g_mu);
     Runtime* rt = g_rt.load(std::memory_order_relaxed);  // relaxed: under g_mu, the only writer
     if (rt != nullptr && rt->pid != getpid()) {
@@ -304,7 +307,6 @@ void* comm_init(const InitArgs& a) noexcept {
     info.nranks = a.nranks;
     info.nnodes = a.nnodes;
     info.abi_version = a.abi;
-    const CudaDevice dev = current_cuda_device();  // the comm's GPU, if NCCL's driver says
     info.cuda_device = dev.ordinal;
     info.pci_bus_id = dev.pci_bus_id;
     {

@@ -297,6 +297,7 @@ namespace {
 // synchronisation (and, for the reclaimer, by the in_use release store).
 void reset_slot(Context& c, OpSlot& s, OpKind kind, int rank, int32_t remaining) noexcept {
   s.start = OpStart{};
+  // Relaxed: learned once from descriptors (learn_identity); no data hangs off it.
   s.start.comm_hash = c.comm_hash.load(std::memory_order_relaxed);
   s.start.comm_id = c.id;
   // Relaxed: a hint learned from descriptors; no data depends on it.

@@ -245,6 +245,9 @@ class SlotTable {
       // Release pairs with the acquire gen loads when handles are validated.
       c[k].gen.fetch_add(1, std::memory_order_release);
       c[k].ctx.store(nullptr, std::memory_order_relaxed);  // relaxed: ordered by the gen bump above
+      // An op slot leaves no in-use mark behind for the next owner's reclaimer
+      // (finalize completes every op first; this keeps it true regardless).
+      if constexpr (requires { c[k].in_use; }) c[k].in_use.store(0, std::memory_order_relaxed);  // as ctx above
     }
     std::lock_guard<std::mutex> lk(mu());
     auto& fl = free_chunks();
@@ -256,7 +259,7 @@ class SlotTable {
     std::lock_guard<std::mutex> lk(mu());
     for (uint32_t i = 0; i < next_; ++i) {
       delete[] chunks_[i].load(std::memory_order_relaxed);  // relaxed: no callback can run any more
-      chunks_[i].store(nullptr, std::memory_order_relaxed);
+      chunks_[i].store(nullptr, std::memory_order_relaxed);  // relaxed: as above, nothing reads it concurrently
     }
     next_ = 0;
     free_chunks().n = 0;
