@@ -312,10 +312,8 @@ void* start_v4_common(void* ctx, const D* d, uint64_t type) noexcept {
 template <typename D, void* (*Rest)(void*, const D*) noexcept>
 inline Result start_fast(void* ctx, void** h, D* d) noexcept {
   if (h == nullptr) [[unlikely]] return kSuccess;
-  if (d != nullptr && d->type == kKernelCh) [[likely]] {
-    *h = core::start_kernel_ch(ctx, d->parentObj, d->kernelCh.channelId, d->kernelCh.pTimer, true);
-    return kSuccess;
-  }
+  if (d != nullptr && d->type == kKernelCh) [[likely]]
+    return static_cast<Result>(core::start_kernel_ch_gpu(h, d->parentObj, d->kernelCh.channelId, d->kernelCh.pTimer));
   *h = nullptr;
   if (d != nullptr) *h = Rest(ctx, d);
   return kSuccess;

@@ -88,10 +88,11 @@ class SpscRing {
     return static_cast<size_t>(head_.load(std::memory_order_relaxed) - cached_tail_);
   }
 
-  // Consumer only. Calls fn(const T*, n) for contiguous runs of records, at
-  // most max records in total, then frees their slots. Returns the count.
+  // Consumer only. Calls fn(T*, n) for contiguous runs of records, at most
+  // max records in total (the consumer may finish them in place before using
+  // them), then frees their slots. Returns the count.
   template <typename Fn>
-  size_t drain(Fn&& fn, size_t max = SIZE_MAX) noexcept(noexcept(fn(static_cast<const T*>(nullptr), size_t{}))) {
+  size_t drain(Fn&& fn, size_t max = SIZE_MAX) noexcept(noexcept(fn(static_cast<T*>(nullptr), size_t{}))) {
     // Own index: only the consumer writes tail_.
     const uint64_t tail = tail_.load(std::memory_order_relaxed);
     // Pairs with the release store of head_ in try_push(): every slot below

@@ -384,7 +384,10 @@ size_t drain_records(const std::function<void(const OpRecord*, size_t)>& fn) {
     const uint64_t fill = r->size();
     if (fill > t->counters.high_water.load(std::memory_order_relaxed))
       t->counters.high_water.store(fill, std::memory_order_relaxed);
-    total += r->drain([&](const OpRecord* p, size_t n) { fn(p, n); });
+    total += r->drain([&](OpRecord* p, size_t n) {
+      for (size_t i = 0; i < n; ++i) finish_record(p[i]);  // the consumer's half of completion
+      fn(p, n);
+    });
   }
   return total;
 }

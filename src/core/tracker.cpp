@@ -2,9 +2,13 @@
 //
 // Completion (profiler-abi.md §8.1, §11.9-12): a Coll/P2p stop only means
 // "enqueued". An op is complete when its count-down `remaining` reaches zero:
-//  - exact mode (NCCL told us how many channels will run, v3+ colls, v4+ p2p):
-//    remaining = 1 (the op's own stop) + nChannels; each channel's first stop
-//    subtracts one;
+//  - exact mode (NCCL told us how many channels will run, v3+ colls, v5+ p2p):
+//    remaining = 1 (the op's own stop) + 1 (the kernel side). All of an op's
+//    KernelCh callbacks come from the comm's one progress thread (§7), so the
+//    channel masks are that thread's alone: plain loads and stores. The
+//    kernel side is released (one atomic decrement per op) by the channel
+//    stop after which every started channel has stopped and at least
+//    nChannels did; a channel that starts after that re-takes a reference;
 //  - gate mode (channel count unknown, or network events without KernelCh):
 //    remaining = 1 (stop) + 1 (gate); each child's first start adds one and
 //    its stop subtracts one; the very first child start removes the gate;
@@ -44,14 +48,21 @@ inline void* filtered_handle() noexcept {
 }
 
 // Validates an op handle; returns the slot or nullptr (counting why). The
-// slot index is masked into the global table, so a garbage value can at worst
-// name a slot of ours, whose generation and owner it will not match.
+// slot index is bounds-checked against the slots in use, so a garbage value
+// can at worst name a slot of ours, whose generation and owner it will not
+// match.
 inline OpSlot* op_of(Runtime* rt, uint64_t v, Context** out_ctx = nullptr) noexcept {
   (void)rt;
-  OpSlot* s = SlotTable<OpSlot>::find(slot_of(v));
+  const uint32_t idx = slot_of(v);
+  if (!SlotTable<OpSlot>::contains(idx)) [[unlikely]] {
+    bump(counters().fault_stale_handle);
+    return nullptr;
+  }
+  OpSlot* s = &SlotTable<OpSlot>::at(idx);
+  if (s == nullptr) __builtin_unreachable();  // an element of the mapped array
   // Acquire pairs with the release bump of gen in free_op()/give_chunk(): if
   // the generation still matches, the slot has not been recycled.
-  if (s == nullptr || s->gen.load(std::memory_order_acquire) != gen_of(v)) [[unlikely]] {
+  if (s->gen.load(std::memory_order_acquire) != gen_of(v)) [[unlikely]] {
     bump(counters().fault_stale_handle);
     return nullptr;
   }
@@ -96,12 +107,36 @@ inline void release(Context& c, const Handle& oh, OpSlot& s) noexcept {
   int32_t prev = s.remaining.fetch_sub(1, std::memory_order_acq_rel);  // as above
   if (prev == 1) complete(c, oh.slot, oh.gen, s, false);
 }
+// The same for callers that have not loaded the op's context (KernelCh, Coll
+// stop): it is needed only by whoever completes.
+__attribute__((noinline)) void complete_from_handle(uint64_t op_v, OpSlot& s) noexcept {
+  // Relaxed: set when the chunk joined the pool, before any handle into it existed.
+  Context* c = s.ctx.load(std::memory_order_relaxed);
+  if (c == nullptr) [[unlikely]] {  // a slot of a chunk given back: no live op
+    bump(counters().fault_stale_handle);
+    return;
+  }
+  complete(*c, slot_of(op_v), gen_of(op_v), s, false);
+}
+inline void release(uint64_t op_v, OpSlot& s) noexcept {
+  int32_t prev = s.remaining.fetch_sub(1, std::memory_order_acq_rel);  // as above
+  if (prev == 1) complete_from_handle(op_v, s);
+}
 
 void free_op(Context& c, uint32_t slot, OpSlot& s) noexcept {
   // Release pairs with the acquire gen loads in op_of(): after this, old
   // handles no longer validate.
-  s.gen.fetch_add(1, std::memory_order_release);
+  // The claim (complete()) makes this thread the only writer of gen: a plain
+  // load and store, no locked instruction.
+  s.gen.store(s.gen.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   s.in_use.store(0, std::memory_order_relaxed);  // reclaimer hint only; gen is the truth
+  // The KernelCh line is zero while the slot is free, so that the next op's
+  // start does not write it (it stays in the progress thread's cache).
+  // Relaxed: published to the next owner by the pool's release push below.
+  s.started_mask.store(0, std::memory_order_relaxed);
+  s.stopped_mask.store(0, std::memory_order_relaxed);
+  s.ch_lo.store(UINT64_MAX, std::memory_order_relaxed);
+  s.ch_mode.store(kChOpen, std::memory_order_relaxed);
   c.ops.free(slot);
 }
 
@@ -119,7 +154,7 @@ __attribute__((noinline)) void channel_times_slow(OpRecord& r, OpSlot& s, uint64
   int i = 0;
   for (uint64_t m = mask; m != 0; m &= m - 1) {
     const int ch = std::countr_zero(m);
-    // Relaxed: the stamps were written before the acq_rel mask updates complete() acquired.
+    // Relaxed: as the masks in complete().
     uint64_t a = s.ch_start[ch].load(std::memory_order_relaxed);
     uint64_t b = s.ch_stop[ch].load(std::memory_order_relaxed);
     if (!gpu) {
@@ -171,6 +206,7 @@ bool complete(Context& c, uint32_t slot, uint32_t gen, OpSlot& s, bool reclaimed
   // The header: the start's cache line as it is (same layout), the rest zeroed
   // (this ring slot holds an older record) and filled below.
   std::memcpy(static_cast<void*>(&r), &s.start, sizeof(OpStart));
+  r.reserved_[0] = r.reserved_[1] = 0;  // OpStart::channels_exact, pad_
   std::memset(reinterpret_cast<char*>(&r) + sizeof(OpStart), 0, offsetof(OpRecord, channels) - sizeof(OpStart));
   r.net_first_peer = -1;
   if (reclaimed) {
@@ -178,9 +214,11 @@ bool complete(Context& c, uint32_t slot, uint32_t gen, OpSlot& s, bool reclaimed
     r.complete_ns = clk::now_ns();
   }
 
-  // Acquire pairs with the acq_rel mask updates in start_kernel_ch()/stop(): every channel's stamps are visible.
-  const uint64_t started = s.started_mask.load(std::memory_order_acquire);
-  const uint64_t stopped = s.stopped_mask.load(std::memory_order_acquire);
+  // Relaxed: the progress thread wrote the masks and stamps before its
+  // acq_rel release of the kernel side (or of each channel in gate mode),
+  // which the claim above follows. A reclaimed op may see them mid-update.
+  const uint64_t started = s.started_mask.load(std::memory_order_relaxed);
+  const uint64_t stopped = s.stopped_mask.load(std::memory_order_relaxed);
   const uint64_t mask = started | stopped;
   r.channel_mask = mask;
   r.channels_started = static_cast<uint8_t>(std::popcount(started));
@@ -191,35 +229,23 @@ bool complete(Context& c, uint32_t slot, uint32_t gen, OpSlot& s, bool reclaimed
     // Per-channel times. v4+: GPU pTimer ns. v3: ticks observed by the proxy.
     const bool gpu = c.abi >= 4;
     const int n = std::popcount(mask);
-    // Relaxed loads: the stamps were written before the acq_rel mask updates acquired above.
-    if (gpu && n <= kRecordChannels) [[likely]] {
-      // Two passes: the earliest start first, so offsets are written once.
-      uint64_t lo = UINT64_MAX;
-      for (uint64_t m = mask; m != 0; m &= m - 1) {
-        const uint64_t a = s.ch_start[std::countr_zero(m)].load(std::memory_order_relaxed);
-        lo = a < lo ? a : lo;
-      }
-      uint64_t hi = 0, busy = 0;
-      uint32_t maxd = 0, mind = UINT32_MAX;
+    // Relaxed loads: as the masks above.
+    if (gpu && n <= kRecordChannels && !reclaimed) [[likely]] {
+      // Each channel's offset from the earliest start (kept by the KernelCh
+      // starts) and its length; the sums and extremes are left to the
+      // consumer (finish_record(), kFlagChannelSums).
+      const uint64_t lo = s.ch_lo.load(std::memory_order_relaxed);  // as the masks
       ChannelTime* out_ch = r.channels;
       for (uint64_t m = mask; m != 0; m &= m - 1, ++out_ch) {
         const int ch = std::countr_zero(m);
         const uint64_t a = s.ch_start[ch].load(std::memory_order_relaxed);
         uint64_t b = s.ch_stop[ch].load(std::memory_order_relaxed);
         b = b < a ? a : b;  // never stopped (or no stop stamp): zero length
-        hi = b > hi ? b : hi;
-        const uint32_t d = sat32(b - a);
-        busy += d;
-        maxd = d > maxd ? d : maxd;
-        mind = d < mind ? d : mind;
         out_ch->start_off_ns = static_cast<uint32_t>(a - lo);
-        out_ch->dur_ns = d;
+        out_ch->dur_ns = sat32(b - a);
       }
       r.start_ns = lo;
-      r.end_ns = hi;
-      r.busy_ns = busy;
-      r.max_channel_ns = maxd;
-      r.min_channel_ns = mind;
+      r.flags |= kFlagChannelSums;
       r.timing = static_cast<uint8_t>(TimingSource::kGpu);
     } else {
       channel_times_slow(r, s, mask, gpu);
@@ -311,9 +337,8 @@ void reset_slot(Context& c, OpSlot& s, OpKind kind, int rank, int32_t remaining)
   s.start_ticks.store(t, std::memory_order_relaxed);
   s.start.enqueue_ns = clk::ticks_to_ns(t);
   s.coll_stopped.store(0, std::memory_order_relaxed);
-  s.started_mask.store(0, std::memory_order_relaxed);
-  s.stopped_mask.store(0, std::memory_order_relaxed);
   s.stop_ticks.store(0, std::memory_order_relaxed);
+  // The KernelCh line (masks, mode) was cleared by the previous completer.
   if (c.net) {
     s.net_send_bytes.store(0, std::memory_order_relaxed);
     s.net_recv_bytes.store(0, std::memory_order_relaxed);
@@ -379,8 +404,8 @@ inline void* op_handle(OpSlot& s, uint32_t slot) noexcept {
   return encode(h);
 }
 
-int32_t initial_remaining(const Context& c, bool channels_exact, uint8_t n_channels) noexcept {
-  if (c.kernel_ch) return channels_exact && n_channels > 0 ? 1 + n_channels : 2;
+int32_t initial_remaining(const Context& c) noexcept {
+  if (c.kernel_ch) return 2;  // the stop + the kernel side (exact mode) or the gate
   if (c.net) return 2;
   return 1;
 }
@@ -489,9 +514,9 @@ void* start_coll(void* ctx, void* parent, int rank, const CollStart& d) noexcept
   void* h = nullptr;
   uint32_t slot = 0;
   OpSlot* s = begin_op(rt, c, OpKind::kColl, rank, parent, d.func, d.dtype, d.count,
-                       initial_remaining(*c, d.channels_exact, d.n_channels), &slot, &h);
+                       initial_remaining(*c), &slot, &h);
   if (s == nullptr) return h;
-  s->channels_exact = d.channels_exact && d.n_channels > 0;
+  s->start.channels_exact = d.channels_exact && d.n_channels > 0;
   OpStart& r = s->start;
   r.seq = d.seq;
   r.algo = static_cast<uint8_t>(d.algo);
@@ -513,9 +538,9 @@ void* start_p2p(void* ctx, void* parent, int rank, const P2pStart& d) noexcept {
   void* h = nullptr;
   uint32_t slot = 0;
   OpSlot* s = begin_op(rt, c, OpKind::kP2p, rank, parent, d.func, d.dtype, d.count,
-                       initial_remaining(*c, d.channels_exact, d.n_channels), &slot, &h);
+                       initial_remaining(*c), &slot, &h);
   if (s == nullptr) return h;
-  s->channels_exact = d.channels_exact && d.n_channels > 0;
+  s->start.channels_exact = d.channels_exact && d.n_channels > 0;
   OpStart& r = s->start;
   // Own sequence: the k-th send to a peer matches the peer's k-th recv from us.
   if (c->p2p_seq_n != 0 && d.peer >= 0) {
@@ -539,7 +564,7 @@ void* start_ce_coll(void* ctx, void* parent, int rank, const CeStart& d) noexcep
   uint32_t slot = 0;
   OpSlot* s = begin_op(rt, c, OpKind::kCe, rank, parent, d.func, d.dtype, d.count, 1, &slot, &h);
   if (s == nullptr) return h;
-  s->channels_exact = false;
+
   OpStart& r = s->start;
   r.seq = d.seq;
   if (d.func == Func::kBroadcast || d.func == Func::kReduce || d.func == Func::kGather ||
@@ -601,11 +626,17 @@ __attribute__((noinline, cold)) void* reject_kernel_ch(uint64_t pv) noexcept {
   return nullptr;
 }
 
-// The less common cases of a KernelCh start, after its bit went into
-// started_mask: the op's first channel (clock sample, gate release), a
-// channel started twice, gate mode, more channels than NCCL announced.
+// Clock samples are taken at the first channel of one op in four: those whose
+// slot is on a use count (generation) divisible by four. A slot's first use
+// counts, so a comm's first ops (up to one pool chunk) are all sampled; then
+// the schedule is independent of timing, and takes no state to keep.
+inline bool clock_sample_due(uint64_t op_v) noexcept { return (gen_of(op_v) & 3u) == 0; }
+
+// The less common cases of a KernelCh start: a channel started twice, gate
+// mode, a channel that starts after the kernel side was released. Stores the
+// stamps and the bit.
 __attribute__((noinline)) void* kernel_ch_started(OpSlot& s, uint64_t pv, uint32_t channel, uint64_t old,
-                                                   uint64_t ptimer, bool has_ptimer) noexcept {
+                                                   uint64_t stamp, bool has_ptimer) noexcept {
   // Relaxed: set when the chunk joined the pool, before any handle into it existed.
   Context* cp = s.ctx.load(std::memory_order_relaxed);
   if (cp == nullptr) [[unlikely]] {  // a slot of a chunk given back: no live op
@@ -614,44 +645,62 @@ __attribute__((noinline)) void* kernel_ch_started(OpSlot& s, uint64_t pv, uint32
   }
   Context& c = *cp;
   const uint64_t bit = 1ull << channel;
-  if (has_ptimer && old == 0) sample_clock(c, ptimer);
+  if (has_ptimer && old == 0 && clock_sample_due(pv)) sample_clock(c, stamp);
   if (old & bit) [[unlikely]] {
-    bump(counters().fault_double_stop);  // same channel started twice
-  } else if (!s.channels_exact) {
+    bump(counters().fault_double_stop);  // same channel started twice: the later start wins
+  } else if (!s.start.channels_exact) {
     if (!hold(s)) {
       bump(counters().fault_late_child);
       return nullptr;
     }
     if (old == 0) release(c, pv, s);  // first child removes the gate
-  } else if (std::popcount(old | bit) > s.start.n_channels) [[unlikely]] {
-    // More channels than NCCL announced: account this one too.
+  } else if (s.ch_mode.load(std::memory_order_relaxed) == kChDone) {  // the progress thread's own field
+    // The kernel side was released (nChannels channels came and stopped):
+    // take it again, unless the op completed meanwhile.
     if (!hold(s)) {
       bump(counters().fault_late_child);
       return nullptr;
     }
+    s.ch_mode.store(kChOpen, std::memory_order_relaxed);  // as above
   }
+  // Relaxed: the progress thread's own fields, published by its release of
+  // the kernel side (or, in gate mode, of this channel).
+  s.ch_stop[channel].store(0, std::memory_order_relaxed);
+  s.ch_start[channel].store(stamp, std::memory_order_relaxed);
+  if (stamp < s.ch_lo.load(std::memory_order_relaxed)) s.ch_lo.store(stamp, std::memory_order_relaxed);
+  s.started_mask.store(old | bit, std::memory_order_relaxed);
+  return reinterpret_cast<void*>(retag(pv, Tag::kKernelCh, channel));
+}
+
+inline void* kernel_ch_start(uint64_t pv, uint8_t channel, uint64_t stamp, bool has_ptimer) noexcept {
+  if (tag_of(pv) != Tag::kOp || channel >= nccl_abi::kMaxChannels) [[unlikely]] return reject_kernel_ch(pv);
+  // No runtime check (as in stop()): the generation check is enough.
+  OpSlot* s = op_of(nullptr, pv);  // its context is only needed off the fast path
+  if (s == nullptr) [[unlikely]] return nullptr;
+  const uint64_t bit = 1ull << channel;
+  // Relaxed: the progress thread's own fields (see OpSlotFields); published
+  // to the completer by its release of the kernel side in stop().
+  const uint64_t old = s->started_mask.load(std::memory_order_relaxed);
+  // The common case: a channel of an op whose channel count NCCL told us.
+  if ((old & bit) != 0 || !s->start.channels_exact || s->ch_mode.load(std::memory_order_relaxed) != kChOpen ||
+      (old == 0 && has_ptimer && clock_sample_due(pv))) [[unlikely]]
+    return kernel_ch_started(*s, pv, channel, old, stamp, has_ptimer);
+  s->ch_stop[channel].store(0, std::memory_order_relaxed);      // as above
+  s->ch_start[channel].store(stamp, std::memory_order_relaxed);  // as above
+  if (stamp < s->ch_lo.load(std::memory_order_relaxed)) s->ch_lo.store(stamp, std::memory_order_relaxed);  // as above
+  s->started_mask.store(old | bit, std::memory_order_relaxed);   // as above
   return reinterpret_cast<void*>(retag(pv, Tag::kKernelCh, channel));
 }
 }  // namespace
 
 void* start_kernel_ch(void* ctx, void* parent, uint8_t channel, uint64_t ptimer, bool has_ptimer) noexcept {
   (void)ctx;
-  const uint64_t pv = hv(parent);
-  if (tag_of(pv) != Tag::kOp || channel >= nccl_abi::kMaxChannels) [[unlikely]] return reject_kernel_ch(pv);
-  // No runtime check (as in stop()): the generation check is enough.
-  OpSlot* s = op_of(nullptr, pv);  // its context is only needed off the fast path
-  if (s == nullptr) [[unlikely]] return nullptr;
-  const uint64_t bit = 1ull << channel;
-  // Relaxed: published by the acq_rel fetch_or of started_mask below.
-  s->ch_stop[channel].store(0, std::memory_order_relaxed);
-  s->ch_start[channel].store(has_ptimer ? ptimer : clk::read_ticks(), std::memory_order_relaxed);
-  // acq_rel: publishes the channel start with the bit; pairs with the
-  // completer's acquire load of started_mask.
-  const uint64_t old = s->started_mask.fetch_or(bit, std::memory_order_acq_rel);
-  // The common case: a later channel of an op whose channel count NCCL told us.
-  if (old == 0 || (old & bit) != 0 || !s->channels_exact || std::popcount(old | bit) > s->start.n_channels)
-    [[unlikely]] return kernel_ch_started(*s, pv, channel, old, ptimer, has_ptimer);
-  return reinterpret_cast<void*>(retag(pv, Tag::kKernelCh, channel));
+  return kernel_ch_start(hv(parent), channel, has_ptimer ? ptimer : clk::read_ticks(), has_ptimer);
+}
+
+int start_kernel_ch_gpu(void** h, void* parent, uint8_t channel, uint64_t ptimer) noexcept {
+  *h = kernel_ch_start(hv(parent), channel, ptimer, true);
+  return 0;
 }
 
 // ============================================================ network events
@@ -813,6 +862,21 @@ void* start_unknown(void* ctx) noexcept {
 
 namespace {
 __attribute__((noinline, cold)) void stop_slow(Runtime* rt, void* handle) noexcept;
+
+// A Coll / P2p / CeColl stop ("enqueued").
+inline void stop_op(uint64_t v) noexcept {
+  OpSlot* s = op_of(nullptr, v);
+  if (s == nullptr) return;
+  // Relaxed load and store: an op is stopped by the one thread that launched
+  // it (or its CUDA callback); published by release()'s acq_rel decrement.
+  if (s->coll_stopped.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+    bump(counters().fault_double_stop);
+    return;
+  }
+  s->coll_stopped.store(1, std::memory_order_relaxed);               // as above
+  s->stop_ticks.store(clk::read_ticks(), std::memory_order_relaxed);  // as above
+  release(v, *s);
+}
 __attribute__((noinline)) void record_slow(Runtime* rt, void* handle, int state, const StateArgs& a) noexcept;
 }  // namespace
 
@@ -822,37 +886,39 @@ int stop(void* handle) noexcept {
   // while the library is loaded, and every op of a finalized comm was
   // completed, so its handles fail the generation check.
   if (tag_of(v) == Tag::kKernelCh) [[likely]] {
-    Context* c = nullptr;
-    OpSlot* s = op_of(nullptr, v, &c);
+    OpSlot* s = op_of(nullptr, v);
     if (s == nullptr) return 0;
     const uint32_t ch = extra_of(v);
-    // Relaxed: published by the acq_rel fetch_or of stopped_mask below.
-    if (c->abi < 4) s->ch_stop[ch].store(clk::read_ticks(), std::memory_order_relaxed);
+    // Relaxed: the progress thread's own fields (see OpSlotFields), published
+    // by its release of the kernel side below. v3 has no GPU stamps: the stop
+    // is when the proxy saw the channel finish.
+    if (s->start.abi_version < 4) s->ch_stop[ch].store(clk::read_ticks(), std::memory_order_relaxed);
     const uint64_t bit = 1ull << ch;
-    // acq_rel: publishes the channel's stop stamp; pairs with the
-    // completer's acquire load of stopped_mask.
-    if (s->stopped_mask.fetch_or(bit, std::memory_order_acq_rel) & bit) [[unlikely]] {
+    const uint64_t stopped = s->stopped_mask.load(std::memory_order_relaxed);  // as above
+    if (stopped & bit) [[unlikely]] {
       bump(counters().fault_double_stop);
       return 0;
     }
-    release(*c, v, *s);
+    s->stopped_mask.store(stopped | bit, std::memory_order_relaxed);  // as above
+    if (s->start.channels_exact) [[likely]] {
+      // The kernel side ends when every started channel stopped and at least
+      // as many as NCCL announced did.
+      if ((stopped | bit) == s->started_mask.load(std::memory_order_relaxed) &&  // as above
+          std::popcount(stopped | bit) >= s->start.n_channels &&
+          s->ch_mode.load(std::memory_order_relaxed) == kChOpen) {  // as above
+        s->ch_mode.store(kChDone, std::memory_order_relaxed);       // as above
+        release(v, *s);
+      }
+    } else {
+      release(v, *s);  // gate mode: each channel held its own reference
+    }
     return 0;
   }
   Runtime* rt = runtime();
   if (rt == nullptr) [[unlikely]] return 0;
   if (tag_of(v) == Tag::kMarker) return 0;  // API / Group events: nothing to do
   if (tag_of(v) == Tag::kOp) {
-    Context* c = nullptr;
-    OpSlot* s = op_of(rt, v, &c);
-    if (s == nullptr) return 0;
-    // acq_rel exchange: the first stop wins; pairs with other stoppers.
-    if (s->coll_stopped.exchange(1, std::memory_order_acq_rel) != 0) [[unlikely]] {
-      bump(counters().fault_double_stop);
-      return 0;
-    }
-    // Relaxed: published by release()'s acq_rel decrement right after.
-    s->stop_ticks.store(clk::read_ticks(), std::memory_order_relaxed);
-    release(*c, v, *s);
+    stop_op(v);
     return 0;
   }
   stop_slow(rt, handle);
@@ -867,20 +933,7 @@ void stop_slow(Runtime* rt, void* handle) noexcept {
   }
   Handle h = decode(handle);
   switch (h.tag) {
-    case Tag::kOp: {
-      Context* c = nullptr;
-      OpSlot* s = op_of(rt, h, &c);
-      if (s == nullptr) return;
-      // acq_rel exchange: the first stop wins; pairs with other stoppers.
-      if (s->coll_stopped.exchange(1, std::memory_order_acq_rel) != 0) {
-        bump(counters().fault_double_stop);
-        return;
-      }
-      // Relaxed: published by release()'s acq_rel decrement right after.
-      s->stop_ticks.store(clk::read_ticks(), std::memory_order_relaxed);
-      release(*c, h, *s);
-      return;
-    }
+    case Tag::kOp: stop_op(hv(handle)); return;
     case Tag::kProxyOp: {
       Context* c = nullptr;
       NetSlot* n = net_of(rt, h, &c);
@@ -951,7 +1004,7 @@ int record_kernel_ch_stop(void* handle, uint64_t ptimer) noexcept {
   if (tag_of(v) != Tag::kKernelCh) [[unlikely]] return kernel_ch_stop_other(handle, ptimer);
   OpSlot* s = op_of(nullptr, v);  // no runtime check (as in stop())
   if (s == nullptr) return 0;
-  // Published to the completer by the stop's acq_rel fetch_or.
+  // Relaxed: published by the progress thread's release of the kernel side (stop()).
   s->ch_stop[extra_of(v)].store(ptimer, std::memory_order_relaxed);
   return 0;
 }
@@ -964,7 +1017,7 @@ void record_state(void* handle, int state, const StateArgs& a) noexcept {
     if (state != nccl_abi::kKernelChStop || !a.has_ptimer) return;
     OpSlot* s = op_of(rt, v);
     if (s == nullptr) return;
-    // Published to the completer by the stop's acq_rel fetch_or.
+    // Relaxed: published by the progress thread's release of the kernel side (stop()).
     s->ch_stop[extra_of(v)].store(a.ptimer, std::memory_order_relaxed);
     return;
   }

@@ -8,6 +8,7 @@
 // whose generation will not match.
 #pragma once
 
+#include <sys/mman.h>
 #include <sys/types.h>
 
 #include <atomic>
@@ -46,7 +47,9 @@ inline constexpr uint32_t kMaxContexts = 1u << kCtxBits;
 inline constexpr uint32_t kMaxSlots = 1u << kSlotBits;
 inline constexpr uint32_t kGenMask = 0xFFFFFFFFu;
 
-// Layout: tag [0,4) | slot [4,24) | generation [24,56) | extra [58,64).
+// Layout: tag [0,4) | extra [4,10) | generation [10,42) | slot [44,64). The
+// slot index is on top so that taking it out is one shift; an op's KernelCh
+// handle is the op's handle with another tag and the channel in `extra`.
 struct Handle {
   Tag tag = Tag::kNone;
   uint32_t slot = 0;
@@ -54,9 +57,12 @@ struct Handle {
   uint32_t extra = 0;  // channel id (kKernelCh), EvType + graph bit (kMarker)
 };
 
+inline constexpr int kExtraShift = 4, kGenShift = 10, kSlotShift = 44;
+
 inline void* encode(const Handle& h) noexcept {
-  uint64_t v = static_cast<uint64_t>(h.tag) | (static_cast<uint64_t>(h.slot & (kMaxSlots - 1)) << 4) |
-               (static_cast<uint64_t>(h.gen) << 24) | (static_cast<uint64_t>(h.extra & 63u) << 58);
+  uint64_t v = static_cast<uint64_t>(h.tag) | (static_cast<uint64_t>(h.extra & 63u) << kExtraShift) |
+               (static_cast<uint64_t>(h.gen) << kGenShift) |
+               (static_cast<uint64_t>(h.slot & (kMaxSlots - 1)) << kSlotShift);
   return reinterpret_cast<void*>(v);
 }
 
@@ -64,9 +70,9 @@ inline Handle decode(const void* p) noexcept {
   auto v = reinterpret_cast<uint64_t>(p);
   Handle h;
   h.tag = static_cast<Tag>(v & 15u);
-  h.slot = static_cast<uint32_t>((v >> 4) & (kMaxSlots - 1));
-  h.gen = static_cast<uint32_t>(v >> 24);
-  h.extra = static_cast<uint32_t>(v >> 58);
+  h.slot = static_cast<uint32_t>(v >> kSlotShift);
+  h.gen = static_cast<uint32_t>(v >> kGenShift);
+  h.extra = static_cast<uint32_t>((v >> kExtraShift) & 63u);
   return h;
 }
 
@@ -74,12 +80,12 @@ inline Handle decode(const void* p) noexcept {
 // Handle).
 inline uint64_t hv(const void* p) noexcept { return reinterpret_cast<uint64_t>(p); }
 inline Tag tag_of(uint64_t v) noexcept { return static_cast<Tag>(v & 15u); }
-inline uint32_t slot_of(uint64_t v) noexcept { return static_cast<uint32_t>((v >> 4) & (kMaxSlots - 1)); }
-inline uint32_t gen_of(uint64_t v) noexcept { return static_cast<uint32_t>(v >> 24); }
-inline uint32_t extra_of(uint64_t v) noexcept { return static_cast<uint32_t>(v >> 58); }
+inline uint32_t slot_of(uint64_t v) noexcept { return static_cast<uint32_t>(v >> kSlotShift); }
+inline uint32_t gen_of(uint64_t v) noexcept { return static_cast<uint32_t>(v >> kGenShift); }
+inline uint32_t extra_of(uint64_t v) noexcept { return static_cast<uint32_t>((v >> kExtraShift) & 63u); }
 // The same handle with another tag and extra field.
 inline uint64_t retag(uint64_t v, Tag t, uint32_t extra) noexcept {
-  return (v & ~(15ull | (63ull << 58))) | static_cast<uint64_t>(t) | (static_cast<uint64_t>(extra & 63u) << 58);
+  return (v & ~((1ull << kGenShift) - 1)) | static_cast<uint64_t>(t) | (static_cast<uint64_t>(extra & 63u) << kExtraShift);
 }
 
 struct Context;
@@ -108,6 +114,8 @@ struct alignas(kCacheLine) OpStart {
   int32_t peer;
   uint16_t flags;  // OpFlag
   uint8_t kind, func, dtype, algo, proto, n_channels, n_warps, abi_version;
+  uint8_t channels_exact;  // n_channels is how many channels will run (zeroed in the record)
+  uint8_t pad_;
 };
 static_assert(sizeof(OpStart) == kCacheLine);
 // OpRecord's first cache line has the same layout (record.h): completion copies it whole.
@@ -131,21 +139,45 @@ NI_SAME_OFFSET(n_warps);
 NI_SAME_OFFSET(abi_version);
 #undef NI_SAME_OFFSET
 
+// Where an op's kernel side stands (OpSlotFields::ch_mode). With a known
+// channel count (OpStart::channels_exact) the kernel side holds one reference,
+// released when every started channel stopped and at least n_channels did.
+// Otherwise (gate mode) each channel holds a reference while it runs.
+enum ChMode : uint8_t {
+  kChOpen = 0,  // the kernel side may still see channels (always, in gate mode)
+  kChDone = 1,  // count known, kernel side released
+};
+
 // One in-flight Coll / P2p / CeColl. `start` is written by the starting thread
 // before the handle is handed to NCCL and is read-only afterwards; everything
-// that changes later is atomic.
+// that changes later is atomic. NCCL runs an op's start/stop on the app (or
+// launch) thread and all of its KernelCh callbacks on the comm's one progress
+// thread; the fields are grouped in cache lines by who writes them, so that an
+// op's lines cross between the two cores as few times as possible.
 struct OpSlotFields {
-  std::atomic<uint32_t> gen{0};        // bumped on free; a handle must match it
-  std::atomic<Context*> ctx{nullptr};  // owning context while its pool holds the chunk
-  std::atomic<uint32_t> in_use{0};     // 1 while allocated (reclaimer scans this)
+  // The op's life: written at its start and stop (app side), read by every
+  // callback (handle validation), read-modify-written by whoever ends a part
+  // of it and by its completer. One line, so that it is the only line the
+  // next op's start finds dirty in the completing thread's cache.
+  alignas(kCacheLine) std::atomic<uint32_t> gen{0};  // bumped on free; a handle must match it
+  std::atomic<uint32_t> in_use{0};                   // 1 while allocated (reclaimer scans this)
+  std::atomic<Context*> ctx{nullptr};                // owning context while its pool holds the chunk
   std::atomic<int32_t> remaining{0};   // completion count-down (see tracker.cpp)
   std::atomic<uint64_t> claim{1};      // (gen << 1) | claimed: exactly-once completion per generation
-  std::atomic<uint32_t> coll_stopped{0};
   std::atomic<uint32_t> free_next{0};  // free-list link (slot index + 1)
-  std::atomic<uint64_t> started_mask{0};
+  std::atomic<uint32_t> coll_stopped{0};
+  std::atomic<uint64_t> start_ticks{0};
+  std::atomic<uint64_t> stop_ticks{0};  // Coll/P2p/CeColl stop (enqueue end)
+  // KernelCh bookkeeping: written by the comm's progress thread only (plain
+  // relaxed load/store, no locked instruction; a caller that broke that rule
+  // could lose a bit, never memory safety: the op would be reclaimed). Zero
+  // while the slot is free (the completer clears it), so the app thread never
+  // writes this line.
+  alignas(kCacheLine) std::atomic<uint64_t> started_mask{0};
   std::atomic<uint64_t> stopped_mask{0};
-  std::atomic<uint64_t> stop_ticks{0};     // Coll/P2p/CeColl stop (enqueue end)
-  std::atomic<uint64_t> ch_start[nccl_abi::kMaxChannels];
+  std::atomic<uint64_t> ch_lo{UINT64_MAX};  // earliest ch_start of the started channels
+  std::atomic<uint8_t> ch_mode{kChOpen};    // ChMode
+  alignas(kCacheLine) std::atomic<uint64_t> ch_start[nccl_abi::kMaxChannels];
   std::atomic<uint64_t> ch_stop[nccl_abi::kMaxChannels];
   // network
   std::atomic<uint64_t> net_send_bytes{0}, net_recv_bytes{0};
@@ -156,14 +188,13 @@ struct OpSlotFields {
   std::atomic<int32_t> net_first_peer{-1};
   std::atomic<uint64_t> ce_bytes{0};
   HcaSlot hca[kRecordHcas];
-  std::atomic<uint64_t> start_ticks{0};
-  bool channels_exact = false;
   OpStart start;
 };
 // Padded to a power of two: finding a slot from a handle is then a shift, not
 // a multiply (25 lookups per 8-channel op).
 inline constexpr size_t kOpSlotSize = 2048;
 static_assert(sizeof(OpSlotFields) <= kOpSlotSize);
+static_assert(offsetof(OpSlotFields, stop_ticks) < kCacheLine, "the op's life is one cache line");
 struct OpSlot : OpSlotFields {
   char pad_[kOpSlotSize - sizeof(OpSlotFields)];
 };
@@ -173,7 +204,7 @@ static_assert(sizeof(OpSlot) == kOpSlotSize);
 // ProxySteps. NCCL keeps at most NCCL_STEPS (8) step handles per sub, indexed
 // by step % 8, and overwrites a slot when it restarts a step: we mirror that,
 // so a step that is started twice and never stopped leaks nothing.
-struct NetSlot {
+struct alignas(kCacheLine) NetSlot {
   std::atomic<uint32_t> gen{0};
   std::atomic<Context*> ctx{nullptr};  // owning context while its pool holds the chunk
   std::atomic<uint32_t> free_next{0};
@@ -192,28 +223,30 @@ struct NetSlot {
 
 inline constexpr uint32_t kChunk = 64;  // slots per chunk
 
-// One process-wide table of slot chunks per slot type, indexed by the global
-// slot index a handle carries. Decoding a handle is one table load: the index
-// is masked to kSlotBits, so it can never leave the table, and a missing chunk
-// is a null pointer. Chunks are allocated once and never freed while the
-// library is loaded (only at unload, when no runtime is left): a chunk whose
-// context goes away returns to a free list, with its slots' generations bumped
-// and their owner cleared, so any handle into it stops validating.
+// One process-wide array of slots per slot type, indexed by the global slot
+// index a handle carries. Its address space is reserved once (PROT_NONE, so
+// it costs neither memory nor commit charge) and made usable a chunk of
+// kChunk slots at a time. Finding a slot is a bounds check against the slots
+// made usable so far and an add: a garbage index is rejected, never followed.
+// Chunks are never unmapped while the library is loaded (only at unload, when
+// no runtime is left): a chunk whose context goes away returns to a free list,
+// with its slots' generations bumped and their owner cleared, so any handle
+// into it stops validating.
 template <typename Slot>
 class SlotTable {
  public:
   static constexpr uint32_t kChunks = kMaxSlots / kChunk;
+  static_assert(sizeof(Slot) % kCacheLine == 0 && (kChunk * sizeof(Slot)) % 4096 == 0, "chunks are whole pages");
 
-  static Slot* find(uint32_t idx) noexcept {
-    // Acquire pairs with the release store of the chunk pointer in take_chunk().
-    Slot* c = chunks_[(idx >> 6) & (kChunks - 1)].load(std::memory_order_acquire);
-    return c != nullptr ? c + (idx & (kChunk - 1)) : nullptr;
+  // Whether idx names a usable slot; then at(idx) may be used.
+  static bool contains(uint32_t idx) noexcept {
+    // Acquire pairs with the release store of limit_ in take_chunk(): the
+    // slots below it are mapped and constructed, and base_ is set.
+    return idx < limit_.load(std::memory_order_acquire);
   }
+  static Slot* find(uint32_t idx) noexcept { return contains(idx) ? base_ + idx : nullptr; }
   // For an index from our own pools (its chunk exists).
-  static Slot& at(uint32_t idx) noexcept {
-    // Acquire pairs with the release store of the chunk pointer in take_chunk().
-    return chunks_[(idx >> 6) & (kChunks - 1)].load(std::memory_order_acquire)[idx & (kChunk - 1)];
-  }
+  static Slot& at(uint32_t idx) noexcept { return base_[idx]; }
 
   // A chunk for `owner` (fresh or recycled); UINT32_MAX when none is left.
   static uint32_t take_chunk(Context* owner) noexcept {
@@ -222,16 +255,17 @@ class SlotTable {
     auto& fl = free_chunks();
     if (fl.n != 0) {
       id = fl.ids[--fl.n];
-    } else if (next_ < kChunks) {
-      Slot* c = new (std::nothrow) Slot[kChunk];
-      if (c == nullptr) return UINT32_MAX;
+    } else {
+      if (base_ == nullptr && !reserve()) return UINT32_MAX;
+      if (next_ >= reserved_chunks_) return UINT32_MAX;
+      Slot* c = base_ + static_cast<size_t>(next_) * kChunk;
+      if (mprotect(c, kChunk * sizeof(Slot), PROT_READ | PROT_WRITE) != 0) return UINT32_MAX;
+      for (uint32_t k = 0; k < kChunk; ++k) new (c + k) Slot();
       id = next_++;
       // Release pairs with find()'s acquire: the constructed slots are visible.
-      chunks_[id].store(c, std::memory_order_release);
-    } else {
-      return UINT32_MAX;
+      limit_.store(next_ * kChunk, std::memory_order_release);
     }
-    Slot* c = chunks_[id].load(std::memory_order_relaxed);  // relaxed: we stored it (or an earlier taker did, under mu)
+    Slot* c = base_ + static_cast<size_t>(id) * kChunk;
     // Relaxed: published with the slots by the pool's release CAS when they
     // enter its free list.
     for (uint32_t k = 0; k < kChunk; ++k) c[k].ctx.store(owner, std::memory_order_relaxed);
@@ -240,7 +274,7 @@ class SlotTable {
 
   // Gives a chunk back: no handle into it validates afterwards.
   static void give_chunk(uint32_t id) noexcept {
-    Slot* c = chunks_[id].load(std::memory_order_relaxed);  // relaxed: set before this pool ever took it
+    Slot* c = base_ + static_cast<size_t>(id) * kChunk;
     for (uint32_t k = 0; k < kChunk; ++k) {
       // Release pairs with the acquire gen loads when handles are validated.
       c[k].gen.fetch_add(1, std::memory_order_release);
@@ -254,21 +288,35 @@ class SlotTable {
     fl.ids[fl.n++] = id;
   }
 
-  // Library unload with no runtime left: frees every chunk.
+  // Library unload with no runtime left: unmaps everything.
   static void free_all() noexcept {
     std::lock_guard<std::mutex> lk(mu());
-    for (uint32_t i = 0; i < next_; ++i) {
-      delete[] chunks_[i].load(std::memory_order_relaxed);  // relaxed: no callback can run any more
-      chunks_[i].store(nullptr, std::memory_order_relaxed);  // relaxed: as above, nothing reads it concurrently
-    }
+    limit_.store(0, std::memory_order_release);  // pairs with find()'s acquire
+    if (base_ != nullptr) munmap(base_, static_cast<size_t>(reserved_chunks_) * kChunk * sizeof(Slot));
+    base_ = nullptr;
+    reserved_chunks_ = 0;
     next_ = 0;
     free_chunks().n = 0;
   }
 
  private:
+  // Reserves address space for all kChunks chunks, or for as many as the
+  // system allows (halving down to 64 chunks).
+  static bool reserve() noexcept {
+    for (uint32_t n = kChunks; n >= 64; n /= 2) {
+      void* p = mmap(nullptr, static_cast<size_t>(n) * kChunk * sizeof(Slot), PROT_NONE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (p != MAP_FAILED) {
+        base_ = static_cast<Slot*>(p);
+        reserved_chunks_ = n;
+        return true;
+      }
+    }
+    return false;
+  }
   struct FreeList {
-    uint32_t n = 0;
     uint32_t ids[kChunks];
+    uint32_t n = 0;
   };
   static std::mutex& mu() noexcept {
     static std::mutex m;
@@ -278,15 +326,21 @@ class SlotTable {
     static FreeList fl;
     return fl;
   }
-  static inline std::atomic<Slot*> chunks_[kChunks] = {};
-  static inline uint32_t next_ = 0;  // guarded by mu()
+  static inline std::atomic<uint32_t> limit_{0};  // slots usable (mapped and constructed)
+  static inline Slot* base_ = nullptr;            // set under mu() before limit_ first grows
+  static inline uint32_t reserved_chunks_ = 0;    // guarded by mu()
+  static inline uint32_t next_ = 0;               // guarded by mu()
 };
 
 // One context's slots: chunks of kChunk slots taken from the SlotTable up to a
-// maximum, with a lock-free free list (Treiber stack whose head carries a
-// 32-bit tag against ABA). alloc/free may run on any thread; indices are
-// global (SlotTable). The chunks go back to the table when the context is
-// destroyed at runtime teardown.
+// maximum, with two lock-free free stacks. free() pushes onto `returned_`;
+// alloc() pops from `ready_` (its head carries a 32-bit tag against ABA) and,
+// when that is empty, takes all of `returned_` at once (one exchange) as the
+// new `ready_`. The threads that start ops and the thread that completes
+// them (NCCL's app and progress threads) then share a free-list line once
+// per batch instead of twice per op. alloc/free may run on any thread;
+// indices are global (SlotTable). The chunks go back to the table when the
+// context is destroyed at runtime teardown.
 template <typename Slot>
 class Pool {
  public:
@@ -334,30 +388,62 @@ class Pool {
   }
 
   void free(uint32_t i) noexcept {
-    uint64_t h = head_.load(std::memory_order_relaxed);  // relaxed: the CAS below re-checks it
+    // A push-only stack emptied only by exchange has no ABA problem: no tag.
+    uint32_t h = returned_.load(std::memory_order_relaxed);  // relaxed: the CAS below re-checks it
     for (;;) {
       // Relaxed: published by the release CAS below.
-      at(i).free_next.store(static_cast<uint32_t>(h), std::memory_order_relaxed);
-      uint64_t nh = ((h >> 32) + 1) << 32 | (i + 1);
+      at(i).free_next.store(h, std::memory_order_relaxed);
       // Release: the slot's final writes (gen bump, free_next) happen-before
-      // the pop() that takes it (acquire).
-      if (head_.compare_exchange_weak(h, nh, std::memory_order_release, std::memory_order_relaxed)) return;
+      // the exchange in pop() that takes it (acq_rel).
+      if (returned_.compare_exchange_weak(h, i + 1, std::memory_order_release, std::memory_order_relaxed)) return;
     }
   }
 
  private:
   uint32_t pop() noexcept {
-    // Pairs with the release CAS in free().
-    uint64_t h = head_.load(std::memory_order_acquire);
+    // Pairs with the release CASes that install a chain in ready_.
+    uint64_t h = ready_.load(std::memory_order_acquire);
     for (;;) {
-      uint32_t idx1 = static_cast<uint32_t>(h);
-      if (idx1 == 0) return UINT32_MAX;
+      const uint32_t idx1 = static_cast<uint32_t>(h);
+      if (idx1 == 0) break;
       // relaxed: a stale value is caught by the ABA tag in the CAS
-      uint32_t next = at(idx1 - 1).free_next.load(std::memory_order_relaxed);
-      uint64_t nh = ((h >> 32) + 1) << 32 | next;
-      // Acquire on success pairs with free()'s release; a stale `next` read
-      // is caught by the ABA tag in h.
-      if (head_.compare_exchange_weak(h, nh, std::memory_order_acquire, std::memory_order_acquire)) return idx1 - 1;
+      const uint32_t next = at(idx1 - 1).free_next.load(std::memory_order_relaxed);
+      const uint64_t nh = ((h >> 32) + 1) << 32 | next;
+      // Acquire on success and failure pairs with the release CASes that
+      // install chains; a stale `next` read is caught by the ABA tag in h.
+      if (ready_.compare_exchange_weak(h, nh, std::memory_order_acquire, std::memory_order_acquire)) return idx1 - 1;
+    }
+    // ready_ is empty: take everything freed since the last time. acq_rel:
+    // acquire pairs with free()'s release CAS (the chain's links and the
+    // slots' final writes are visible).
+    const uint32_t chain = returned_.exchange(0, std::memory_order_acq_rel);
+    if (chain == 0) return UINT32_MAX;
+    // Keep the first, make the rest ready. Relaxed: the chain is ours alone
+    // now (taken by the exchange above).
+    const uint32_t rest = at(chain - 1).free_next.load(std::memory_order_relaxed);
+    if (rest != 0) install(rest);
+    return chain - 1;
+  }
+
+  // Puts a private chain (linked by free_next) on top of ready_.
+  void install(uint32_t chain) noexcept {
+    uint32_t tail = 0;  // the chain's last slot + 1, found only if ready_ is not empty
+    uint64_t h = ready_.load(std::memory_order_relaxed);  // relaxed: the CAS below re-checks it
+    for (;;) {
+      const uint32_t top = static_cast<uint32_t>(h);
+      if (top != 0 && tail == 0) {
+        // Another thread refilled ready_ meanwhile: it goes below our chain.
+        tail = chain;
+        // Relaxed: our own links (see pop()).
+        for (uint32_t n; (n = at(tail - 1).free_next.load(std::memory_order_relaxed)) != 0;) tail = n;
+      }
+      // Relaxed: published by the CAS below. (Once linked, relinked on every
+      // retry, to whatever ready_ holds then, possibly nothing.)
+      if (tail != 0) at(tail - 1).free_next.store(top, std::memory_order_relaxed);
+      // Release pairs with pop()'s acquire loads of ready_: the links are visible.
+      if (ready_.compare_exchange_weak(h, ((h >> 32) + 1) << 32 | chain, std::memory_order_release,
+                                       std::memory_order_relaxed))
+        return;
     }
   }
 
@@ -390,7 +476,8 @@ class Pool {
   uint32_t max_chunks_ = 0;
   std::atomic<uint32_t> n_chunks_{0};
   std::atomic<uint32_t> growing_{0};
-  alignas(kCacheLine) std::atomic<uint64_t> head_{0};  // (aba tag << 32) | (global index + 1)
+  alignas(kCacheLine) std::atomic<uint64_t> ready_{0};  // (aba tag << 32) | (global index + 1)
+  alignas(kCacheLine) std::atomic<uint32_t> returned_{0};  // global index + 1
 };
 
 // ------------------------------------------------------------------ context

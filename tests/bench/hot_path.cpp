@@ -196,7 +196,7 @@ Halves concurrency(void* ctx, uint64_t ops) {
     all[i] = app_side(ctx, i);
     app_both += now_ns() - t;
     posted.store(i + 1, std::memory_order_release);  // pairs with the progress thread's acquire load
-    if (i % 64 == 63) drain();
+    if (i % chunk == chunk - 1) drain();  // as often as in the settings above
   }
   progress.join();
   h.wall_both = (now_ns() - t0) / static_cast<double>(ops);

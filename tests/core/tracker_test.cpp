@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <atomic>
 #include <map>
 #include <string>
 #include <thread>
@@ -151,6 +152,72 @@ TEST_F(Tracker, ChannelsCompletingOneByOneStillMakeOneRecord) {
   EXPECT_EQ(recs[0].channel_mask, 0xFull);
   EXPECT_TRUE(recs[0].flags & ni::kFlagCountIsBytes);
   EXPECT_EQ(recs[0].bytes, 65536u);
+}
+
+// NCCL announced 2 channels but 3 run: all three are timed, whether the third
+// starts before the others stop or after (before the Coll stop).
+TEST_F(Tracker, MoreChannelsThanAnnouncedAreAllTimed) {
+  CommV5 c;
+  void* a = c.coll(c.coll_api(), "AllReduce", 4096, "ncclFloat32", 2, 1);
+  c.stop(a);
+  void* k0 = c.kch(a, 0, 100);
+  void* k1 = c.kch(a, 1, 110);
+  void* k2 = c.kch(a, 2, 120);
+  c.kstop(k0, 200);
+  c.kstop(k1, 210);
+  EXPECT_TRUE(sink()->take().empty()) << "channel 2 still runs";
+  c.kstop(k2, 400);
+  auto recs = sink()->take();
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_EQ(recs[0].channel_mask, 0x7ull);
+  EXPECT_EQ(recs[0].end_ns, 400u);
+  EXPECT_EQ(recs[0].max_channel_ns, 280u);
+  EXPECT_EQ(recs[0].flags & ni::kFlagPartialChannels, 0);
+
+  void* b = c.coll(c.coll_api(), "AllReduce", 4096, "ncclFloat32", 2, 2);
+  c.kstop(c.kch(b, 0, 1000), 1100);
+  c.kstop(c.kch(b, 1, 1000), 1100);  // the announced channels are done; the op waits for its stop
+  c.kstop(c.kch(b, 5, 1050), 1500);  // a late third channel before the Coll stop
+  c.stop(b);
+  recs = sink()->take();
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_EQ(recs[0].channel_mask, 0x23ull);
+  EXPECT_EQ(recs[0].end_ns, 1500u);
+  EXPECT_EQ(recs[0].channels[2].start_off_ns, 50u);
+  EXPECT_EQ(recs[0].channels[2].dur_ns, 450u);
+  EXPECT_EQ(ni::stats().fault_late_child, 0u);
+}
+
+// Channels whose starts arrive out of GPU-time order: the op starts at the
+// earliest, every offset is from it, and a channel with no stop stamp has
+// zero length (never a negative or wrapped one).
+TEST_F(Tracker, ChannelTimesAreRelativeToTheEarliestStart) {
+  CommV5 c;
+  void* op = c.coll(c.coll_api(), "ReduceScatter", 1 << 16, "ncclFloat32", 3, 9);
+  c.stop(op);
+  void* k3 = c.kch(op, 3, 5000);
+  void* k1 = c.kch(op, 1, 4000);
+  void* k2 = c.kch(op, 2, 4500);
+  c.kstop(k3, 5100);
+  c.kstop(k1, 4700);
+  c.stop(k2);  // stopped without a KernelChStop stamp
+  auto recs = sink()->take();
+  ASSERT_EQ(recs.size(), 1u);
+  const OpRecord& r = recs[0];
+  EXPECT_EQ(r.start_ns, 4000u);
+  EXPECT_EQ(r.end_ns, 5100u);
+  ASSERT_EQ(r.channel_mask, 0xEull);
+  EXPECT_EQ(r.channels[0].start_off_ns, 0u);     // channel 1
+  EXPECT_EQ(r.channels[0].dur_ns, 700u);
+  EXPECT_EQ(r.channels[1].start_off_ns, 500u);   // channel 2
+  EXPECT_EQ(r.channels[1].dur_ns, 0u);
+  EXPECT_EQ(r.channels[2].start_off_ns, 1000u);  // channel 3
+  EXPECT_EQ(r.channels[2].dur_ns, 100u);
+  EXPECT_EQ(r.busy_ns, 800u);
+  EXPECT_EQ(r.max_channel_ns, 700u);
+  EXPECT_EQ(r.min_channel_ns, 0u);
+  EXPECT_EQ(r.flags & ni::kFlagChannelSums, 0) << "the internal flag never reaches a sink";
+  EXPECT_EQ(r.reserved_[0], 0);
 }
 
 TEST_F(Tracker, P2pOnHighChannelsWithOwnPerPeerSequence) {
@@ -533,6 +600,65 @@ TEST_F(Tracker, AppAndProgressThreadsConcurrently) {
   }
   for (int i = 0; i < kOps; ++i) EXPECT_EQ(seen[i], 1) << i;
   unsetenv("NCCL_INSPECTOR_RING_RECORDS");
+}
+
+// Several app threads start ops on one comm at the same time while a progress
+// thread completes them, with a small pool: slots go round the free lists
+// (returned by the completer, taken back in batches by whichever app thread
+// runs dry, sometimes two at once).
+TEST_F(Tracker, SlotsGoRoundBetweenThreadsWithoutLossOrDuplicates) {
+  setenv("NCCL_INSPECTOR_RING_RECORDS", "65536", 1);
+  setenv("NCCL_INSPECTOR_POOL_OPS", "128", 1);
+  CommV5 c;
+  constexpr int kApps = 3, kPerApp = 4000, kInFlight = 30;  // 3 x 30 < 128: no drops
+  std::vector<std::vector<std::atomic<void*>>> q(kApps);
+  for (auto& v : q) v = std::vector<std::atomic<void*>>(kPerApp);
+  std::vector<std::atomic<int>> progressed(kApps);
+  for (auto& p : progressed) p.store(0);
+  std::thread progress([&] {
+    std::vector<int> next(kApps, 0);
+    for (int left = kApps * kPerApp; left > 0;) {
+      bool any = false;
+      for (int a = 0; a < kApps; ++a) {
+        if (next[a] == kPerApp) continue;
+        void* op = q[a][next[a]].load(std::memory_order_acquire);  // pairs with the app thread's release store
+        if (op == nullptr) continue;
+        for (uint8_t ch = 0; ch < 4; ++ch) CommV5::kstop(c.kch(op, ch, 100), 200 + ch);
+        progressed[a].store(++next[a], std::memory_order_release);  // pairs with the app thread's acquire load
+        --left;
+        any = true;
+      }
+      if (!any) std::this_thread::yield();
+    }
+  });
+  std::vector<std::thread> apps;
+  for (int a = 0; a < kApps; ++a) {
+    apps.emplace_back([&, a] {
+      for (int i = 0; i < kPerApp; ++i) {
+        while (i - progressed[a].load(std::memory_order_acquire) >= kInFlight) std::this_thread::yield();
+        void* op = c.coll(c.coll_api(), "AllReduce", 1 << 16, "ncclFloat32", 4,
+                          static_cast<uint64_t>(a * kPerApp + i));
+        c.stop(op);
+        q[a][i].store(op, std::memory_order_release);  // pairs with the progress thread's acquire load
+      }
+    });
+  }
+  for (auto& t : apps) t.join();
+  progress.join();
+  auto recs = sink()->take();
+  ni::CoreStats s = ni::stats();
+  ASSERT_EQ(recs.size(), static_cast<size_t>(kApps * kPerApp));
+  EXPECT_EQ(s.dropped_pool_exhausted, 0u);
+  EXPECT_EQ(s.fault_stale_handle, 0u);
+  std::vector<int> seen(kApps * kPerApp, 0);
+  for (const auto& r : recs) {
+    ASSERT_LT(r.seq, seen.size());
+    seen[r.seq]++;
+    EXPECT_EQ(r.channel_mask, 0xFull);
+  }
+  for (size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], 1) << i;
+  unsetenv("NCCL_INSPECTOR_RING_RECORDS");
+  unsetenv("NCCL_INSPECTOR_POOL_OPS");
 }
 
 TEST_F(Tracker, ExhaustedPoolDropsAndCounts) {
