@@ -83,10 +83,11 @@ enum OpFlag : uint16_t {
   kFlagHcaTruncated = 1u << 5,      // more HCAs than kRecordHcas
   kFlagSeqOwn = 1u << 6,            // seq is our own per-comm counter (P2P), not NCCL's
   kFlagStaleParent = 1u << 7,       // parent API handle was stale (graph replay)
-  // Internal, never seen by a sink: the producer wrote only start_ns (the
-  // earliest channel start) and the per-channel list; finish_record() derives
-  // end_ns, busy_ns and the channel extremes on the consumer side and clears it.
-  kFlagChannelSums = 1u << 15,
+  // Internal, never seen by a sink (the capture core's consumer side derives
+  // what they stand for and clears them before handing a record on):
+  kFlagEnqueueTicks = 1u << 14,  // enqueue_ns holds CPU clock ticks
+  kFlagChannelSums = 1u << 15,   // only start_ns (the earliest channel start) and the per-channel list
+                                 // are written: end_ns, busy_ns and the channel extremes are not
 };
 
 inline constexpr int kRecordChannels = 32;
@@ -162,28 +163,6 @@ struct OpRecord {
 
 static_assert(std::is_trivially_copyable_v<OpRecord>);
 
-// The consumer's half of completion (the dump thread, before any sink sees
-// the record): what the producer left out to keep the hot path short.
-inline void finish_record(OpRecord& r) noexcept {
-  if ((r.flags & kFlagChannelSums) == 0) return;
-  r.flags = static_cast<uint16_t>(r.flags & ~kFlagChannelSums);
-  int n = __builtin_popcountll(r.channel_mask);
-  if (n > kRecordChannels) n = kRecordChannels;  // the producer never sets the flag then
-  uint64_t hi = 0, busy = 0;
-  uint32_t maxd = 0, mind = n > 0 ? UINT32_MAX : 0;
-  for (int i = 0; i < n; ++i) {
-    const uint64_t end = static_cast<uint64_t>(r.channels[i].start_off_ns) + r.channels[i].dur_ns;
-    const uint32_t d = r.channels[i].dur_ns;
-    hi = end > hi ? end : hi;
-    busy += d;
-    maxd = d > maxd ? d : maxd;
-    mind = d < mind ? d : mind;
-  }
-  r.end_ns = r.start_ns + hi;
-  r.busy_ns = busy;
-  r.max_channel_ns = maxd;
-  r.min_channel_ns = mind;
-}
 static_assert(offsetof(OpRecord, start_ns) == 64, "the start-time fields fill exactly the first cache line");
 static_assert(sizeof(OpRecord) == 512, "OpRecord must stay one fixed size (ring slot)");
 

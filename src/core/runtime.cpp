@@ -363,6 +363,35 @@ using core::Runtime;
 using core::runtime;
 using core::ThreadRing;
 
+namespace {
+// The consumer's half of completion (the dump thread, before any sink sees
+// the record): what the producer left out to keep the hot path short.
+void finish_record(OpRecord& r) noexcept {
+  if (r.flags & kFlagEnqueueTicks) {
+    r.flags = static_cast<uint16_t>(r.flags & ~kFlagEnqueueTicks);
+    r.enqueue_ns = clk::ticks_to_ns(r.enqueue_ns);
+  }
+  if ((r.flags & kFlagChannelSums) == 0) return;
+  r.flags = static_cast<uint16_t>(r.flags & ~kFlagChannelSums);
+  int n = __builtin_popcountll(r.channel_mask);
+  if (n > kRecordChannels) n = kRecordChannels;  // the producer never sets the flag then
+  uint64_t hi = 0, busy = 0;
+  uint32_t maxd = 0, mind = n > 0 ? UINT32_MAX : 0;
+  for (int i = 0; i < n; ++i) {
+    const uint64_t end = static_cast<uint64_t>(r.channels[i].start_off_ns) + r.channels[i].dur_ns;
+    const uint32_t d = r.channels[i].dur_ns;
+    hi = end > hi ? end : hi;
+    busy += d;
+    maxd = d > maxd ? d : maxd;
+    mind = d < mind ? d : mind;
+  }
+  r.end_ns = r.start_ns + hi;
+  r.busy_ns = busy;
+  r.max_channel_ns = maxd;
+  r.min_channel_ns = mind;
+}
+}  // namespace
+
 size_t drain_records(const std::function<void(const OpRecord*, size_t)>& fn) {
   Runtime* rt = runtime();
   if (rt == nullptr) return 0;

@@ -77,6 +77,20 @@ inline OpSlot* op_of(Runtime* rt, uint64_t v, Context** out_ctx = nullptr) noexc
   }
   return s;
 }
+// The same without counting, for the hot paths (they count with a tail call
+// to stale_handle(), so that their common path needs no stack frame).
+inline OpSlot* live_op(uint64_t v) noexcept {
+  const uint32_t idx = slot_of(v);
+  if (!SlotTable<OpSlot>::contains(idx)) [[unlikely]] return nullptr;
+  OpSlot* s = &SlotTable<OpSlot>::at(idx);
+  if (s == nullptr) __builtin_unreachable();  // an element of the mapped array
+  // Acquire pairs with the release bump of gen in free_op()/give_chunk().
+  return s->gen.load(std::memory_order_acquire) == gen_of(v) ? s : nullptr;
+}
+__attribute__((noinline, cold)) int stale_handle() noexcept {
+  bump(counters().fault_stale_handle);
+  return 0;
+}
 inline OpSlot* op_of(Runtime* rt, const Handle& h, Context** out_ctx = nullptr) noexcept {
   return op_of(rt, hv(encode(h)), out_ctx);
 }
@@ -109,18 +123,21 @@ inline void release(Context& c, const Handle& oh, OpSlot& s) noexcept {
 }
 // The same for callers that have not loaded the op's context (KernelCh, Coll
 // stop): it is needed only by whoever completes.
-__attribute__((noinline)) void complete_from_handle(uint64_t op_v, OpSlot& s) noexcept {
+__attribute__((noinline)) int complete_from_handle(uint64_t op_v, OpSlot& s) noexcept {
   // Relaxed: set when the chunk joined the pool, before any handle into it existed.
   Context* c = s.ctx.load(std::memory_order_relaxed);
   if (c == nullptr) [[unlikely]] {  // a slot of a chunk given back: no live op
     bump(counters().fault_stale_handle);
-    return;
+    return 0;
   }
   complete(*c, slot_of(op_v), gen_of(op_v), s, false);
+  return 0;
 }
-inline void release(uint64_t op_v, OpSlot& s) noexcept {
+// Returns 0, so that callers can end with it (a tail call when it completes).
+inline int release(uint64_t op_v, OpSlot& s) noexcept {
   int32_t prev = s.remaining.fetch_sub(1, std::memory_order_acq_rel);  // as above
-  if (prev == 1) complete_from_handle(op_v, s);
+  if (prev == 1) return complete_from_handle(op_v, s);
+  return 0;
 }
 
 void free_op(Context& c, uint32_t slot, OpSlot& s) noexcept {
@@ -335,7 +352,8 @@ void reset_slot(Context& c, OpSlot& s, OpKind kind, int rank, int32_t remaining)
   const uint64_t t = clk::read_ticks();
   // Relaxed: everything below is published by the release store of `claim` at the end of this function.
   s.start_ticks.store(t, std::memory_order_relaxed);
-  s.start.enqueue_ns = clk::ticks_to_ns(t);
+  s.start.enqueue_ns = t;  // converted by the consumer (finish_record())
+  s.start.flags = kFlagEnqueueTicks;
   s.coll_stopped.store(0, std::memory_order_relaxed);
   s.stop_ticks.store(0, std::memory_order_relaxed);
   // The KernelCh line (masks, mode) was cleared by the previous completer.
@@ -669,7 +687,7 @@ __attribute__((noinline)) void* kernel_ch_started(OpSlot& s, uint64_t pv, uint32
   s.ch_start[channel].store(stamp, std::memory_order_relaxed);
   if (stamp < s.ch_lo.load(std::memory_order_relaxed)) s.ch_lo.store(stamp, std::memory_order_relaxed);
   s.started_mask.store(old | bit, std::memory_order_relaxed);
-  return reinterpret_cast<void*>(retag(pv, Tag::kKernelCh, channel));
+  return reinterpret_cast<void*>(retag(pv, has_ptimer ? Tag::kKernelCh : Tag::kKernelChCpu, channel));
 }
 
 inline void* kernel_ch_start(uint64_t pv, uint8_t channel, uint64_t stamp, bool has_ptimer) noexcept {
@@ -689,7 +707,7 @@ inline void* kernel_ch_start(uint64_t pv, uint8_t channel, uint64_t stamp, bool 
   s->ch_start[channel].store(stamp, std::memory_order_relaxed);  // as above
   if (stamp < s->ch_lo.load(std::memory_order_relaxed)) s->ch_lo.store(stamp, std::memory_order_relaxed);  // as above
   s->started_mask.store(old | bit, std::memory_order_relaxed);   // as above
-  return reinterpret_cast<void*>(retag(pv, Tag::kKernelCh, channel));
+  return reinterpret_cast<void*>(retag(pv, has_ptimer ? Tag::kKernelCh : Tag::kKernelChCpu, channel));
 }
 }  // namespace
 
@@ -698,8 +716,44 @@ void* start_kernel_ch(void* ctx, void* parent, uint8_t channel, uint64_t ptimer,
   return kernel_ch_start(hv(parent), channel, has_ptimer ? ptimer : clk::read_ticks(), has_ptimer);
 }
 
+namespace {
+__attribute__((noinline)) int kernel_ch_started_into(void** h, OpSlot& s, uint64_t pv, uint32_t channel, uint64_t old,
+                                                     uint64_t ptimer) noexcept {
+  *h = kernel_ch_started(s, pv, channel, old, ptimer, true);
+  return 0;
+}
+__attribute__((noinline, cold)) int kernel_ch_rejected_into(void** h, uint64_t pv, bool stale) noexcept {
+  if (stale) {
+    bump(counters().fault_stale_handle);
+    *h = nullptr;
+  } else {
+    *h = reject_kernel_ch(pv);
+  }
+  return 0;
+}
+}  // namespace
+
+// kernel_ch_start() for ABI v4+, shaped so that its common path needs no
+// stack frame (every other case is a tail call).
 int start_kernel_ch_gpu(void** h, void* parent, uint8_t channel, uint64_t ptimer) noexcept {
-  *h = kernel_ch_start(hv(parent), channel, ptimer, true);
+  const uint64_t pv = hv(parent);
+  if (tag_of(pv) != Tag::kOp || channel >= nccl_abi::kMaxChannels) [[unlikely]]
+    return kernel_ch_rejected_into(h, pv, false);
+  OpSlot* s = live_op(pv);
+  if (s == nullptr) [[unlikely]] return kernel_ch_rejected_into(h, pv, true);
+  const uint64_t bit = 1ull << channel;
+  // Relaxed: as in kernel_ch_start().
+  const uint64_t old = s->started_mask.load(std::memory_order_relaxed);
+  if ((old & bit) != 0 || !s->start.channels_exact || s->ch_mode.load(std::memory_order_relaxed) != kChOpen ||
+      (old == 0 && clock_sample_due(pv))) [[unlikely]]
+    return kernel_ch_started_into(h, *s, pv, channel, old, ptimer);
+  s->ch_stop[channel].store(0, std::memory_order_relaxed);       // as above
+  s->ch_start[channel].store(ptimer, std::memory_order_relaxed);  // as above
+  if (ptimer < s->ch_lo.load(std::memory_order_relaxed)) s->ch_lo.store(ptimer, std::memory_order_relaxed);  // as above
+  s->started_mask.store(old | bit, std::memory_order_relaxed);    // as above
+  // The op's handle (tag kOp, extra 0) with tag kKernelCh and the channel.
+  static_assert(static_cast<int>(Tag::kKernelCh) == static_cast<int>(Tag::kOp) + 1);
+  *h = reinterpret_cast<void*>((pv | (static_cast<uint64_t>(channel) << kExtraShift)) + 1);
   return 0;
 }
 
@@ -861,6 +915,38 @@ void* start_unknown(void* ctx) noexcept {
 // ============================================================== stop/record
 
 namespace {
+// Ends one channel of an op (ABI v4+: its KernelChStop state; v3: its stop):
+// the stop stamp, the stopped bit, and the op's kernel side when it was the
+// last. Only the op's progress thread calls this (see OpSlotFields).
+__attribute__((noinline, cold)) int double_stop() noexcept {
+  bump(counters().fault_double_stop);
+  return 0;
+}
+inline int end_channel(OpSlot& s, uint64_t v, uint64_t stamp) noexcept {
+  const uint32_t ch = extra_of(v);
+  const uint64_t bit = 1ull << ch;
+  // Relaxed: the progress thread's own fields, published by its release of
+  // the kernel side below.
+  const uint64_t stopped = s.stopped_mask.load(std::memory_order_relaxed);
+  if (stopped & bit) [[unlikely]] return double_stop();
+  s.ch_stop[ch].store(stamp, std::memory_order_relaxed);            // as above
+  s.stopped_mask.store(stopped | bit, std::memory_order_relaxed);  // as above
+  if (s.start.channels_exact) [[likely]] {
+    // The kernel side ends when every started channel stopped and at least
+    // as many as NCCL announced did.
+    if ((stopped | bit) == s.started_mask.load(std::memory_order_relaxed) &&  // as above
+        std::popcount(stopped | bit) >= s.start.n_channels &&
+        s.ch_mode.load(std::memory_order_relaxed) == kChOpen) {  // as above
+      s.ch_mode.store(kChDone, std::memory_order_relaxed);       // as above
+      return release(v, s);
+    }
+    return 0;
+  }
+  return release(v, s);  // gate mode: each channel held its own reference
+}
+}  // namespace
+
+namespace {
 __attribute__((noinline, cold)) void stop_slow(Runtime* rt, void* handle) noexcept;
 
 // A Coll / P2p / CeColl stop ("enqueued").
@@ -882,36 +968,13 @@ __attribute__((noinline)) void record_slow(Runtime* rt, void* handle, int state,
 
 int stop(void* handle) noexcept {
   const uint64_t v = hv(handle);
-  // KernelCh (the hot case) needs no runtime check: slots are never freed
-  // while the library is loaded, and every op of a finalized comm was
-  // completed, so its handles fail the generation check.
-  if (tag_of(v) == Tag::kKernelCh) [[likely]] {
+  // ABI v4+ KernelCh: NCCL always stops a channel right after its KernelChStop
+  // state (profiler-abi.md §8.6), which already ended it; the stop carries
+  // nothing more (and after the op's last channel its handle is already stale).
+  if (tag_of(v) == Tag::kKernelCh) [[likely]] return 0;
+  if (tag_of(v) == Tag::kKernelChCpu) {  // v3: no state 22; the stop ends the channel
     OpSlot* s = op_of(nullptr, v);
-    if (s == nullptr) return 0;
-    const uint32_t ch = extra_of(v);
-    // Relaxed: the progress thread's own fields (see OpSlotFields), published
-    // by its release of the kernel side below. v3 has no GPU stamps: the stop
-    // is when the proxy saw the channel finish.
-    if (s->start.abi_version < 4) s->ch_stop[ch].store(clk::read_ticks(), std::memory_order_relaxed);
-    const uint64_t bit = 1ull << ch;
-    const uint64_t stopped = s->stopped_mask.load(std::memory_order_relaxed);  // as above
-    if (stopped & bit) [[unlikely]] {
-      bump(counters().fault_double_stop);
-      return 0;
-    }
-    s->stopped_mask.store(stopped | bit, std::memory_order_relaxed);  // as above
-    if (s->start.channels_exact) [[likely]] {
-      // The kernel side ends when every started channel stopped and at least
-      // as many as NCCL announced did.
-      if ((stopped | bit) == s->started_mask.load(std::memory_order_relaxed) &&  // as above
-          std::popcount(stopped | bit) >= s->start.n_channels &&
-          s->ch_mode.load(std::memory_order_relaxed) == kChOpen) {  // as above
-        s->ch_mode.store(kChDone, std::memory_order_relaxed);       // as above
-        release(v, *s);
-      }
-    } else {
-      release(v, *s);  // gate mode: each channel held its own reference
-    }
+    if (s != nullptr) end_channel(*s, v, clk::read_ticks());
     return 0;
   }
   Runtime* rt = runtime();
@@ -1002,11 +1065,9 @@ __attribute__((noinline)) int kernel_ch_stop_other(void* handle, uint64_t ptimer
 int record_kernel_ch_stop(void* handle, uint64_t ptimer) noexcept {
   const uint64_t v = hv(handle);
   if (tag_of(v) != Tag::kKernelCh) [[unlikely]] return kernel_ch_stop_other(handle, ptimer);
-  OpSlot* s = op_of(nullptr, v);  // no runtime check (as in stop())
-  if (s == nullptr) return 0;
-  // Relaxed: published by the progress thread's release of the kernel side (stop()).
-  s->ch_stop[extra_of(v)].store(ptimer, std::memory_order_relaxed);
-  return 0;
+  OpSlot* s = live_op(v);  // no runtime check (as in stop())
+  if (s == nullptr) [[unlikely]] return stale_handle();
+  return end_channel(*s, v, ptimer);
 }
 
 void record_state(void* handle, int state, const StateArgs& a) noexcept {
@@ -1014,11 +1075,10 @@ void record_state(void* handle, int state, const StateArgs& a) noexcept {
   if (rt == nullptr) [[unlikely]] return;
   const uint64_t v = hv(handle);
   if (tag_of(v) == Tag::kKernelCh) [[likely]] {
-    if (state != nccl_abi::kKernelChStop || !a.has_ptimer) return;
+    if (state != nccl_abi::kKernelChStop) return;
     OpSlot* s = op_of(rt, v);
-    if (s == nullptr) return;
-    // Relaxed: published by the progress thread's release of the kernel side (stop()).
-    s->ch_stop[extra_of(v)].store(a.ptimer, std::memory_order_relaxed);
+    // Without its timer (NULL state args) the channel still ends, with no length.
+    if (s != nullptr) end_channel(*s, v, a.has_ptimer ? a.ptimer : 0);
     return;
   }
   record_slow(rt, handle, state, a);

@@ -38,6 +38,7 @@ enum class Tag : uint8_t {
   kMarker = 6,    // API / Group / KernelLaunch / ProxyCtrl: no state
   kFiltered = 7,  // an op we chose not to record; its children are ignored too
   kNetPlugin = 8, // no state (so stopping it twice is harmless)
+  kKernelChCpu = 9,  // as kKernelCh, for ABI v3 (no GPU timer): its stop ends the channel
 };
 
 inline constexpr int kCtxBits = 12;      // context ids (the init context argument, not handles)

@@ -69,7 +69,7 @@ enum class Fault : int {
   kReload,               // after the last finalize: dlclose, re-dlopen, re-init, run again
   kGraphReplay,          // some ops are CUDA-graph captured and replayed
   kKernelChNeverStopped, // one KernelCh of an op is never stopped
-  kKernelChDoubleStop,   // one KernelCh stop delivered twice
+  kKernelChDoubleStop,   // one KernelCh's end (2.27+: its KernelChStop state and stop) delivered twice
   kCount
 };
 const char* fault_name(Fault f);

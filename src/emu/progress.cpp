@@ -124,13 +124,15 @@ class ProxyRun {
       P_.pace_until(t.chans[i].stop_ns);
       if (kh[i] == nullptr) continue;
       if (i == 0 && has(t, Fault::kKernelChNeverStopped)) continue;
-      if (N_ >= 27) {
-        St a;
-        a.ptimer = c_.R->epoch + t.chans[i].stop_ns;
-        P_.record(kKernelCh, kh[i], kKernelChStop, a);
+      const int times = i == 0 && has(t, Fault::kKernelChDoubleStop) ? 2 : 1;
+      for (int k = 0; k < times; ++k) {
+        if (N_ >= 27) {
+          St a;
+          a.ptimer = c_.R->epoch + t.chans[i].stop_ns;
+          P_.record(kKernelCh, kh[i], kKernelChStop, a);
+        }
+        P_.stop(kKernelCh, kh[i]);
       }
-      P_.stop(kKernelCh, kh[i]);
-      if (i == 0 && has(t, Fault::kKernelChDoubleStop)) P_.stop(kKernelCh, kh[i]);
     }
   }
 

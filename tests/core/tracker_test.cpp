@@ -113,7 +113,9 @@ TEST_F(Tracker, CollectiveOnChannelsAboveZeroIsTimedOnTheGpu) {
   EXPECT_EQ(c.mask & (kColl | kKernelCh | kP2p), kColl | kKernelCh | kP2p);
   ASSERT_NE(c.ctx, nullptr);
   void* api = c.coll_api();
+  const uint64_t before = ni::mono_now_ns();
   void* op = c.coll(api, "AllReduce", 1 << 20, "ncclFloat32", 8, 41);
+  const uint64_t after = ni::mono_now_ns();
   c.stop(op);  // enqueued, not complete
   for (uint8_t ch = 4; ch < 12; ++ch) {
     void* k = c.kch(op, ch, 1000000 + ch * 10);
@@ -138,6 +140,10 @@ TEST_F(Tracker, CollectiveOnChannelsAboveZeroIsTimedOnTheGpu) {
   EXPECT_EQ(r.algo, static_cast<uint8_t>(ni::Algo::kRing));
   EXPECT_EQ(r.n_channels, 8);
   EXPECT_EQ(r.flags & ni::kFlagReclaimed, 0);
+  // The enqueue time is CPU monotonic ns, taken inside the Coll start.
+  EXPECT_EQ(r.flags & (ni::kFlagEnqueueTicks | ni::kFlagChannelSums), 0);
+  EXPECT_GE(r.enqueue_ns + 1000, before);  // the tick-to-ns calibration may be off by a little
+  EXPECT_LE(r.enqueue_ns, after + 1000);
 }
 
 // Small ops: the proxy sees channel 0 start and stop before channel 1 starts.
@@ -200,7 +206,8 @@ TEST_F(Tracker, ChannelTimesAreRelativeToTheEarliestStart) {
   void* k2 = c.kch(op, 2, 4500);
   c.kstop(k3, 5100);
   c.kstop(k1, 4700);
-  c.stop(k2);  // stopped without a KernelChStop stamp
+  ncclProfiler_v5.recordEventState(k2, kKernelChStop, nullptr);  // its state without the timer
+  c.stop(k2);
   auto recs = sink()->take();
   ASSERT_EQ(recs.size(), 1u);
   const OpRecord& r = recs[0];
@@ -218,6 +225,40 @@ TEST_F(Tracker, ChannelTimesAreRelativeToTheEarliestStart) {
   EXPECT_EQ(r.min_channel_ns, 0u);
   EXPECT_EQ(r.flags & ni::kFlagChannelSums, 0) << "the internal flag never reaches a sink";
   EXPECT_EQ(r.reserved_[0], 0);
+}
+
+// ABI v4+: the KernelChStop state ends a channel; the stop that NCCL always
+// sends right after it carries nothing more. A channel stopped without its
+// state is still running: the op waits (here until finalize reclaims it).
+TEST_F(Tracker, OnV4PlusTheKernelChStopStateEndsTheChannel) {
+  CommV5 c;
+  void* a = c.coll(c.coll_api(), "AllReduce", 4096, "ncclFloat32", 2, 1);
+  c.stop(a);
+  void* k0 = c.kch(a, 0, 100);
+  void* k1 = c.kch(a, 1, 100);
+  StateArgsV5 st{};
+  st.kernelCh.pTimer = 300;
+  ncclProfiler_v5.recordEventState(k0, kKernelChStop, &st);
+  ncclProfiler_v5.recordEventState(k1, kKernelChStop, &st);
+  auto recs = sink()->take();
+  ASSERT_EQ(recs.size(), 1u) << "complete before the KernelCh stops";
+  EXPECT_EQ(recs[0].end_ns, 300u);
+  c.stop(k0);
+  c.stop(k1);
+  EXPECT_EQ(ni::stats().fault_stale_handle, 0u) << "the stops after the last state are not faults";
+
+  void* b = c.coll(c.coll_api(), "AllReduce", 4096, "ncclFloat32", 2, 2);
+  c.stop(b);
+  c.kstop(c.kch(b, 0, 1000), 1100);
+  c.stop(c.kch(b, 1, 1000));  // no KernelChStop state
+  EXPECT_TRUE(sink()->take().empty());
+  c.finalize();
+  recs = sink()->take();
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_TRUE(recs[0].flags & ni::kFlagReclaimed);
+  EXPECT_TRUE(recs[0].flags & ni::kFlagPartialChannels);
+  EXPECT_EQ(recs[0].channels_started, 2);
+  EXPECT_EQ(recs[0].channels_stopped, 1);
 }
 
 TEST_F(Tracker, P2pOnHighChannelsWithOwnPerPeerSequence) {
@@ -285,7 +326,7 @@ TEST_F(Tracker, FaultsAreCountedNotFollowed) {
   c.stop(op);  // double stop
   void* k = c.kch(op, 0, 10);
   c.kstop(k, 20);
-  c.stop(k);   // stale: op completed and slot freed
+  c.kstop(k, 30);  // stale: the op completed and its slot was freed
   c.stop(nullptr);
   EXPECT_EQ(ncclProfiler_v5.recordEventState(nullptr, kKernelChStop, nullptr), kSuccess);
   // A PXN ProxyOp from another process: foreign pid and a foreign context.
