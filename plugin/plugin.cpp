@@ -266,7 +266,7 @@ __attribute__((noinline)) Result record_v4_rest(void* h, EventState state, State
 }
 
 template <typename D>
-core::CollStart coll_v4(const D* d) noexcept {
+__attribute__((always_inline)) inline core::CollStart coll_v4(const D* d) noexcept {
   core::CollStart s;
   s.seq = d->coll.seqNumber;
   s.count = d->coll.count;
@@ -309,6 +309,20 @@ void* start_v4_common(void* ctx, const D* d, uint64_t type) noexcept {
 // KernelCh is the most frequent event by far (one per channel of every op):
 // the exported start functions handle it with nothing else in the frame and
 // pass every other event to a separate (not inlined) function.
+// The next most frequent (one each per op), ahead of the version's switch.
+template <typename D>
+inline bool start_frequent(void* ctx, const D* d, void** out) noexcept {
+  if (d->type == kColl) {
+    *out = core::start_coll(ctx, d->parentObj, d->rank, coll_v4(d));
+    return true;
+  }
+  if (d->type == kGroup) {
+    *out = core::start_marker(ctx, EvType::kGroup, false);
+    return true;
+  }
+  return false;
+}
+
 template <typename D, void* (*Rest)(void*, const D*) noexcept>
 inline Result start_fast(void* ctx, void** h, D* d) noexcept {
   if (h == nullptr) [[unlikely]] return kSuccess;
@@ -320,6 +334,7 @@ inline Result start_fast(void* ctx, void** h, D* d) noexcept {
 }
 
 __attribute__((noinline)) void* start_v4_rest(void* ctx, const EventDescrV4* d) noexcept {
+  if (void* h; start_frequent(ctx, d, &h)) return h;
   return start_v4_common(ctx, d, d->type);
 }
 Result start_v4(void* ctx, void** h, EventDescrV4* d) noexcept { return start_fast<EventDescrV4, start_v4_rest>(ctx, h, d); }
@@ -341,6 +356,7 @@ void* start_v5_common(void* ctx, const D* d, uint64_t type) noexcept {
 }
 
 __attribute__((noinline)) void* start_v5_rest(void* ctx, const EventDescrV5* d) noexcept {
+  if (void* h; start_frequent(ctx, d, &h)) return h;
   return start_v5_common(ctx, d, d->type);
 }
 Result start_v5(void* ctx, void** h, EventDescrV5* d) noexcept { return start_fast<EventDescrV5, start_v5_rest>(ctx, h, d); }
@@ -348,6 +364,7 @@ Result start_v5(void* ctx, void** h, EventDescrV5* d) noexcept { return start_fa
 // --------------------------------------------------------------- v6 (2.29+)
 
 __attribute__((noinline)) void* start_v6_rest(void* ctx, const EventDescrV6* d) noexcept {
+  if (void* h; start_frequent(ctx, d, &h)) return h;
   switch (d->type) {
     case kCeColl: {
       core::CeStart s;

@@ -338,7 +338,8 @@ namespace {
 // Initialises a freshly allocated slot. The handle is returned to NCCL only
 // after this, so plain writes to s.start are published by NCCL's own
 // synchronisation (and, for the reclaimer, by the in_use release store).
-void reset_slot(Context& c, OpSlot& s, OpKind kind, int rank, int32_t remaining) noexcept {
+__attribute__((always_inline)) inline void reset_slot(Context& c, OpSlot& s, OpKind kind, int rank,
+                                                      int32_t remaining) noexcept {
   s.start = OpStart{};
   // Relaxed: learned once from descriptors (learn_identity); no data hangs off it.
   s.start.comm_hash = c.comm_hash.load(std::memory_order_relaxed);
@@ -388,7 +389,8 @@ void reset_slot(Context& c, OpSlot& s, OpKind kind, int rank, int32_t remaining)
 
 // Common front half of Coll/P2p/Ce starts: filter, sample, allocate.
 // Returns the slot index or UINT32_MAX (and sets *h to what NCCL gets).
-uint32_t admit(Runtime* rt, Context* c, uint64_t bytes, bool size_known, void** h) noexcept {
+__attribute__((always_inline)) inline uint32_t admit(Runtime* rt, Context* c, uint64_t bytes, bool size_known,
+                                                     void** h) noexcept {
   const Config& cfg = rt->cfg;
   if (size_known && static_cast<int64_t>(bytes) < cfg.min_size_bytes) {
     bump(counters().filtered_min_size);
@@ -502,7 +504,8 @@ namespace {
 // The part every op start shares: admission (size filter, sampling, pool),
 // slot reset and the common header fields. Returns nullptr when the op is not
 // recorded, with *h set to what NCCL gets back.
-OpSlot* begin_op(Runtime* rt, Context* c, OpKind kind, int rank, void* parent, Func func, DType dtype,
+__attribute__((always_inline)) inline OpSlot* begin_op(Runtime* rt, Context* c, OpKind kind, int rank, void* parent,
+                                                       Func func, DType dtype,
                  uint64_t count, int32_t remaining, uint32_t* slot_out, void** h) noexcept {
   const uint32_t esize = dtype_size(dtype);
   const uint64_t bytes = static_cast<uint64_t>(esize) * count;
@@ -949,19 +952,16 @@ inline int end_channel(OpSlot& s, uint64_t v, uint64_t stamp) noexcept {
 namespace {
 __attribute__((noinline, cold)) void stop_slow(Runtime* rt, void* handle) noexcept;
 
-// A Coll / P2p / CeColl stop ("enqueued").
-inline void stop_op(uint64_t v) noexcept {
-  OpSlot* s = op_of(nullptr, v);
-  if (s == nullptr) return;
+// A Coll / P2p / CeColl stop ("enqueued"). Returns 0.
+inline int stop_op(uint64_t v) noexcept {
+  OpSlot* s = live_op(v);
+  if (s == nullptr) [[unlikely]] return stale_handle();
   // Relaxed load and store: an op is stopped by the one thread that launched
   // it (or its CUDA callback); published by release()'s acq_rel decrement.
-  if (s->coll_stopped.load(std::memory_order_relaxed) != 0) [[unlikely]] {
-    bump(counters().fault_double_stop);
-    return;
-  }
+  if (s->coll_stopped.load(std::memory_order_relaxed) != 0) [[unlikely]] return double_stop();
   s->coll_stopped.store(1, std::memory_order_relaxed);               // as above
   s->stop_ticks.store(clk::read_ticks(), std::memory_order_relaxed);  // as above
-  release(v, *s);
+  return release(v, *s);
 }
 __attribute__((noinline)) void record_slow(Runtime* rt, void* handle, int state, const StateArgs& a) noexcept;
 }  // namespace
@@ -977,13 +977,10 @@ int stop(void* handle) noexcept {
     if (s != nullptr) end_channel(*s, v, clk::read_ticks());
     return 0;
   }
+  if (tag_of(v) == Tag::kMarker) return 0;  // API / Group events: nothing to do
+  if (tag_of(v) == Tag::kOp) return stop_op(v);  // no runtime check either (generation check)
   Runtime* rt = runtime();
   if (rt == nullptr) [[unlikely]] return 0;
-  if (tag_of(v) == Tag::kMarker) return 0;  // API / Group events: nothing to do
-  if (tag_of(v) == Tag::kOp) {
-    stop_op(v);
-    return 0;
-  }
   stop_slow(rt, handle);
   return 0;
 }
@@ -996,7 +993,7 @@ void stop_slow(Runtime* rt, void* handle) noexcept {
   }
   Handle h = decode(handle);
   switch (h.tag) {
-    case Tag::kOp: stop_op(hv(handle)); return;
+    case Tag::kOp: (void)stop_op(hv(handle)); return;
     case Tag::kProxyOp: {
       Context* c = nullptr;
       NetSlot* n = net_of(rt, h, &c);
