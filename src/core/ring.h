@@ -111,6 +111,11 @@ class SpscRing {
     return static_cast<size_t>(n);
   }
 
+  // Records pushed so far (the producer's index); any thread.
+  uint64_t pushed() const noexcept {
+    return head_.load(std::memory_order_acquire);  // pairs with the release store in commit()
+  }
+
   // Approximate fill level; any thread. Both loads acquire so the difference
   // is never negative in a way that matters (head read last).
   size_t size() const noexcept {

@@ -182,7 +182,6 @@ OpRecord* publish_begin(ThreadRing** out) noexcept {
   ThreadRing* tr = tls_ring != nullptr && tls_gen == rt->generation ? tls_ring : this_thread();
   *out = tr;
   if (tr == &g_dummy_ring) return nullptr;
-  bump(tr->counters.ops_completed);
   SpscRing<OpRecord>* ring = ring_of(rt, tr);
   OpRecord* slot = ring ? ring->try_reserve() : nullptr;
   if (slot == nullptr) bump(tr->counters.dropped_ring_full);
@@ -453,7 +452,9 @@ CoreStats stats() {
   for (ThreadRing* t = rt->rings; t; t = t->next) {
     const core::ThreadCounters& c = t->counters;
     auto rd = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };  // statistics only
-    s.ops_completed += rd(c.ops_completed);
+    // Records produced: pushed into the ring, or dropped there.
+    const SpscRing<OpRecord>* ring = t->ring.load(std::memory_order_acquire);  // pairs with the release store in ring_of()
+    s.ops_completed += (ring != nullptr ? ring->pushed() : 0) + rd(c.dropped_ring_full);
     s.dropped_ring_full += rd(c.dropped_ring_full);
     s.dropped_pool_exhausted += rd(c.dropped_pool);
     s.filtered_min_size += rd(c.filtered_min_size);

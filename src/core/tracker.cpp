@@ -25,6 +25,9 @@
 
 #include <bit>
 #include <cstring>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "src/core/clock.h"
 #include "src/core/names.h"
@@ -203,6 +206,30 @@ __attribute__((noinline)) void channel_times_slow(OpRecord& r, OpSlot& s, uint64
 }
 }  // namespace
 
+namespace {
+// Zeroes the record from the end of its first line to its channel list (the
+// ring slot holds an older record), with plain 16-byte stores: a string
+// instruction would cost one instruction per 8 bytes.
+inline void zero_after_start(OpRecord& r) noexcept {
+  char* p = reinterpret_cast<char*>(&r) + sizeof(OpStart);
+  constexpr size_t n = offsetof(OpRecord, channels) - sizeof(OpStart);
+  static_assert(n == 128);
+#if defined(__SSE2__)
+  const __m128i z = _mm_setzero_si128();
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 0), z);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 16), z);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 32), z);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 48), z);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 64), z);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 80), z);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 96), z);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 112), z);
+#else
+  std::memset(p, 0, n);
+#endif
+}
+}  // namespace
+
 // Builds the record in place in this thread's ring slot and publishes it;
 // frees the op slot.
 bool complete(Context& c, uint32_t slot, uint32_t gen, OpSlot& s, bool reclaimed) noexcept {
@@ -223,8 +250,8 @@ bool complete(Context& c, uint32_t slot, uint32_t gen, OpSlot& s, bool reclaimed
   // The header: the start's cache line as it is (same layout), the rest zeroed
   // (this ring slot holds an older record) and filled below.
   std::memcpy(static_cast<void*>(&r), &s.start, sizeof(OpStart));
-  r.reserved_[0] = r.reserved_[1] = 0;  // OpStart::channels_exact, pad_
-  std::memset(reinterpret_cast<char*>(&r) + sizeof(OpStart), 0, offsetof(OpRecord, channels) - sizeof(OpStart));
+  r.reserved_[0] = r.reserved_[1] = 0;  // OpStart::pad_
+  zero_after_start(r);
   r.net_first_peer = -1;
   if (reclaimed) {
     r.flags |= kFlagReclaimed;
@@ -537,7 +564,9 @@ void* start_coll(void* ctx, void* parent, int rank, const CollStart& d) noexcept
   OpSlot* s = begin_op(rt, c, OpKind::kColl, rank, parent, d.func, d.dtype, d.count,
                        initial_remaining(*c), &slot, &h);
   if (s == nullptr) return h;
-  s->start.channels_exact = d.channels_exact && d.n_channels > 0;
+  // Relaxed: published with the handle. Rare (v4 P2P): the KernelCh line is
+  // otherwise left to the progress thread.
+  if (!d.channels_exact || d.n_channels == 0) s->ch_mode.store(kChGate, std::memory_order_relaxed);
   OpStart& r = s->start;
   r.seq = d.seq;
   r.algo = static_cast<uint8_t>(d.algo);
@@ -561,7 +590,9 @@ void* start_p2p(void* ctx, void* parent, int rank, const P2pStart& d) noexcept {
   OpSlot* s = begin_op(rt, c, OpKind::kP2p, rank, parent, d.func, d.dtype, d.count,
                        initial_remaining(*c), &slot, &h);
   if (s == nullptr) return h;
-  s->start.channels_exact = d.channels_exact && d.n_channels > 0;
+  // Relaxed: published with the handle. Rare (v4 P2P): the KernelCh line is
+  // otherwise left to the progress thread.
+  if (!d.channels_exact || d.n_channels == 0) s->ch_mode.store(kChGate, std::memory_order_relaxed);
   OpStart& r = s->start;
   // Own sequence: the k-th send to a peer matches the peer's k-th recv from us.
   if (c->p2p_seq_n != 0 && d.peer >= 0) {
@@ -585,6 +616,7 @@ void* start_ce_coll(void* ctx, void* parent, int rank, const CeStart& d) noexcep
   uint32_t slot = 0;
   OpSlot* s = begin_op(rt, c, OpKind::kCe, rank, parent, d.func, d.dtype, d.count, 1, &slot, &h);
   if (s == nullptr) return h;
+  s->ch_mode.store(kChGate, std::memory_order_relaxed);  // no channel count (relaxed: published with the handle)
 
   OpStart& r = s->start;
   r.seq = d.seq;
@@ -647,11 +679,17 @@ __attribute__((noinline, cold)) void* reject_kernel_ch(uint64_t pv) noexcept {
   return nullptr;
 }
 
-// Clock samples are taken at the first channel of one op in four: those whose
-// slot is on a use count (generation) divisible by four. A slot's first use
-// counts, so a comm's first ops (up to one pool chunk) are all sampled; then
-// the schedule is independent of timing, and takes no state to keep.
-inline bool clock_sample_due(uint64_t op_v) noexcept { return (gen_of(op_v) & 3u) == 0; }
+// Clock samples are taken at an op's first channel: always while the op's
+// slot is on one of its first 16 uses (a new comm's pool is fresh, so its
+// first ops are all sampled), then for about one op in four, chosen by two
+// bits of the GPU timer (about a microsecond apart: effectively random) mixed
+// with the slot's use count. Never by position in a periodic pattern: a job's
+// ops repeat with a period, and sampling always the same op of a period (say
+// the one whose start the proxy always sees late) would bias the bound.
+inline bool clock_sample_due(uint64_t op_v, uint64_t ptimer) noexcept {
+  const uint32_t uses = gen_of(op_v);
+  return uses < 16 || (((ptimer >> 10) ^ uses) & 3u) == 0;
+}
 
 // The less common cases of a KernelCh start: a channel started twice, gate
 // mode, a channel that starts after the kernel side was released. Stores the
@@ -666,16 +704,16 @@ __attribute__((noinline)) void* kernel_ch_started(OpSlot& s, uint64_t pv, uint32
   }
   Context& c = *cp;
   const uint64_t bit = 1ull << channel;
-  if (has_ptimer && old == 0 && clock_sample_due(pv)) sample_clock(c, stamp);
+  if (has_ptimer && old == 0 && clock_sample_due(pv, stamp)) sample_clock(c, stamp);
   if (old & bit) [[unlikely]] {
     bump(counters().fault_double_stop);  // same channel started twice: the later start wins
-  } else if (!s.start.channels_exact) {
+  } else if (const uint8_t mode = s.ch_mode.load(std::memory_order_relaxed); mode == kChGate) {  // see OpSlotFields
     if (!hold(s)) {
       bump(counters().fault_late_child);
       return nullptr;
     }
     if (old == 0) release(c, pv, s);  // first child removes the gate
-  } else if (s.ch_mode.load(std::memory_order_relaxed) == kChDone) {  // the progress thread's own field
+  } else if (mode == kChDone) {
     // The kernel side was released (nChannels channels came and stopped):
     // take it again, unless the op completed meanwhile.
     if (!hold(s)) {
@@ -703,8 +741,8 @@ inline void* kernel_ch_start(uint64_t pv, uint8_t channel, uint64_t stamp, bool 
   // to the completer by its release of the kernel side in stop().
   const uint64_t old = s->started_mask.load(std::memory_order_relaxed);
   // The common case: a channel of an op whose channel count NCCL told us.
-  if ((old & bit) != 0 || !s->start.channels_exact || s->ch_mode.load(std::memory_order_relaxed) != kChOpen ||
-      (old == 0 && has_ptimer && clock_sample_due(pv))) [[unlikely]]
+  if ((old & bit) != 0 || s->ch_mode.load(std::memory_order_relaxed) != kChOpen ||
+      (old == 0 && has_ptimer && clock_sample_due(pv, stamp))) [[unlikely]]
     return kernel_ch_started(*s, pv, channel, old, stamp, has_ptimer);
   s->ch_stop[channel].store(0, std::memory_order_relaxed);      // as above
   s->ch_start[channel].store(stamp, std::memory_order_relaxed);  // as above
@@ -747,8 +785,8 @@ int start_kernel_ch_gpu(void** h, void* parent, uint8_t channel, uint64_t ptimer
   const uint64_t bit = 1ull << channel;
   // Relaxed: as in kernel_ch_start().
   const uint64_t old = s->started_mask.load(std::memory_order_relaxed);
-  if ((old & bit) != 0 || !s->start.channels_exact || s->ch_mode.load(std::memory_order_relaxed) != kChOpen ||
-      (old == 0 && clock_sample_due(pv))) [[unlikely]]
+  if ((old & bit) != 0 || s->ch_mode.load(std::memory_order_relaxed) != kChOpen ||
+      (old == 0 && clock_sample_due(pv, ptimer))) [[unlikely]]
     return kernel_ch_started_into(h, *s, pv, channel, old, ptimer);
   s->ch_stop[channel].store(0, std::memory_order_relaxed);       // as above
   s->ch_start[channel].store(ptimer, std::memory_order_relaxed);  // as above
@@ -934,18 +972,19 @@ inline int end_channel(OpSlot& s, uint64_t v, uint64_t stamp) noexcept {
   if (stopped & bit) [[unlikely]] return double_stop();
   s.ch_stop[ch].store(stamp, std::memory_order_relaxed);            // as above
   s.stopped_mask.store(stopped | bit, std::memory_order_relaxed);  // as above
-  if (s.start.channels_exact) [[likely]] {
+  const uint8_t mode = s.ch_mode.load(std::memory_order_relaxed);  // as above
+  if (mode == kChOpen) [[likely]] {
     // The kernel side ends when every started channel stopped and at least
     // as many as NCCL announced did.
     if ((stopped | bit) == s.started_mask.load(std::memory_order_relaxed) &&  // as above
-        std::popcount(stopped | bit) >= s.start.n_channels &&
-        s.ch_mode.load(std::memory_order_relaxed) == kChOpen) {  // as above
-      s.ch_mode.store(kChDone, std::memory_order_relaxed);       // as above
+        std::popcount(stopped | bit) >= s.start.n_channels) {
+      s.ch_mode.store(kChDone, std::memory_order_relaxed);  // as above
       return release(v, s);
     }
     return 0;
   }
-  return release(v, s);  // gate mode: each channel held its own reference
+  if (mode == kChGate) return release(v, s);  // each channel held its own reference
+  return 0;
 }
 }  // namespace
 

@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "src/core/config.h"
@@ -115,8 +116,7 @@ struct alignas(kCacheLine) OpStart {
   int32_t peer;
   uint16_t flags;  // OpFlag
   uint8_t kind, func, dtype, algo, proto, n_channels, n_warps, abi_version;
-  uint8_t channels_exact;  // n_channels is how many channels will run (zeroed in the record)
-  uint8_t pad_;
+  uint8_t pad_[2];  // the record's reserved_
 };
 static_assert(sizeof(OpStart) == kCacheLine);
 // OpRecord's first cache line has the same layout (record.h): completion copies it whole.
@@ -141,12 +141,13 @@ NI_SAME_OFFSET(abi_version);
 #undef NI_SAME_OFFSET
 
 // Where an op's kernel side stands (OpSlotFields::ch_mode). With a known
-// channel count (OpStart::channels_exact) the kernel side holds one reference,
-// released when every started channel stopped and at least n_channels did.
-// Otherwise (gate mode) each channel holds a reference while it runs.
+// channel count the kernel side holds one reference, released when every
+// started channel stopped and at least n_channels did. Otherwise (gate mode)
+// each channel holds a reference while it runs.
 enum ChMode : uint8_t {
-  kChOpen = 0,  // the kernel side may still see channels (always, in gate mode)
-  kChDone = 1,  // count known, kernel side released
+  kChOpen = 0,  // count known, the kernel side is held (the value a free slot has)
+  kChDone = 1,  // count known, the kernel side was released
+  kChGate = 2,  // count unknown (set by the op's start: the only time the app side writes that line)
 };
 
 // One in-flight Coll / P2p / CeColl. `start` is written by the starting thread
@@ -334,14 +335,14 @@ class SlotTable {
 };
 
 // One context's slots: chunks of kChunk slots taken from the SlotTable up to a
-// maximum, with two lock-free free stacks. free() pushes onto `returned_`;
-// alloc() pops from `ready_` (its head carries a 32-bit tag against ABA) and,
-// when that is empty, takes all of `returned_` at once (one exchange) as the
-// new `ready_`. The threads that start ops and the thread that completes
-// them (NCCL's app and progress threads) then share a free-list line once
-// per batch instead of twice per op. alloc/free may run on any thread;
-// indices are global (SlotTable). The chunks go back to the table when the
-// context is destroyed at runtime teardown.
+// maximum, with a lock-free free list (Treiber stack whose head carries a
+// 32-bit tag against ABA). alloc/free may run on any thread; indices are
+// global (SlotTable). The chunks go back to the table when the context is
+// destroyed at runtime teardown. (Splitting it into a stack that frees push
+// onto and one that allocations take from in batches was measured: no gain
+// in the concurrency benchmark, and a window in which slots on their way
+// between the two are in neither, so a nearly full pool could report itself
+// exhausted.)
 template <typename Slot>
 class Pool {
  public:
@@ -379,72 +380,48 @@ class Pool {
   }
 
   // Returns a global slot index, or UINT32_MAX when the pool is at its maximum.
+  // A thread that finds the list empty while another one adds a chunk waits
+  // for that chunk (once per chunk in the pool's life; bounded) rather than
+  // reporting the pool exhausted.
   uint32_t alloc() noexcept {
-    for (int attempt = 0; attempt < 2; ++attempt) {
+    for (int attempt = 0; attempt < 1000; ++attempt) {
       uint32_t i = pop();
-      if (i != UINT32_MAX) return i;
+      if (i != UINT32_MAX) [[likely]] return i;
+      // Acquire pairs with the release store that ends grow().
+      if (growing_.load(std::memory_order_acquire) != 0) {
+        std::this_thread::yield();
+        continue;
+      }
       if (!grow()) break;
     }
     return pop();
   }
 
   void free(uint32_t i) noexcept {
-    // A push-only stack emptied only by exchange has no ABA problem: no tag.
-    uint32_t h = returned_.load(std::memory_order_relaxed);  // relaxed: the CAS below re-checks it
+    uint64_t h = head_.load(std::memory_order_relaxed);  // relaxed: the CAS below re-checks it
     for (;;) {
       // Relaxed: published by the release CAS below.
-      at(i).free_next.store(h, std::memory_order_relaxed);
+      at(i).free_next.store(static_cast<uint32_t>(h), std::memory_order_relaxed);
+      uint64_t nh = ((h >> 32) + 1) << 32 | (i + 1);
       // Release: the slot's final writes (gen bump, free_next) happen-before
-      // the exchange in pop() that takes it (acq_rel).
-      if (returned_.compare_exchange_weak(h, i + 1, std::memory_order_release, std::memory_order_relaxed)) return;
+      // the pop() that takes it (acquire).
+      if (head_.compare_exchange_weak(h, nh, std::memory_order_release, std::memory_order_relaxed)) return;
     }
   }
 
  private:
   uint32_t pop() noexcept {
-    // Pairs with the release CASes that install a chain in ready_.
-    uint64_t h = ready_.load(std::memory_order_acquire);
+    // Pairs with the release CAS in free().
+    uint64_t h = head_.load(std::memory_order_acquire);
     for (;;) {
-      const uint32_t idx1 = static_cast<uint32_t>(h);
-      if (idx1 == 0) break;
+      uint32_t idx1 = static_cast<uint32_t>(h);
+      if (idx1 == 0) return UINT32_MAX;
       // relaxed: a stale value is caught by the ABA tag in the CAS
-      const uint32_t next = at(idx1 - 1).free_next.load(std::memory_order_relaxed);
-      const uint64_t nh = ((h >> 32) + 1) << 32 | next;
-      // Acquire on success and failure pairs with the release CASes that
-      // install chains; a stale `next` read is caught by the ABA tag in h.
-      if (ready_.compare_exchange_weak(h, nh, std::memory_order_acquire, std::memory_order_acquire)) return idx1 - 1;
-    }
-    // ready_ is empty: take everything freed since the last time. acq_rel:
-    // acquire pairs with free()'s release CAS (the chain's links and the
-    // slots' final writes are visible).
-    const uint32_t chain = returned_.exchange(0, std::memory_order_acq_rel);
-    if (chain == 0) return UINT32_MAX;
-    // Keep the first, make the rest ready. Relaxed: the chain is ours alone
-    // now (taken by the exchange above).
-    const uint32_t rest = at(chain - 1).free_next.load(std::memory_order_relaxed);
-    if (rest != 0) install(rest);
-    return chain - 1;
-  }
-
-  // Puts a private chain (linked by free_next) on top of ready_.
-  void install(uint32_t chain) noexcept {
-    uint32_t tail = 0;  // the chain's last slot + 1, found only if ready_ is not empty
-    uint64_t h = ready_.load(std::memory_order_relaxed);  // relaxed: the CAS below re-checks it
-    for (;;) {
-      const uint32_t top = static_cast<uint32_t>(h);
-      if (top != 0 && tail == 0) {
-        // Another thread refilled ready_ meanwhile: it goes below our chain.
-        tail = chain;
-        // Relaxed: our own links (see pop()).
-        for (uint32_t n; (n = at(tail - 1).free_next.load(std::memory_order_relaxed)) != 0;) tail = n;
-      }
-      // Relaxed: published by the CAS below. (Once linked, relinked on every
-      // retry, to whatever ready_ holds then, possibly nothing.)
-      if (tail != 0) at(tail - 1).free_next.store(top, std::memory_order_relaxed);
-      // Release pairs with pop()'s acquire loads of ready_: the links are visible.
-      if (ready_.compare_exchange_weak(h, ((h >> 32) + 1) << 32 | chain, std::memory_order_release,
-                                       std::memory_order_relaxed))
-        return;
+      uint32_t next = at(idx1 - 1).free_next.load(std::memory_order_relaxed);
+      uint64_t nh = ((h >> 32) + 1) << 32 | next;
+      // Acquire on success pairs with free()'s release; a stale `next` read
+      // is caught by the ABA tag in h.
+      if (head_.compare_exchange_weak(h, nh, std::memory_order_acquire, std::memory_order_acquire)) return idx1 - 1;
     }
   }
 
@@ -477,8 +454,7 @@ class Pool {
   uint32_t max_chunks_ = 0;
   std::atomic<uint32_t> n_chunks_{0};
   std::atomic<uint32_t> growing_{0};
-  alignas(kCacheLine) std::atomic<uint64_t> ready_{0};  // (aba tag << 32) | (global index + 1)
-  alignas(kCacheLine) std::atomic<uint32_t> returned_{0};  // global index + 1
+  alignas(kCacheLine) std::atomic<uint64_t> head_{0};  // (aba tag << 32) | (global index + 1)
 };
 
 // ------------------------------------------------------------------ context
@@ -511,7 +487,6 @@ struct Context {
 // the dump thread (relaxed) for statistics. Exception: high_water is written
 // only by the ring's consumer (drain_records).
 struct ThreadCounters {
-  std::atomic<uint64_t> ops_completed{0};
   std::atomic<uint64_t> dropped_ring_full{0};
   std::atomic<uint64_t> dropped_pool{0};
   std::atomic<uint64_t> filtered_min_size{0};
@@ -528,7 +503,7 @@ struct ThreadCounters {
   std::atomic<uint64_t> high_water{0};
 };
 
-inline void bump(std::atomic<uint64_t>& c) noexcept {
+__attribute__((always_inline)) inline void bump(std::atomic<uint64_t>& c) noexcept {
   // Single writer (the owning thread); relaxed load+store, no locked op.
   c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
