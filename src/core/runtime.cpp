@@ -17,6 +17,9 @@
 
 namespace ni::core {
 
+thread_local constinit ThreadRing* tls_ring = nullptr;
+thread_local constinit uint64_t tls_gen = 0;
+
 // The live runtime (see runtime() in tracker.h).
 std::atomic<Runtime*> g_rt{nullptr};
 
@@ -50,9 +53,6 @@ struct UnloadGuard {
   }
 } g_unload_guard;
 uint64_t g_generation = 0;  // guarded by g_mu
-
-thread_local ThreadRing* tls_ring = nullptr;
-thread_local uint64_t tls_gen = 0;
 
 // Used when no runtime exists (counts nothing that is ever read).
 ThreadRing g_dummy_ring;
@@ -125,23 +125,6 @@ Runtime::~Runtime() {
   }
 }
 
-Context* context_from_arg(Runtime* rt, void* ctx) noexcept {
-  auto v = reinterpret_cast<uintptr_t>(ctx);
-  if (v == 0) return nullptr;  // disabled comm: silently nothing
-  uint32_t id1 = static_cast<uint32_t>(v & 0xFFFFu);
-  if (((v >> 16) & 0xFFFFu) != (rt->generation & 0xFFFFu) || id1 == 0 || id1 > kMaxContexts) {
-    bump(this_thread()->counters.fault_null_context);
-    return nullptr;
-  }
-  Context* c = context_of(rt, id1 - 1);
-  // Relaxed: a finalized comm's late callbacks are only counted.
-  if (c == nullptr || c->live.load(std::memory_order_relaxed) == 0) {
-    bump(this_thread()->counters.fault_null_context);
-    return nullptr;
-  }
-  return c;
-}
-
 ThreadRing* this_thread() noexcept {
   Runtime* rt = runtime();
   if (rt == nullptr) return &g_dummy_ring;
@@ -176,7 +159,7 @@ SpscRing<OpRecord>* ring_of(Runtime* rt, ThreadRing* tr) noexcept {
 }
 }  // namespace
 
-OpRecord* publish_begin(ThreadRing** out) noexcept {
+OpRecord* publish_begin_slow(ThreadRing** out) noexcept {
   Runtime* rt = runtime();
   if (rt == nullptr) return nullptr;
   ThreadRing* tr = tls_ring != nullptr && tls_gen == rt->generation ? tls_ring : this_thread();
@@ -188,18 +171,11 @@ OpRecord* publish_begin(ThreadRing** out) noexcept {
   return slot;
 }
 
-void publish_commit(ThreadRing* tr) noexcept {
-  Runtime* rt = runtime();
-  SpscRing<OpRecord>* ring = tr->ring.load(std::memory_order_relaxed);  // our own store
-  // The fill from the producer's cached view of the consumer is an upper
-  // bound; only when it crosses the mark do we read the consumer's index
-  // (another core's cache line) to confirm.
-  if (ring->commit() >= rt->high_water_mark && rt->sink) [[unlikely]] {
-    // One wake per drain cycle: the dump thread clears the flag (release)
-    // after draining; acq_rel here pairs with that store.
-    if (ring->refresh_fill() >= rt->high_water_mark && rt->wake_pending.exchange(1, std::memory_order_acq_rel) == 0)
-      rt->sink->wake();
-  }
+void publish_wake(Runtime* rt, SpscRing<OpRecord>* ring) noexcept {
+  // One wake per drain cycle: the dump thread clears the flag (release)
+  // after draining; acq_rel here pairs with that store.
+  if (ring->refresh_fill() >= rt->high_water_mark && rt->wake_pending.exchange(1, std::memory_order_acq_rel) == 0)
+    rt->sink->wake();
 }
 
 void publish(const OpRecord& r) noexcept {

@@ -35,8 +35,6 @@
 
 namespace ni::core {
 
-// Defined in runtime.cpp.
-Context* context_from_arg(Runtime* rt, void* ctx) noexcept;
 
 namespace {
 
@@ -126,16 +124,7 @@ inline void release(Context& c, const Handle& oh, OpSlot& s) noexcept {
 }
 // The same for callers that have not loaded the op's context (KernelCh, Coll
 // stop): it is needed only by whoever completes.
-__attribute__((noinline)) int complete_from_handle(uint64_t op_v, OpSlot& s) noexcept {
-  // Relaxed: set when the chunk joined the pool, before any handle into it existed.
-  Context* c = s.ctx.load(std::memory_order_relaxed);
-  if (c == nullptr) [[unlikely]] {  // a slot of a chunk given back: no live op
-    bump(counters().fault_stale_handle);
-    return 0;
-  }
-  complete(*c, slot_of(op_v), gen_of(op_v), s, false);
-  return 0;
-}
+int complete_from_handle(uint64_t op_v, OpSlot& s) noexcept;
 // Returns 0, so that callers can end with it (a tail call when it completes).
 inline int release(uint64_t op_v, OpSlot& s) noexcept {
   int32_t prev = s.remaining.fetch_sub(1, std::memory_order_acq_rel);  // as above
@@ -231,8 +220,9 @@ inline void zero_after_start(OpRecord& r) noexcept {
 }  // namespace
 
 // Builds the record in place in this thread's ring slot and publishes it;
-// frees the op slot.
-bool complete(Context& c, uint32_t slot, uint32_t gen, OpSlot& s, bool reclaimed) noexcept {
+// frees the op slot. (Compiled into complete() and into the hot release path.)
+__attribute__((always_inline)) inline bool complete_body(Context& c, uint32_t slot, uint32_t gen, OpSlot& s,
+                                                         bool reclaimed) noexcept {
   // Exactly once per generation: the reclaimer and the last child may race
   // here, and the reclaimer may hold an older generation. acq_rel: acquire
   // pairs with reset_slot()'s release store (the header is visible).
@@ -359,6 +349,23 @@ bool complete(Context& c, uint32_t slot, uint32_t gen, OpSlot& s, bool reclaimed
   publish_commit(tr);
   return true;
 }
+
+bool complete(Context& c, uint32_t slot, uint32_t gen, OpSlot& s, bool reclaimed) noexcept {
+  return complete_body(c, slot, gen, s, reclaimed);
+}
+
+namespace {
+__attribute__((noinline)) int complete_from_handle(uint64_t op_v, OpSlot& s) noexcept {
+  // Relaxed: set when the chunk joined the pool, before any handle into it existed.
+  Context* c = s.ctx.load(std::memory_order_relaxed);
+  if (c == nullptr) [[unlikely]] {  // a slot of a chunk given back: no live op
+    bump(counters().fault_stale_handle);
+    return 0;
+  }
+  complete_body(*c, slot_of(op_v), gen_of(op_v), s, false);
+  return 0;
+}
+}  // namespace
 
 namespace {
 

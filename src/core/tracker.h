@@ -521,10 +521,12 @@ struct alignas(kCacheLine) ThreadRing {  // own cache lines: no false sharing be
 ThreadRing* this_thread() noexcept;
 // Push a completed record into this thread's ring; counts a drop when full.
 void publish(const OpRecord& r) noexcept;
-// In-place variant: a slot of this thread's ring to fill (nullptr when full,
-// drop already counted), then publish_commit().
-OpRecord* publish_begin(ThreadRing** tr) noexcept;
-void publish_commit(ThreadRing* tr) noexcept;
+
+// This thread's ring record in the runtime of generation tls_gen (runtime.cpp).
+extern thread_local constinit ThreadRing* tls_ring;
+extern thread_local constinit uint64_t tls_gen;
+OpRecord* publish_begin_slow(ThreadRing** tr) noexcept;
+void publish_wake(struct Runtime* rt, SpscRing<OpRecord>* ring) noexcept;
 
 // ------------------------------------------------------------------ runtime
 
@@ -565,6 +567,50 @@ inline Context* context_of(Runtime* rt, uint32_t id) noexcept {
   if (rt == nullptr || id >= kMaxContexts) return nullptr;
   // Pairs with the release store when the context is created.
   return rt->contexts[id].load(std::memory_order_acquire);
+}
+
+// The context an init handed NCCL (id + runtime generation, never a pointer),
+// or nullptr (counted) when it is not a live comm of this runtime.
+inline Context* context_from_arg(Runtime* rt, void* ctx) noexcept {
+  auto v = reinterpret_cast<uintptr_t>(ctx);
+  if (v == 0) return nullptr;  // disabled comm: silently nothing
+  uint32_t id1 = static_cast<uint32_t>(v & 0xFFFFu);
+  if (((v >> 16) & 0xFFFFu) != (rt->generation & 0xFFFFu) || id1 == 0 || id1 > kMaxContexts) {
+    bump(this_thread()->counters.fault_null_context);
+    return nullptr;
+  }
+  Context* c = context_of(rt, id1 - 1);
+  // Relaxed: a finalized comm's late callbacks are only counted.
+  if (c == nullptr || c->live.load(std::memory_order_relaxed) == 0) {
+    bump(this_thread()->counters.fault_null_context);
+    return nullptr;
+  }
+  return c;
+}
+
+// In-place publishing: a slot of this thread's ring to fill (nullptr when
+// full, the drop counted), then publish_commit(). Inline: the common case is
+// a registered thread with a ring that has room.
+inline OpRecord* publish_begin(ThreadRing** out) noexcept {
+  Runtime* rt = runtime();
+  ThreadRing* tr = tls_ring;
+  if (rt == nullptr || tr == nullptr || tls_gen != rt->generation) [[unlikely]] return publish_begin_slow(out);
+  // Only this thread writes the pointer; relaxed read of our own store.
+  SpscRing<OpRecord>* ring = tr->ring.load(std::memory_order_relaxed);
+  if (ring == nullptr) [[unlikely]] return publish_begin_slow(out);
+  *out = tr;
+  OpRecord* slot = ring->try_reserve();
+  if (slot == nullptr) [[unlikely]] bump(tr->counters.dropped_ring_full);
+  return slot;
+}
+
+inline void publish_commit(ThreadRing* tr) noexcept {
+  Runtime* rt = runtime();
+  SpscRing<OpRecord>* ring = tr->ring.load(std::memory_order_relaxed);  // our own store
+  // The fill from the producer's cached view of the consumer is an upper
+  // bound; only when it crosses the mark do we read the consumer's index
+  // (another core's cache line) to confirm.
+  if (ring->commit() >= rt->high_water_mark && rt->sink) [[unlikely]] publish_wake(rt, ring);
 }
 
 }  // namespace ni::core
