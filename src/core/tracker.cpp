@@ -23,6 +23,7 @@
 // generation in the CAS makes a claim with a stale view of a recycled slot fail.
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #if defined(__SSE2__)
@@ -132,7 +133,7 @@ inline int release(uint64_t op_v, OpSlot& s) noexcept {
   return 0;
 }
 
-void free_op(Context& c, uint32_t slot, OpSlot& s) noexcept {
+__attribute__((always_inline)) inline void free_op(Context& c, uint32_t slot, OpSlot& s) noexcept {
   // Release pairs with the acquire gen loads in op_of(): after this, old
   // handles no longer validate.
   // The claim (complete()) makes this thread the only writer of gen: a plain
@@ -270,13 +271,15 @@ __attribute__((always_inline)) inline bool complete_body(Context& c, uint32_t sl
       // consumer (finish_record(), kFlagChannelSums).
       const uint64_t lo = s.ch_lo.load(std::memory_order_relaxed);  // as the masks
       ChannelTime* out_ch = r.channels;
+      const std::atomic<uint64_t>* starts = s.ch_start;
+      const std::atomic<uint64_t>* stops = s.ch_stop;
       for (uint64_t m = mask; m != 0; m &= m - 1, ++out_ch) {
-        const int ch = std::countr_zero(m);
-        const uint64_t a = s.ch_start[ch].load(std::memory_order_relaxed);
-        uint64_t b = s.ch_stop[ch].load(std::memory_order_relaxed);
+        const size_t ch = static_cast<size_t>(__builtin_ctzll(m));
+        const uint64_t a = starts[ch].load(std::memory_order_relaxed);
+        uint64_t b = stops[ch].load(std::memory_order_relaxed);
         b = b < a ? a : b;  // never stopped (or no stop stamp): zero length
         out_ch->start_off_ns = static_cast<uint32_t>(a - lo);
-        out_ch->dur_ns = sat32(b - a);
+        out_ch->dur_ns = static_cast<uint32_t>(std::min<uint64_t>(b - a, UINT32_MAX));
       }
       r.start_ns = lo;
       r.flags |= kFlagChannelSums;
