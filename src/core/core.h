@@ -98,7 +98,7 @@ void* start_ce_child(void* ctx, void* parent, EvType type, uint64_t bytes) noexc
 void* start_kernel_ch(void* ctx, void* parent, uint8_t channel, uint64_t ptimer, bool has_ptimer) noexcept;
 // The same with a GPU pTimer (ABI v4+), storing the handle in *h and returning
 // 0 (ncclSuccess), so that an adapter can end with a tail call.
-int start_kernel_ch_gpu(void** h, void* parent, uint8_t channel, uint64_t ptimer) noexcept;
+int start_kernel_ch_gpu(void** h, void* parent, uint32_t channel, uint64_t ptimer) noexcept;
 void* start_proxy_op(void* ctx, void* parent, const ProxyOpStart& s) noexcept;
 void* start_proxy_step(void* ctx, void* parent, int step) noexcept;
 void* start_net_plugin(void* ctx, void* parent, int64_t plugin_id, const void* data) noexcept;

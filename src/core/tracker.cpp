@@ -768,9 +768,11 @@ void* start_kernel_ch(void* ctx, void* parent, uint8_t channel, uint64_t ptimer,
 }
 
 namespace {
-__attribute__((noinline)) int kernel_ch_started_into(void** h, OpSlot& s, uint64_t pv, uint32_t channel, uint64_t old,
+__attribute__((noinline)) int kernel_ch_started_into(void** h, uint64_t pv, uint32_t channel,
                                                      uint64_t ptimer) noexcept {
-  *h = kernel_ch_started(s, pv, channel, old, ptimer, true);
+  OpSlot& s = SlotTable<OpSlot>::at(slot_of(pv));  // validated by the caller
+  // Relaxed: the progress thread's own field (see OpSlotFields).
+  *h = kernel_ch_started(s, pv, channel, s.started_mask.load(std::memory_order_relaxed), ptimer, true);
   return 0;
 }
 __attribute__((noinline, cold)) int kernel_ch_rejected_into(void** h, uint64_t pv, bool stale) noexcept {
@@ -786,7 +788,7 @@ __attribute__((noinline, cold)) int kernel_ch_rejected_into(void** h, uint64_t p
 
 // kernel_ch_start() for ABI v4+, shaped so that its common path needs no
 // stack frame (every other case is a tail call).
-int start_kernel_ch_gpu(void** h, void* parent, uint8_t channel, uint64_t ptimer) noexcept {
+int start_kernel_ch_gpu(void** h, void* parent, uint32_t channel, uint64_t ptimer) noexcept {
   const uint64_t pv = hv(parent);
   if (tag_of(pv) != Tag::kOp || channel >= nccl_abi::kMaxChannels) [[unlikely]]
     return kernel_ch_rejected_into(h, pv, false);
@@ -797,7 +799,7 @@ int start_kernel_ch_gpu(void** h, void* parent, uint8_t channel, uint64_t ptimer
   const uint64_t old = s->started_mask.load(std::memory_order_relaxed);
   if ((old & bit) != 0 || s->ch_mode.load(std::memory_order_relaxed) != kChOpen ||
       (old == 0 && clock_sample_due(pv, ptimer))) [[unlikely]]
-    return kernel_ch_started_into(h, *s, pv, channel, old, ptimer);
+    return kernel_ch_started_into(h, pv, channel, ptimer);
   s->ch_stop[channel].store(0, std::memory_order_relaxed);       // as above
   s->ch_start[channel].store(ptimer, std::memory_order_relaxed);  // as above
   if (ptimer < s->ch_lo.load(std::memory_order_relaxed)) s->ch_lo.store(ptimer, std::memory_order_relaxed);  // as above

@@ -177,7 +177,7 @@ struct OpSlotFields {
   // writes this line.
   alignas(kCacheLine) std::atomic<uint64_t> started_mask{0};
   std::atomic<uint64_t> stopped_mask{0};
-  std::atomic<uint64_t> ch_lo{UINT64_MAX};  // earliest ch_start of the started channels
+  std::atomic<uint64_t> ch_lo{UINT64_MAX};  // earliest start stamp of the started channels
   std::atomic<uint8_t> ch_mode{kChOpen};    // ChMode
   alignas(kCacheLine) std::atomic<uint64_t> ch_start[nccl_abi::kMaxChannels];
   std::atomic<uint64_t> ch_stop[nccl_abi::kMaxChannels];
