@@ -29,7 +29,11 @@ uint32_t dtype_size(DType d) noexcept;
 namespace detail {
 template <typename E>
 struct NameCache {
-  static inline std::atomic<uint64_t> slots[4];  // (pointer << 8) | code; 0 = empty
+  // (pointer << 8) | code. Empty: pointer 2^56 - 1 (never a user-space
+  // address, so never a hit for a real name) and code 0 (a valid enum value,
+  // whatever garbage pointer might match it).
+  static constexpr uint64_t kEmpty = UINT64_MAX << 8;
+  static inline std::atomic<uint64_t> slots[4] = {kEmpty, kEmpty, kEmpty, kEmpty};
 };
 Func func_from_nccl_miss(const char* s) noexcept;
 DType dtype_from_nccl_miss(const char* s) noexcept;
@@ -40,8 +44,8 @@ inline bool name_cache_hit(const char* s, E* out) noexcept {
   const auto p = reinterpret_cast<uintptr_t>(s);
   // Relaxed: pairs with the relaxed store in names.cpp; no data hangs off it.
   const uint64_t v = NameCache<E>::slots[(p >> 3) & 3].load(std::memory_order_relaxed);
-  // v == 0 is an empty entry; NULL is never stored (its v >> 8 would be 0).
-  if (v == 0 || (v >> 8) != p) return false;
+  // An empty entry matches no pointer, and NULL (never stored) matches none.
+  if ((v >> 8) != p) return false;
   *out = static_cast<E>(v & 0xff);
   return true;
 }
