@@ -309,11 +309,19 @@ void* start_v4_common(void* ctx, const D* d, uint64_t type) noexcept {
 // KernelCh is the most frequent event by far (one per channel of every op):
 // the exported start functions handle it with nothing else in the frame and
 // pass every other event to a separate (not inlined) function.
+// A Coll start with the core's start path compiled into it (flatten: with
+// link-time optimisation, across translation units), so that the descriptor's
+// fields go straight into the op slot.
+template <typename D>
+__attribute__((noinline, flatten)) void* start_coll_flat(void* ctx, const D* d) noexcept {
+  return core::start_coll(ctx, d->parentObj, d->rank, coll_v4(d));
+}
+
 // The next most frequent (one each per op), ahead of the version's switch.
 template <typename D>
 inline bool start_frequent(void* ctx, const D* d, void** out) noexcept {
   if (d->type == kColl) {
-    *out = core::start_coll(ctx, d->parentObj, d->rank, coll_v4(d));
+    *out = start_coll_flat(ctx, d);
     return true;
   }
   if (d->type == kGroup) {
