@@ -86,8 +86,9 @@ enum OpFlag : uint16_t {
   // Internal, never seen by a sink (the capture core's consumer side derives
   // what they stand for and clears them before handing a record on):
   kFlagEnqueueTicks = 1u << 14,  // enqueue_ns holds CPU clock ticks
-  kFlagChannelSums = 1u << 15,   // only start_ns (the earliest channel start) and the per-channel list
-                                 // are written: end_ns, busy_ns and the channel extremes are not
+  kFlagChannelSums = 1u << 15,   // only channel_mask, start_ns (the earliest channel start) and the
+                                 // per-channel list are written, and busy_ns holds the stopped channels'
+                                 // mask: the channel counts, end_ns, busy_ns and extremes are derived
 };
 
 inline constexpr int kRecordChannels = 32;

@@ -263,6 +263,7 @@ void* comm_init(const InitArgs& a) noexcept {
     c->rank.store(a.rank, std::memory_order_relaxed);
     c->kernel_ch = a.abi >= 3;
     c->net = rt->cfg.enable_net;
+    c->quiet_transport = static_cast<uint8_t>(c->net || c->nnodes == 1 ? Transport::kIntraNode : Transport::kUnknown);
     c->sample_counter.store(0, std::memory_order_relaxed);  // relaxed: published by the release store of live below
     c->clk_min.store(INT64_MAX, std::memory_order_relaxed);
     c->clk_typical.store(0, std::memory_order_relaxed);
@@ -348,6 +349,10 @@ void finish_record(OpRecord& r) noexcept {
   }
   if ((r.flags & kFlagChannelSums) == 0) return;
   r.flags = static_cast<uint16_t>(r.flags & ~kFlagChannelSums);
+  const uint64_t stopped = r.busy_ns;  // see complete()
+  r.channels_started = static_cast<uint8_t>(__builtin_popcountll(r.channel_mask));
+  r.channels_stopped = static_cast<uint8_t>(__builtin_popcountll(stopped));
+  if (r.channel_mask & ~stopped) r.flags |= kFlagPartialChannels;
   int n = __builtin_popcountll(r.channel_mask);
   if (n > kRecordChannels) n = kRecordChannels;  // the producer never sets the flag then
   uint64_t hi = 0, busy = 0;

@@ -256,9 +256,6 @@ __attribute__((always_inline)) inline bool complete_body(Context& c, uint32_t sl
   const uint64_t stopped = s.stopped_mask.load(std::memory_order_relaxed);
   const uint64_t mask = started | stopped;
   r.channel_mask = mask;
-  r.channels_started = static_cast<uint8_t>(std::popcount(started));
-  r.channels_stopped = static_cast<uint8_t>(std::popcount(stopped));
-  if (started & ~stopped) r.flags |= kFlagPartialChannels;
 
   if (mask != 0) {
     // Per-channel times. v4+: GPU pTimer ns. v3: ticks observed by the proxy.
@@ -267,8 +264,11 @@ __attribute__((always_inline)) inline bool complete_body(Context& c, uint32_t sl
     // Relaxed loads: as the masks above.
     if (gpu && n <= kRecordChannels && !reclaimed) [[likely]] {
       // Each channel's offset from the earliest start (kept by the KernelCh
-      // starts) and its length; the sums and extremes are left to the
-      // consumer (finish_record(), kFlagChannelSums).
+      // starts) and its length; the counts, sums and extremes are left to
+      // the consumer (finish_record(), kFlagChannelSums), with the stopped
+      // channels in busy_ns meanwhile (a channel stops only once started:
+      // channel_mask is the started ones).
+      r.busy_ns = stopped;
       const uint64_t lo = s.ch_lo.load(std::memory_order_relaxed);  // as the masks
       ChannelTime* out_ch = r.channels;
       const std::atomic<uint64_t>* starts = s.ch_start;
@@ -303,8 +303,14 @@ __attribute__((always_inline)) inline bool complete_body(Context& c, uint32_t sl
     }
   }
 
-  // Network.
-  const uint32_t nops = s.net_ops.load(std::memory_order_relaxed);
+  if ((r.flags & kFlagChannelSums) == 0) {
+    r.channels_started = static_cast<uint8_t>(std::popcount(started));
+    r.channels_stopped = static_cast<uint8_t>(std::popcount(stopped));
+    if (started & ~stopped) r.flags |= kFlagPartialChannels;
+  }
+
+  // Network (only when asked for: no ProxyOp is tracked otherwise).
+  const uint32_t nops = c.net ? s.net_ops.load(std::memory_order_relaxed) : 0;
   r.net_ops = nops;
   if (nops != 0) [[unlikely]] {
     // Relaxed: statistics written before the children's acq_rel decrements of `remaining` (claim follows them).
@@ -326,11 +332,10 @@ __attribute__((always_inline)) inline bool complete_body(Context& c, uint32_t sl
   } else {
     // No proxy traffic means intra-node (NVLink/P2P/SHM) only when we asked
     // for network events, or when the whole comm is on one node.
-    const bool knows = c.net || c.nnodes == 1;
-    r.transport = static_cast<uint8_t>(mask != 0 && knows ? Transport::kIntraNode : Transport::kUnknown);
+    r.transport = mask != 0 ? c.quiet_transport : static_cast<uint8_t>(Transport::kUnknown);
   }
   int nh = 0;
-  if (c.net) {
+  if (c.net) [[unlikely]] {
     for (auto& h : s.hca) {
       // Relaxed: as above (written before the children's acq_rel decrements).
       const uint32_t dev = h.dev.load(std::memory_order_relaxed);

@@ -470,6 +470,9 @@ struct Context {
   int abi = 0;
   bool kernel_ch = false;   // KernelCh events will come (ABI >= 3 and in our mask)
   bool net = false;         // ProxyOp/ProxyStep/NetPlugin requested
+  // Transport of an op with KernelCh and no proxy traffic: intra-node when we
+  // asked for network events or the comm is on one node, else unknown.
+  uint8_t quiet_transport = static_cast<uint8_t>(Transport::kUnknown);
   Pool<OpSlot> ops;
   Pool<NetSlot> net_slots;
   std::atomic<uint64_t> sample_counter{0};

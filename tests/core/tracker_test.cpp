@@ -221,6 +221,9 @@ TEST_F(Tracker, ChannelTimesAreRelativeToTheEarliestStart) {
   EXPECT_EQ(r.channels[2].start_off_ns, 1000u);  // channel 3
   EXPECT_EQ(r.channels[2].dur_ns, 100u);
   EXPECT_EQ(r.busy_ns, 800u);
+  EXPECT_EQ(r.channels_started, 3);
+  EXPECT_EQ(r.channels_stopped, 3);
+  EXPECT_EQ(r.flags & ni::kFlagPartialChannels, 0);
   EXPECT_EQ(r.max_channel_ns, 700u);
   EXPECT_EQ(r.min_channel_ns, 0u);
   EXPECT_EQ(r.flags & ni::kFlagChannelSums, 0) << "the internal flag never reaches a sink";
