@@ -35,10 +35,11 @@ struct NameCache {
   static constexpr uint64_t kEmpty = UINT64_MAX << 8;
   static inline std::atomic<uint64_t> slots[4] = {kEmpty, kEmpty, kEmpty, kEmpty};
 };
-Func func_from_nccl_miss(const char* s) noexcept;
-DType dtype_from_nccl_miss(const char* s) noexcept;
-Algo algo_from_nccl_miss(const char* s) noexcept;
-Proto proto_from_nccl_miss(const char* s) noexcept;
+// Misses parse the string: out of line (never inlined into a hot path).
+__attribute__((noinline)) Func func_from_nccl_miss(const char* s) noexcept;
+__attribute__((noinline)) DType dtype_from_nccl_miss(const char* s) noexcept;
+__attribute__((noinline)) Algo algo_from_nccl_miss(const char* s) noexcept;
+__attribute__((noinline)) Proto proto_from_nccl_miss(const char* s) noexcept;
 template <typename E>
 inline bool name_cache_hit(const char* s, E* out) noexcept {
   const auto p = reinterpret_cast<uintptr_t>(s);

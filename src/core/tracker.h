@@ -427,7 +427,7 @@ class Pool {
 
   // Adds one chunk. Only one thread grows at a time (growing_ flag); a thread
   // that loses the race returns true so its caller retries the free list.
-  bool grow() noexcept {
+  __attribute__((noinline)) bool grow() noexcept {
     uint32_t expected = 0;
     // Acquire pairs with the release store that clears the flag below.
     if (!growing_.compare_exchange_strong(expected, 1, std::memory_order_acquire, std::memory_order_relaxed))
@@ -521,15 +521,15 @@ struct alignas(kCacheLine) ThreadRing {  // own cache lines: no false sharing be
 };
 
 // This thread's ring record (registered on first use).
-ThreadRing* this_thread() noexcept;
+__attribute__((noinline)) ThreadRing* this_thread() noexcept;
 // Push a completed record into this thread's ring; counts a drop when full.
 void publish(const OpRecord& r) noexcept;
 
 // This thread's ring record in the runtime of generation tls_gen (runtime.cpp).
 extern thread_local constinit ThreadRing* tls_ring;
 extern thread_local constinit uint64_t tls_gen;
-OpRecord* publish_begin_slow(ThreadRing** tr) noexcept;
-void publish_wake(struct Runtime* rt, SpscRing<OpRecord>* ring) noexcept;
+__attribute__((noinline)) OpRecord* publish_begin_slow(ThreadRing** tr) noexcept;
+__attribute__((noinline)) void publish_wake(struct Runtime* rt, SpscRing<OpRecord>* ring) noexcept;
 
 // ------------------------------------------------------------------ runtime
 
