@@ -27,6 +27,11 @@ void MemorySink::stop() {
 void MemorySink::collect_locked() {
   ni::drain_records([this](const OpRecord* r, size_t n) { records_.insert(records_.end(), r, r + n); });
 }
+size_t MemorySink::discard() {
+  std::lock_guard<std::mutex> lk(mu_);
+  records_.clear();
+  return stopped_ ? 0 : ni::drain_records([](const OpRecord*, size_t) {});
+}
 std::vector<OpRecord> MemorySink::take() {
   std::lock_guard<std::mutex> lk(mu_);
   if (!stopped_) collect_locked();
