@@ -707,6 +707,19 @@ TEST_F(Tracker, SlotsGoRoundBetweenThreadsWithoutLossOrDuplicates) {
   unsetenv("NCCL_INSPECTOR_POOL_OPS");
 }
 
+// The benchmarks' consumer: drains and drops (counted), keeps nothing.
+TEST_F(Tracker, MemorySinkDiscardDrainsWithoutKeeping) {
+  CommV5 c;
+  for (int i = 0; i < 3; ++i) {
+    void* op = c.coll(c.coll_api(), "AllReduce", 1024, "ncclFloat32", 1, static_cast<uint64_t>(i));
+    c.stop(op);
+    c.kstop(c.kch(op, 0, 10), 20);
+  }
+  EXPECT_EQ(sink()->discard(), 3u);
+  EXPECT_TRUE(sink()->take().empty());
+  EXPECT_EQ(ni::stats().ops_completed, 3u);
+}
+
 TEST_F(Tracker, ExhaustedPoolDropsAndCounts) {
   setenv("NCCL_INSPECTOR_POOL_OPS", "64", 1);
   CommV5 c;
