@@ -431,25 +431,36 @@ class Pool {
     uint32_t i = pop_ready();
     if (i != UINT32_MAX) [[likely]] return i;
     // head_ is empty: take everything freed since the last time (one
-    // exchange). While a taken chain is on its way into head_ its slots are
-    // in neither list: transit_ says so, and a thread that finds both empty
-    // meanwhile waits for it (bounded) instead of reporting exhaustion.
-    // acq_rel: pairs with the release decrement below and the waiters' acquire loads.
-    transit_.fetch_add(1, std::memory_order_acq_rel);
-    // acq_rel: acquire pairs with free()'s release CAS (the chain's links and
-    // the slots' final writes are visible).
+    // exchange; acq_rel: acquire pairs with free()'s release CAS, so the
+    // chain's links and the slots' final writes are visible).
     const uint32_t chain = returned_.exchange(0, std::memory_order_acq_rel);
     if (chain != 0) {
-      // Keep the first, make the rest ready. Relaxed: the chain is ours alone now.
+      // Keep the first; the rest (if any) goes to head_. Relaxed: the chain is
+      // ours alone now. While it is on its way its slots are in neither stack:
+      // transit_ says so (install_batch()).
       const uint32_t rest = at(chain - 1).free_next.load(std::memory_order_relaxed);
-      if (rest != 0) install(rest);
+      if (rest != 0) install_batch(rest);
+      return chain - 1;
     }
-    transit_.fetch_sub(1, std::memory_order_release);  // pairs with the acquire load below
-    if (chain != 0) return chain - 1;
+    return wait_for_batch();
+  }
+
+  __attribute__((noinline)) void install_batch(uint32_t rest) noexcept {
+    // acq_rel: pairs with the acquire loads in wait_for_batch().
+    transit_.fetch_add(1, std::memory_order_acq_rel);
+    install(rest);
+    transit_.fetch_sub(1, std::memory_order_release);  // pairs with the acquire load in wait_for_batch()
+  }
+
+  // Both stacks looked empty: another thread may be moving a batch (or be a
+  // couple of instructions from saying so). Waits for it, bounded, rather
+  // than report the pool exhausted.
+  __attribute__((noinline)) uint32_t wait_for_batch() noexcept {
+    uint32_t i;
     for (int spin = 0; spin < 1000; ++spin) {
       if ((i = pop_ready()) != UINT32_MAX) return i;
-      // Acquire pairs with the release decrement above (in another thread).
-      if (transit_.load(std::memory_order_acquire) == 0) return pop_ready();
+      // Acquire pairs with the release decrement in install_batch() (another thread's).
+      if (spin >= 2 && transit_.load(std::memory_order_acquire) == 0) return pop_ready();
       std::this_thread::yield();
     }
     return UINT32_MAX;
