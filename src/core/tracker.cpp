@@ -694,16 +694,18 @@ __attribute__((noinline, cold)) void* reject_kernel_ch(uint64_t pv) noexcept {
   return nullptr;
 }
 
-// Clock samples are taken at an op's first channel: always while the op's
-// slot is on one of its first 16 uses (a new comm's pool is fresh, so its
-// first ops are all sampled), then for about one op in four, chosen by two
-// bits of the GPU timer (about a microsecond apart: effectively random) mixed
-// with the slot's use count. Never by position in a periodic pattern: a job's
-// ops repeat with a period, and sampling always the same op of a period (say
-// the one whose start the proxy always sees late) would bias the bound.
-inline bool clock_sample_due(uint64_t op_v, uint64_t ptimer) noexcept {
-  const uint32_t uses = gen_of(op_v);
-  return uses < 16 || (((ptimer >> 10) ^ uses) & 3u) == 0;
+// Clock samples are taken at an op's first channel: always until the comm has
+// 16 samples, then for about one op in four, chosen by two bits of the GPU
+// timer (about a microsecond apart: effectively random) mixed with the slot's
+// use count. Never by position in a periodic pattern: a job's ops repeat with
+// a period, and sampling always the same op of a period (say the one whose
+// start the proxy always sees late) would bias the bound.
+inline bool clock_sample_due(const OpSlot& s, uint64_t op_v, uint64_t ptimer) noexcept {
+  if ((((ptimer >> 10) ^ gen_of(op_v)) & 3u) == 0) return true;
+  // Relaxed: set when the chunk joined the pool; the count is a statistic
+  // kept by this same progress thread (sample_clock()).
+  const Context* c = s.ctx.load(std::memory_order_relaxed);
+  return c != nullptr && c->clk_samples.load(std::memory_order_relaxed) < 16;
 }
 
 // The less common cases of a KernelCh start: a channel started twice, gate
@@ -719,7 +721,7 @@ __attribute__((noinline)) void* kernel_ch_started(OpSlot& s, uint64_t pv, uint32
   }
   Context& c = *cp;
   const uint64_t bit = 1ull << channel;
-  if (has_ptimer && old == 0 && clock_sample_due(pv, stamp)) sample_clock(c, stamp);
+  if (has_ptimer && old == 0 && clock_sample_due(s, pv, stamp)) sample_clock(c, stamp);
   if (old & bit) [[unlikely]] {
     bump(counters().fault_double_stop);  // same channel started twice: the later start wins
   } else if (const uint8_t mode = s.ch_mode.load(std::memory_order_relaxed); mode == kChGate) {  // see OpSlotFields
@@ -757,7 +759,7 @@ inline void* kernel_ch_start(uint64_t pv, uint8_t channel, uint64_t stamp, bool 
   const uint64_t old = s->started_mask.load(std::memory_order_relaxed);
   // The common case: a channel of an op whose channel count NCCL told us.
   if ((old & bit) != 0 || s->ch_mode.load(std::memory_order_relaxed) != kChOpen ||
-      (old == 0 && has_ptimer && clock_sample_due(pv, stamp))) [[unlikely]]
+      (old == 0 && has_ptimer && clock_sample_due(*s, pv, stamp))) [[unlikely]]
     return kernel_ch_started(*s, pv, channel, old, stamp, has_ptimer);
   s->ch_stop[channel].store(0, std::memory_order_relaxed);      // as above
   s->ch_start[channel].store(stamp, std::memory_order_relaxed);  // as above
@@ -803,7 +805,7 @@ int start_kernel_ch_gpu(void** h, void* parent, uint32_t channel, uint64_t ptime
   // Relaxed: as in kernel_ch_start().
   const uint64_t old = s->started_mask.load(std::memory_order_relaxed);
   if ((old & bit) != 0 || s->ch_mode.load(std::memory_order_relaxed) != kChOpen ||
-      (old == 0 && clock_sample_due(pv, ptimer))) [[unlikely]]
+      (old == 0 && clock_sample_due(*s, pv, ptimer))) [[unlikely]]
     return kernel_ch_started_into(h, pv, channel, ptimer);
   s->ch_stop[channel].store(0, std::memory_order_relaxed);       // as above
   s->ch_start[channel].store(ptimer, std::memory_order_relaxed);  // as above
