@@ -708,6 +708,17 @@ inline bool clock_sample_due(const OpSlot& s, uint64_t op_v, uint64_t ptimer) no
   return c != nullptr && c->clk_samples.load(std::memory_order_relaxed) < 16;
 }
 
+// A channel's start, once admitted: its stamps, the earliest start, its bit.
+// Relaxed: the progress thread's own fields (see OpSlotFields), published to
+// the completer by its release of the kernel side (or, in gate mode, of this
+// channel).
+inline void record_channel_start(OpSlot& s, uint32_t channel, uint64_t stamp, uint64_t old) noexcept {
+  s.ch_stop[channel].store(0, std::memory_order_relaxed);
+  s.ch_start[channel].store(stamp, std::memory_order_relaxed);
+  if (stamp < s.ch_lo.load(std::memory_order_relaxed)) s.ch_lo.store(stamp, std::memory_order_relaxed);
+  s.started_mask.store(old | (1ull << channel), std::memory_order_relaxed);
+}
+
 // The less common cases of a KernelCh start: a channel started twice, gate
 // mode, a channel that starts after the kernel side was released. Stores the
 // stamps and the bit.
@@ -739,12 +750,7 @@ __attribute__((noinline)) void* kernel_ch_started(OpSlot& s, uint64_t pv, uint32
     }
     s.ch_mode.store(kChOpen, std::memory_order_relaxed);  // as above
   }
-  // Relaxed: the progress thread's own fields, published by its release of
-  // the kernel side (or, in gate mode, of this channel).
-  s.ch_stop[channel].store(0, std::memory_order_relaxed);
-  s.ch_start[channel].store(stamp, std::memory_order_relaxed);
-  if (stamp < s.ch_lo.load(std::memory_order_relaxed)) s.ch_lo.store(stamp, std::memory_order_relaxed);
-  s.started_mask.store(old | bit, std::memory_order_relaxed);
+  record_channel_start(s, channel, stamp, old);
   return reinterpret_cast<void*>(retag(pv, has_ptimer ? Tag::kKernelCh : Tag::kKernelChCpu, channel));
 }
 
@@ -761,10 +767,7 @@ inline void* kernel_ch_start(uint64_t pv, uint8_t channel, uint64_t stamp, bool 
   if ((old & bit) != 0 || s->ch_mode.load(std::memory_order_relaxed) != kChOpen ||
       (old == 0 && has_ptimer && clock_sample_due(*s, pv, stamp))) [[unlikely]]
     return kernel_ch_started(*s, pv, channel, old, stamp, has_ptimer);
-  s->ch_stop[channel].store(0, std::memory_order_relaxed);      // as above
-  s->ch_start[channel].store(stamp, std::memory_order_relaxed);  // as above
-  if (stamp < s->ch_lo.load(std::memory_order_relaxed)) s->ch_lo.store(stamp, std::memory_order_relaxed);  // as above
-  s->started_mask.store(old | bit, std::memory_order_relaxed);   // as above
+  record_channel_start(*s, channel, stamp, old);
   return reinterpret_cast<void*>(retag(pv, has_ptimer ? Tag::kKernelCh : Tag::kKernelChCpu, channel));
 }
 }  // namespace
@@ -807,10 +810,7 @@ int start_kernel_ch_gpu(void** h, void* parent, uint32_t channel, uint64_t ptime
   if ((old & bit) != 0 || s->ch_mode.load(std::memory_order_relaxed) != kChOpen ||
       (old == 0 && clock_sample_due(*s, pv, ptimer))) [[unlikely]]
     return kernel_ch_started_into(h, pv, channel, ptimer);
-  s->ch_stop[channel].store(0, std::memory_order_relaxed);       // as above
-  s->ch_start[channel].store(ptimer, std::memory_order_relaxed);  // as above
-  if (ptimer < s->ch_lo.load(std::memory_order_relaxed)) s->ch_lo.store(ptimer, std::memory_order_relaxed);  // as above
-  s->started_mask.store(old | bit, std::memory_order_relaxed);    // as above
+  record_channel_start(*s, channel, ptimer, old);
   // The op's handle (tag kOp, extra 0) with tag kKernelCh and the channel.
   static_assert(static_cast<int>(Tag::kKernelCh) == static_cast<int>(Tag::kOp) + 1);
   *h = reinterpret_cast<void*>((pv | (static_cast<uint64_t>(channel) << kExtraShift)) + 1);
