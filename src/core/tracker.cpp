@@ -2,16 +2,18 @@
 //
 // Completion (profiler-abi.md §8.1, §11.9-12): a Coll/P2p stop only means
 // "enqueued". An op is complete when its count-down `remaining` reaches zero:
-//  - exact mode (NCCL told us how many channels will run, v3+ colls, v5+ p2p):
+//  - exact mode (NCCL told us how many channels will run, v3+ colls, v4+ p2p):
 //    remaining = 1 (the op's own stop) + 1 (the kernel side). All of an op's
 //    KernelCh callbacks come from the comm's one progress thread (§7), so the
 //    channel masks are that thread's alone: plain loads and stores. The
 //    kernel side is released (one atomic decrement per op) by the channel
-//    stop after which every started channel has stopped and at least
-//    nChannels did; a channel that starts after that re-takes a reference;
+//    end after which every started channel has ended and at least nChannels
+//    did; a channel that starts after that re-takes a reference. A channel
+//    ends at its KernelChStop state (v4+; the stop that follows is a no-op)
+//    or at its stop (v3);
 //  - gate mode (channel count unknown, or network events without KernelCh):
 //    remaining = 1 (stop) + 1 (gate); each child's first start adds one and
-//    its stop subtracts one; the very first child start removes the gate;
+//    its end subtracts one; the very first child start removes the gate;
 //  - ProxyOps add one at start and subtract one at stop in both modes, so an
 //    op is not written before its network steps are accounted;
 //  - without KernelCh and network events the op completes at its stop, with
@@ -49,45 +51,33 @@ inline void* filtered_handle() noexcept {
   return encode(h);
 }
 
-// Validates an op handle; returns the slot or nullptr (counting why). The
+// Validates an op handle without counting; returns the slot or nullptr. The
 // slot index is bounds-checked against the slots in use, so a garbage value
 // can at worst name a slot of ours, whose generation and owner it will not
-// match.
-inline OpSlot* op_of(Runtime* rt, uint64_t v, Context** out_ctx = nullptr) noexcept {
-  (void)rt;
-  const uint32_t idx = slot_of(v);
-  if (!SlotTable<OpSlot>::contains(idx)) [[unlikely]] {
-    bump(counters().fault_stale_handle);
-    return nullptr;
-  }
-  OpSlot* s = &SlotTable<OpSlot>::at(idx);
-  if (s == nullptr) __builtin_unreachable();  // an element of the mapped array
-  // Acquire pairs with the release bump of gen in free_op()/give_chunk(): if
-  // the generation still matches, the slot has not been recycled.
-  if (s->gen.load(std::memory_order_acquire) != gen_of(v)) [[unlikely]] {
-    bump(counters().fault_stale_handle);
-    return nullptr;
-  }
-  if (out_ctx) {
-    // Relaxed: set when the chunk joined the pool, before any handle into it existed.
-    Context* c = s->ctx.load(std::memory_order_relaxed);
-    if (c == nullptr) [[unlikely]] {
-      bump(counters().fault_stale_handle);
-      return nullptr;
-    }
-    *out_ctx = c;
-  }
-  return s;
-}
-// The same without counting, for the hot paths (they count with a tail call
-// to stale_handle(), so that their common path needs no stack frame).
+// match. (The hot paths count with a tail call to stale_handle(), so that
+// their common path needs no stack frame.)
 inline OpSlot* live_op(uint64_t v) noexcept {
   const uint32_t idx = slot_of(v);
   if (!SlotTable<OpSlot>::contains(idx)) [[unlikely]] return nullptr;
   OpSlot* s = &SlotTable<OpSlot>::at(idx);
   if (s == nullptr) __builtin_unreachable();  // an element of the mapped array
-  // Acquire pairs with the release bump of gen in free_op()/give_chunk().
+  // Acquire pairs with the release bump of gen in free_op()/give_chunk(): if
+  // the generation still matches, the slot has not been recycled.
   return s->gen.load(std::memory_order_acquire) == gen_of(v) ? s : nullptr;
+}
+
+// The same, counting why it fails, and the owning context when asked for.
+inline OpSlot* op_of(Runtime* rt, uint64_t v, Context** out_ctx = nullptr) noexcept {
+  (void)rt;
+  OpSlot* s = live_op(v);
+  // Relaxed: set when the chunk joined the pool, before any handle into it existed.
+  Context* c = s != nullptr && out_ctx != nullptr ? s->ctx.load(std::memory_order_relaxed) : nullptr;
+  if (s == nullptr || (out_ctx != nullptr && c == nullptr)) [[unlikely]] {
+    bump(counters().fault_stale_handle);
+    return nullptr;
+  }
+  if (out_ctx != nullptr) *out_ctx = c;
+  return s;
 }
 __attribute__((noinline, cold)) int stale_handle() noexcept {
   bump(counters().fault_stale_handle);
@@ -112,26 +102,20 @@ bool hold(OpSlot& s) noexcept {
 bool complete(Context& c, uint32_t slot, uint32_t gen, OpSlot& s, bool reclaimed) noexcept;
 namespace {
 
-// Subtracts one; the caller that reaches zero completes the op.
-inline void release(Context& c, uint64_t op_v, OpSlot& s) noexcept {
+// Completes the op of handle op_v, taking its context from the slot (only
+// whoever completes needs it). Defined after complete_body().
+int complete_from_handle(uint64_t op_v, OpSlot& s) noexcept;
+
+// Subtracts one; the caller that reaches zero completes the op. Returns 0, so
+// that callers can end with it (a tail call when it completes).
+inline int release(uint64_t op_v, OpSlot& s) noexcept {
   // acq_rel: release publishes this thread's writes to the op; acquire (for
   // the thread reaching zero) makes every other child's writes visible.
   int32_t prev = s.remaining.fetch_sub(1, std::memory_order_acq_rel);
-  if (prev == 1) complete(c, slot_of(op_v), gen_of(op_v), s, false);
-}
-inline void release(Context& c, const Handle& oh, OpSlot& s) noexcept {
-  int32_t prev = s.remaining.fetch_sub(1, std::memory_order_acq_rel);  // as above
-  if (prev == 1) complete(c, oh.slot, oh.gen, s, false);
-}
-// The same for callers that have not loaded the op's context (KernelCh, Coll
-// stop): it is needed only by whoever completes.
-int complete_from_handle(uint64_t op_v, OpSlot& s) noexcept;
-// Returns 0, so that callers can end with it (a tail call when it completes).
-inline int release(uint64_t op_v, OpSlot& s) noexcept {
-  int32_t prev = s.remaining.fetch_sub(1, std::memory_order_acq_rel);  // as above
   if (prev == 1) return complete_from_handle(op_v, s);
   return 0;
 }
+inline int release(const Handle& oh, OpSlot& s) noexcept { return release(hv(encode(oh)), s); }
 
 __attribute__((always_inline)) inline void free_op(Context& c, uint32_t slot, OpSlot& s) noexcept {
   // Release pairs with the acquire gen loads in op_of(): after this, old
@@ -579,8 +563,8 @@ void* start_coll(void* ctx, void* parent, int rank, const CollStart& d) noexcept
   OpSlot* s = begin_op(rt, c, OpKind::kColl, rank, parent, d.func, d.dtype, d.count,
                        initial_remaining(*c), &slot, &h);
   if (s == nullptr) return h;
-  // Relaxed: published with the handle. Rare (v4 P2P): the KernelCh line is
-  // otherwise left to the progress thread.
+  // Relaxed: published with the handle. Rare (v3 P2P, or no channel count):
+  // the KernelCh line is otherwise left to the progress thread.
   if (!d.channels_exact || d.n_channels == 0) s->ch_mode.store(kChGate, std::memory_order_relaxed);
   OpStart& r = s->start;
   r.seq = d.seq;
@@ -605,8 +589,8 @@ void* start_p2p(void* ctx, void* parent, int rank, const P2pStart& d) noexcept {
   OpSlot* s = begin_op(rt, c, OpKind::kP2p, rank, parent, d.func, d.dtype, d.count,
                        initial_remaining(*c), &slot, &h);
   if (s == nullptr) return h;
-  // Relaxed: published with the handle. Rare (v4 P2P): the KernelCh line is
-  // otherwise left to the progress thread.
+  // Relaxed: published with the handle. Rare (v3 P2P, or no channel count):
+  // the KernelCh line is otherwise left to the progress thread.
   if (!d.channels_exact || d.n_channels == 0) s->ch_mode.store(kChGate, std::memory_order_relaxed);
   OpStart& r = s->start;
   // Own sequence: the k-th send to a peer matches the peer's k-th recv from us.
@@ -740,7 +724,7 @@ __attribute__((noinline)) void* kernel_ch_started(OpSlot& s, uint64_t pv, uint32
       bump(counters().fault_late_child);
       return nullptr;
     }
-    if (old == 0) release(c, pv, s);  // first child removes the gate
+    if (old == 0) release(pv, s);  // first child removes the gate
   } else if (mode == kChDone) {
     // The kernel side was released (nChannels channels came and stopped):
     // take it again, unless the op completed meanwhile.
@@ -844,7 +828,7 @@ void* start_proxy_op(void* ctx, void* parent, const ProxyOpStart& d) noexcept {
   uint32_t ns = c->net_slots.alloc();
   if (ns == UINT32_MAX) {
     bump(counters().dropped_pool);
-    release(*c, p, *s);
+    release(p, *s);
     return filtered_handle();
   }
   NetSlot& n = c->net_slots.at(ns);
@@ -863,7 +847,7 @@ void* start_proxy_op(void* ctx, void* parent, const ProxyOpStart& d) noexcept {
   }
   // Statistics of the op, all read after the completer's acquire on remaining.
   if (s->net_ops.fetch_add(1, std::memory_order_relaxed) == 0 && !c->kernel_ch) {
-    release(*c, p, *s);  // network-only gate mode: the first ProxyOp removes the gate
+    release(p, *s);  // network-only gate mode: the first ProxyOp removes the gate
   }
   atomic_min(s->net_first, t);
   if (d.peer >= 0) {
@@ -1073,7 +1057,7 @@ void stop_slow(Runtime* rt, void* handle) noexcept {
       // Release pairs with net_of()'s acquire: old handles stop validating.
       n->gen.fetch_add(1, std::memory_order_release);
       c->net_slots.free(h.slot);
-      if (s != nullptr) release(*oc, oh, *s);
+      if (s != nullptr) release(oh, *s);
       return;
     }
     case Tag::kProxyStep: {

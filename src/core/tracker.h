@@ -2,7 +2,7 @@
 // per-comm contexts and per-thread rings. Only src/core/*.cpp include this.
 //
 // Handles are not pointers: a handle is a 64-bit value encoding
-// (tag, context id, pool slot, generation, channel). Decoding it never
+// (tag, global slot index, generation, channel or event type). Decoding it never
 // dereferences foreign memory, a recycled slot is detected by its generation,
 // and a handle from another process (PXN) can at worst name a slot of ours
 // whose generation will not match.
