@@ -2,18 +2,26 @@
 
 #include <cstdio>
 
+#include "include/nccl_inspector/names.h"
+
 namespace nccl_inspector::analysis {
 namespace {
-constexpr std::array<std::string_view, static_cast<size_t>(Func::kCount_)> kFuncNames = {
-    "AllReduce", "AllGather", "ReduceScatter", "Broadcast", "Reduce", "AllToAll", "AllGatherV",
-    "Gather", "Scatter", "SendRecv", "Send", "Recv", "Other"};
-constexpr std::array<std::string_view, static_cast<size_t>(Algo::kCount_)> kAlgoNames = {
-    "RING", "TREE", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT", "unknown"};
-constexpr std::array<std::string_view, static_cast<size_t>(Proto::kCount_)> kProtoNames = {
-    "LL", "LL128", "SIMPLE", "unknown"};
-constexpr std::array<std::string_view, static_cast<size_t>(Timing::kCount_)> kTimingNames = {
-    "gpu", "proxy_cpu", "net_cpu", "enqueue_cpu", "none",
-    "kernel_gpu", "kernel_cpu", "collective_cpu", "unknown"};
+namespace names = ::ni::names;
+
+// The analyzer's own enum orders (its tables list the common functions first)
+// mapped to NCCL's codes, which index the shared name tables
+// (include/nccl_inspector/names.h).
+constexpr std::uint8_t kFuncCode[] = {4, 2, 3, 0, 1, 8, 11, 9, 10, 5, 6, 7};
+static_assert(std::size(kFuncCode) == static_cast<size_t>(Func::kOther));
+constexpr std::uint8_t kAlgoCode[] = {1, 0, 2, 3, 4, 5, 6};
+static_assert(std::size(kAlgoCode) == static_cast<size_t>(Algo::kUnknown));
+static_assert(std::size(names::kAlgo) == static_cast<size_t>(Algo::kUnknown));
+static_assert(std::size(names::kProto) == static_cast<size_t>(Proto::kUnknown));
+static_assert(std::size(names::kTiming) == static_cast<size_t>(Timing::kKernelGpu));
+// Timings of the upstream Inspector's v4.0 logs (after ours in Timing).
+constexpr std::string_view kUpstreamTimings[] = {"kernel_gpu", "kernel_cpu", "collective_cpu"};
+static_assert(std::size(kUpstreamTimings) == static_cast<size_t>(Timing::kUnknown) - std::size(names::kTiming));
+constexpr std::string_view kFuncOther = "Other";
 
 bool iequal(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
@@ -27,47 +35,53 @@ bool iequal(std::string_view a, std::string_view b) {
 }
 }  // namespace
 
-std::string_view to_string(Func f) { return kFuncNames[static_cast<size_t>(f)]; }
-std::string_view to_string(Algo a) { return kAlgoNames[static_cast<size_t>(a)]; }
-std::string_view to_string(Proto p) { return kProtoNames[static_cast<size_t>(p)]; }
-std::string_view to_string(Timing t) { return kTimingNames[static_cast<size_t>(t)]; }
-std::string_view to_string(OpKind k) {
-  switch (k) {
-    case OpKind::kColl: return "coll";
-    case OpKind::kP2p: return "p2p";
-    case OpKind::kCe: return "ce";
-  }
-  return "?";
+std::string_view to_string(Func f) {
+  const auto i = static_cast<size_t>(f);
+  return i < std::size(kFuncCode) ? names::kFunc[kFuncCode[i]] : kFuncOther;
 }
+std::string_view to_string(Algo a) {
+  const auto i = static_cast<size_t>(a);
+  return i < std::size(kAlgoCode) ? names::kAlgo[kAlgoCode[i]] : names::kUnknown;
+}
+std::string_view to_string(Proto p) { return names::at(names::kProto, static_cast<size_t>(p), names::kUnknown); }
+std::string_view to_string(Timing t) {
+  const auto i = static_cast<size_t>(t);
+  if (i < std::size(names::kTiming)) return names::kTiming[i];
+  return names::at(kUpstreamTimings, i - std::size(names::kTiming), names::kUnknown);
+}
+std::string_view to_string(OpKind k) { return names::at(names::kKind, static_cast<size_t>(k), "?"); }
+
+namespace {
+// The enum value whose name is s: exact first, then ignoring case.
+template <typename E, std::size_t N>
+E parse_enum(std::string_view s, std::size_t n, E none, const std::string_view (&names_of)[N],
+             const std::uint8_t* code) {
+  for (std::size_t i = 0; i < n; ++i)
+    if (names_of[code ? code[i] : i] == s) return static_cast<E>(i);
+  for (std::size_t i = 0; i < n; ++i)
+    if (iequal(names_of[code ? code[i] : i], s)) return static_cast<E>(i);
+  return none;
+}
+}  // namespace
 
 Func parse_func(std::string_view s) {
-  for (size_t i = 0; i + 1 < kFuncNames.size(); ++i)
-    if (kFuncNames[i] == s) return static_cast<Func>(i);
-  if (iequal(s, "AlltoAll") || iequal(s, "All2All")) return Func::kAllToAll;
-  for (size_t i = 0; i + 1 < kFuncNames.size(); ++i)
-    if (iequal(kFuncNames[i], s)) return static_cast<Func>(i);
-  return Func::kOther;
+  if (iequal(s, "All2All")) return Func::kAllToAll;
+  return parse_enum(s, std::size(kFuncCode), Func::kOther, names::kFunc, kFuncCode);
 }
 Algo parse_algo(std::string_view s) {
-  for (size_t i = 0; i < kAlgoNames.size(); ++i)
-    if (kAlgoNames[i] == s) return static_cast<Algo>(i);
-  for (size_t i = 0; i < kAlgoNames.size(); ++i)
-    if (iequal(kAlgoNames[i], s)) return static_cast<Algo>(i);
+  const Algo a = parse_enum(s, std::size(kAlgoCode), Algo::kUnknown, names::kAlgo, kAlgoCode);
+  if (a != Algo::kUnknown) return a;
   if (iequal(s, "CollNetDirect")) return Algo::kCollnetDirect;
   if (iequal(s, "CollNetChain")) return Algo::kCollnetChain;
   if (iequal(s, "NVLSTree")) return Algo::kNvlsTree;
   return Algo::kUnknown;
 }
 Proto parse_proto(std::string_view s) {
-  for (size_t i = 0; i < kProtoNames.size(); ++i)
-    if (kProtoNames[i] == s) return static_cast<Proto>(i);
-  for (size_t i = 0; i < kProtoNames.size(); ++i)
-    if (iequal(kProtoNames[i], s)) return static_cast<Proto>(i);
-  return Proto::kUnknown;
+  return parse_enum(s, std::size(names::kProto), Proto::kUnknown, names::kProto, nullptr);
 }
 Timing parse_timing(std::string_view s) {
-  for (size_t i = 0; i < kTimingNames.size(); ++i)
-    if (kTimingNames[i] == s) return static_cast<Timing>(i);
+  for (size_t i = 0; i < static_cast<size_t>(Timing::kUnknown); ++i)
+    if (to_string(static_cast<Timing>(i)) == s) return static_cast<Timing>(i);
   return Timing::kUnknown;
 }
 

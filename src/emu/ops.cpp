@@ -96,93 +96,88 @@ void append(Proc& P, Rank& R, Comm& c, const TaskP& t) {
   R.api.pending.push_back(t);
 }
 
-void issue(Proc& P, Rank& R, const OpSpec& op) {
-  Comm* cp = nullptr;
-  for (auto& c : R.comms)
-    if (c->spec->name == op.comm) cp = c.get();
-  if (cp == nullptr) return;
-  Comm& c = *cp;
+// Fault kMaskChange: another comm's init (or the plugin itself) rewrites the
+// one activation mask around the fault op; last writer wins.
+void apply_mask_fault(Proc& P, Rank& R, const Comm& c) {
   static thread_local int saved_mask = 0;
-  if (P.fault(Fault::kMaskChange) && &R == P.ranks.front().get() && c.spec_idx == 0) {
-    // Another comm's init (or the plugin itself) rewrites the one mask: last writer wins.
-    if (c.op_index == P.o->fault_op) {
-      saved_mask = P.read_mask();
-      P.write_mask(0);
-    } else if (c.op_index == P.o->fault_op + 2) {
-      P.write_mask(saved_mask);
-    }
+  if (!P.fault(Fault::kMaskChange) || &R != P.ranks.front().get() || c.spec_idx != 0) return;
+  if (c.op_index == P.o->fault_op) {
+    saved_mask = P.read_mask();
+    P.write_mask(0);
+  } else if (c.op_index == P.o->fault_op + 2) {
+    P.write_mask(saved_mask);
   }
-  if (c.clock_ns > kPaceLeadNs) P.pace_until(c.clock_ns - kPaceLeadNs);
+}
 
-  const int f = func_code_of(op.func);
-  const int dt = dtype_code_of(op.dtype);
-  const size_t tsz = dtype_size(dt);
-  const bool issues = op.ranks.empty() || std::find(op.ranks.begin(), op.ranks.end(), c.rank) != op.ranks.end();
+// The channels a collective of this size runs on: a new plan starts when the
+// comm's channels would wrap.
+void pick_coll_channels(Comm& c, Task& t, const OpSpec& op) {
+  int nch = op.nchannels > 0 ? op.nchannels
+            : t.bytes < (64u << 10) ? 2
+            : t.bytes < (1u << 20)  ? 4
+                                    : c.spec->nchannels;
+  nch = std::clamp(nch, 1, std::min(c.spec->nchannels, kMaxChannels));
+  if (c.next_ch > 0 && c.next_ch + nch > c.spec->nchannels) {
+    t.new_plan = true;
+    c.next_ch = 0;
+  }
+  std::vector<int> ids;
+  for (int i = 0; i < nch; ++i) ids.push_back(c.next_ch + i);
+  c.next_ch += nch;
+  set_channels(t, ids);
+}
+
+// A collective (kernel or, 2.29+ single-node, copy engine).
+void issue_coll(Proc& P, Rank& R, Comm& c, const OpSpec& op, int f, int dt, bool ce, bool issues) {
   const bool is_coll = f >= kFuncBroadcast && f <= kFuncAllReduce;
-  const bool ce = P.minor >= 29 && op.ce && c.nnodes == 1 &&
-                  (f == kFuncAllGather || f == kFuncAlltoAll || f == kFuncGather || f == kFuncScatter);
-
-  if (is_coll || ce) {
-    auto t = std::make_shared<Task>();
-    t->comm = &c;
-    t->type = ce ? kCeColl : kColl;
-    t->func = t->api_func = f;
-    t->api_count = op.count;
-    t->api_dtype = dt;
-    t->root = op.root;
-    t->bytes = op.count * tsz;
-    t->op_index = c.op_index;
-    if (f == kFuncAllGather || f == kFuncBroadcast) {  // count in bytes, datatype ncclInt8
-      t->count = t->bytes;
-      t->dtype = kInt8;
-    } else {
-      t->count = op.count;
-      t->dtype = dt;
-    }
-    if (!ce) {
-      choose_algo_proto(P, c, *t, op);
-      int nch = op.nchannels > 0 ? op.nchannels
-                : t->bytes < (64u << 10) ? 2
-                : t->bytes < (1u << 20)  ? 4
-                                         : c.spec->nchannels;
-      nch = std::clamp(nch, 1, std::min(c.spec->nchannels, kMaxChannels));
-      if (c.next_ch > 0 && c.next_ch + nch > c.spec->nchannels) {
-        t->new_plan = true;
-        c.next_ch = 0;
-      }
-      std::vector<int> ids;
-      for (int i = 0; i < nch; ++i) ids.push_back(c.next_ch + i);
-      c.next_ch += nch;
-      set_channels(*t, ids);
-      fill_net(P, c, *t);
-    }
-    if (!issues || op.count == 0 || (is_coll && c.nranks == 1)) {
-      // Not issued, discarded (count 0) or a local copy (nranks 1, no events at
-      // all); the comm's model clock still advances identically on every rank.
-      assign_times(P, c, {t.get()}, -1);
-      if (issues && op.count != 0) {
-        fill_truth(P, R, c, *t);
-        t->truth->why = "nranks==1: local copy, no events";
-      }
-      ++c.op_index;
-      return;
-    }
+  auto t = std::make_shared<Task>();
+  t->comm = &c;
+  t->type = ce ? kCeColl : kColl;
+  t->func = t->api_func = f;
+  t->api_count = op.count;
+  t->api_dtype = dt;
+  t->root = op.root;
+  t->bytes = op.count * dtype_size(dt);
+  t->op_index = c.op_index;
+  if (f == kFuncAllGather || f == kFuncBroadcast) {  // count in bytes, datatype ncclInt8
+    t->count = t->bytes;
+    t->dtype = kInt8;
+  } else {
+    t->count = op.count;
+    t->dtype = dt;
+  }
+  if (!ce) {
+    choose_algo_proto(P, c, *t, op);
+    pick_coll_channels(c, *t, op);
+    fill_net(P, c, *t);
+  }
+  if (!issues || op.count == 0 || (is_coll && c.nranks == 1)) {
+    // Not issued, discarded (count 0) or a local copy (nranks 1, no events at
+    // all); the comm's model clock still advances identically on every rank.
     assign_times(P, c, {t.get()}, -1);
-    assign_faults(P, c, *t);
-    fill_truth(P, R, c, *t);
-    if (ce) {
-      t->seq = c.ce_seq;
-      c.ce_seq += 2;  // bumped once per CE sync operation (two per collective here)
+    if (issues && op.count != 0) {
+      fill_truth(P, R, c, *t);
+      t->truth->why = "nranks==1: local copy, no events";
     }
-    append(P, R, c, t);
     ++c.op_index;
     return;
   }
+  assign_times(P, c, {t.get()}, -1);
+  assign_faults(P, c, *t);
+  fill_truth(P, R, c, *t);
+  if (ce) {
+    t->seq = c.ce_seq;
+    c.ce_seq += 2;  // bumped once per CE sync operation (two per collective here)
+  }
+  append(P, R, c, t);
+  ++c.op_index;
+}
 
-  // Point-to-point: expanded into Send/Recv tasks (2.28+: AlltoAll, Gather and
-  // Scatter too; earlier releases the application itself groups Send/Recv).
+// Point-to-point calls as (Send/Recv, peer): 2.28+ expands AlltoAll, Gather
+// and Scatter too; in earlier releases the application itself groups Send/Recv.
+std::vector<std::pair<int, int>> p2p_calls(const Comm& c, const OpSpec& op, int f, bool issues) {
   const int n = c.nranks, r = c.rank;
-  std::vector<std::pair<int, int>> calls;  // (Send/Recv, peer)
+  std::vector<std::pair<int, int>> calls;
   switch (f) {
     case kFuncSend:
       if (issues) calls.emplace_back(kFuncSend, op.peer);
@@ -212,9 +207,15 @@ void issue(Proc& P, Rank& R, const OpSpec& op) {
       break;
     default: break;
   }
+  return calls;
+}
+
+// Point-to-point: one Send/Recv task per call, timed together.
+void issue_p2p(Proc& P, Rank& R, Comm& c, const OpSpec& op, int f, int dt, bool issues) {
+  const size_t tsz = dtype_size(dt);
   std::vector<TaskP> ts;
-  for (auto [fn, peer] : calls) {
-    if (peer < 0 || peer >= n) continue;
+  for (auto [fn, peer] : p2p_calls(c, op, f, issues)) {
+    if (peer < 0 || peer >= c.nranks) continue;
     auto t = std::make_shared<Task>();
     t->comm = &c;
     t->type = kP2p;
@@ -249,6 +250,27 @@ void issue(Proc& P, Rank& R, const OpSpec& op) {
     append(P, R, c, t);  // the P2pApi func is the part's ("Send"/"Recv"), never "AlltoAll"
   }
   ++c.op_index;
+}
+
+void issue(Proc& P, Rank& R, const OpSpec& op) {
+  Comm* cp = nullptr;
+  for (auto& c : R.comms)
+    if (c->spec->name == op.comm) cp = c.get();
+  if (cp == nullptr) return;
+  Comm& c = *cp;
+  apply_mask_fault(P, R, c);
+  if (c.clock_ns > kPaceLeadNs) P.pace_until(c.clock_ns - kPaceLeadNs);
+
+  const int f = func_code_of(op.func);
+  const int dt = dtype_code_of(op.dtype);
+  const bool issues = op.ranks.empty() || std::find(op.ranks.begin(), op.ranks.end(), c.rank) != op.ranks.end();
+  const bool is_coll = f >= kFuncBroadcast && f <= kFuncAllReduce;
+  const bool ce = P.minor >= 29 && op.ce && c.nnodes == 1 &&
+                  (f == kFuncAllGather || f == kFuncAlltoAll || f == kFuncGather || f == kFuncScatter);
+  if (is_coll || ce)
+    issue_coll(P, R, c, op, f, dt, ce, issues);
+  else
+    issue_p2p(P, R, c, op, f, dt, issues);
 }
 
 }  // namespace

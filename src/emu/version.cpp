@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstring>
 
+#include "include/nccl_inspector/names.h"
 #include "src/emu/binding.h"
 #include "src/emu/emu.h"
 
@@ -43,50 +44,45 @@ int select_abi(const NcclVersion& v, unsigned avail) {
 
 // ---------------------------------------------------------------- names
 
+// The names NCCL puts in descriptors, from the shared tables (indexed by
+// NCCL's codes): include/nccl_inspector/names.h.
 namespace {
-constexpr std::array<const char*, 11> kFuncNames = {"Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce",
-                                                    "SendRecv",  "Send",   "Recv",      "AlltoAll",      "Gather",
-                                                    "Scatter"};
-// Index = ncclDataType_t code; ncclUint8 has no string in NCCL (§5), so "Unknown".
-constexpr std::array<const char*, 12> kDtypeNames = {
-    "ncclInt8",    "Unknown",      "ncclInt32",     "ncclUint32",     "ncclInt64",     "ncclUint64",
-    "ncclFloat16", "ncclFloat32", "ncclFloat64", "ncclBfloat16", "ncclFloat8e4m3", "ncclFloat8e5m2"};
-constexpr std::array<size_t, 12> kDtypeSizes = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
-constexpr std::array<const char*, 7> kAlgoNames = {"TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN",
-                                                   "NVLS", "NVLS_TREE", "PAT"};
-constexpr std::array<const char*, 3> kProtoNames = {"LL", "LL128", "SIMPLE"};
+namespace names = ::ni::names;
 
-template <size_t N>
-int index_of(const std::array<const char*, N>& a, std::string_view s) {
-  for (size_t i = 0; i < N; ++i)
-    if (s == a[i]) return static_cast<int>(i);
+template <std::size_t N>
+int index_of(const std::string_view (&table)[N], std::size_t n, std::string_view s) {
+  for (std::size_t i = 0; i < n && i < N; ++i)
+    if (s == table[i]) return static_cast<int>(i);
   return -1;
 }
 }  // namespace
 
+// NCCL's descriptor strings name Broadcast .. Scatter; other codes are invalid.
 const char* func_name_of(int c) {
-  return c >= 0 && c < static_cast<int>(kFuncNames.size()) ? kFuncNames[static_cast<size_t>(c)] : "Invalid";
+  return c >= 0 && static_cast<std::size_t>(c) < names::kFuncNcclStrings ? names::kFunc[c].data() : "Invalid";
 }
-int func_code_of(std::string_view s) { return index_of(kFuncNames, s); }
+int func_code_of(std::string_view s) { return index_of(names::kFunc, names::kFuncNcclStrings, s); }
+// ncclUint8 has no string in NCCL (profiler-abi.md §5): its descriptors say "Unknown".
 const char* dtype_name_of(int c) {
-  return c >= 0 && c < static_cast<int>(kDtypeNames.size()) ? kDtypeNames[static_cast<size_t>(c)] : "Unknown";
+  if (c == nccl_abi::kUint8 || c < 0 || static_cast<std::size_t>(c) >= std::size(names::kDtype)) return "Unknown";
+  return names::kDtype[c].nccl.data();
 }
 int dtype_code_of(std::string_view s) {
-  if (s == "ncclUint8") return nccl_abi::kUint8;
-  if (s == "Unknown") return -1;
-  return index_of(kDtypeNames, s);
+  for (std::size_t i = 0; i < std::size(names::kDtype); ++i)
+    if (s == names::kDtype[i].nccl) return static_cast<int>(i);
+  return -1;
 }
 size_t dtype_size(int c) {
-  return c >= 0 && c < static_cast<int>(kDtypeSizes.size()) ? kDtypeSizes[static_cast<size_t>(c)] : 1;
+  return c >= 0 && static_cast<std::size_t>(c) < std::size(names::kDtype) ? names::kDtype[c].size : 1;
 }
 const char* algo_name_of(int c) {
-  return c >= 0 && c < static_cast<int>(kAlgoNames.size()) ? kAlgoNames[static_cast<size_t>(c)] : "Unknown";
+  return c >= 0 && static_cast<std::size_t>(c) < std::size(names::kAlgo) ? names::kAlgo[c].data() : "Unknown";
 }
-int algo_code_of(std::string_view s) { return index_of(kAlgoNames, s); }
+int algo_code_of(std::string_view s) { return index_of(names::kAlgo, std::size(names::kAlgo), s); }
 const char* proto_name_of(int c) {
-  return c >= 0 && c < static_cast<int>(kProtoNames.size()) ? kProtoNames[static_cast<size_t>(c)] : "Unknown";
+  return c >= 0 && static_cast<std::size_t>(c) < std::size(names::kProto) ? names::kProto[c].data() : "Unknown";
 }
-int proto_code_of(std::string_view s) { return index_of(kProtoNames, s); }
+int proto_code_of(std::string_view s) { return index_of(names::kProto, std::size(names::kProto), s); }
 
 int type_index(uint64_t t) {
   for (int i = 0; i < kNumTypes; ++i)
