@@ -54,6 +54,9 @@ inline constexpr std::string_view kFileSeq = "file_seq";                // integ
 inline constexpr std::string_view kJob = "job";  // object: slurm_job_id, slurm_procid, slurm_localid,
                                                  // rank, local_rank, world_size, ompi_rank, pmi_rank,
                                                  // job_id (the one used), job_id_source; strings, absent if unset
+// The meta.job fields the analyzer reads (strings, as the launcher gave them)
+inline constexpr std::string_view kJobId = "job_id";            // the job id used
+inline constexpr std::string_view kJobGlobalRank = "global_rank";// the process's rank in the job
 inline constexpr std::string_view kClockMonoNs = "mono_ns";  // anchor: CLOCK_MONOTONIC ns at wall_ns
 inline constexpr std::string_view kConfig = "config";        // object: effective configuration
 
@@ -81,6 +84,8 @@ inline constexpr std::string_view kChBusyUs = "ch_busy_us";// float: sum of per-
 inline constexpr std::string_view kChUtil = "ch_util";     // float 0..1: busy / (span x channels)
 inline constexpr std::string_view kChBalance = "ch_balance";// float 0..1: min channel time / max channel time
 inline constexpr std::string_view kTransport = "transport";// "intra_node" | "network" | "unknown"
+inline constexpr std::string_view kTransportIntraNode = "intra_node";  // kTransport values
+inline constexpr std::string_view kTransportNetwork = "network";
 inline constexpr std::string_view kGraph = "graph";        // bool: graph captured
 inline constexpr std::string_view kReclaimed = "reclaimed";// bool, present only when true
 inline constexpr std::string_view kPartial = "partial";    // bool, present only when some channel never stopped
@@ -126,5 +131,38 @@ inline constexpr std::string_view kLabel = "label";
 
 // ---- end
 inline constexpr std::string_view kDroppedTotal = "dropped_total";
+
+// ---- NCCL Inspector (upstream) "v4.0" logs: not written by the plugin, read by the analyzer.
+// One JSON object per line: {"header":{...},"metadata":{...},"coll_perf"|"p2p_perf":{...}}.
+namespace upstream {
+inline constexpr std::string_view kHeader = "header";
+inline constexpr std::string_view kMetadata = "metadata";
+inline constexpr std::string_view kCollPerf = "coll_perf";
+inline constexpr std::string_view kP2pPerf = "p2p_perf";
+// header
+inline constexpr std::string_view kId = "id";                  // the comm hash (hex string or integer)
+inline constexpr std::string_view kCommName = "comm_name";     // kCommNameUnknown when NCCL gave none
+inline constexpr std::string_view kCommNameUnknown = "unknown";
+inline constexpr std::string_view kRank = "rank";
+inline constexpr std::string_view kNranks = "n_ranks";
+inline constexpr std::string_view kNnodes = "nnodes";
+// metadata
+inline constexpr std::string_view kFormatVersion = "inspector_output_format_version";  // "v4.0"
+inline constexpr std::string_view kHostname = "hostname";
+inline constexpr std::string_view kPid = "pid";
+inline constexpr std::string_view kGitRev = "git_rev";
+// coll_perf / p2p_perf: the op's name under kCollFunc / kP2pFunc; every other key is
+// kCollPrefix / kP2pPrefix followed by one of the names below
+inline constexpr std::string_view kCollFunc = "coll";
+inline constexpr std::string_view kP2pFunc = "p2p";
+inline constexpr std::string_view kCollPrefix = "coll_";
+inline constexpr std::string_view kP2pPrefix = "p2p_";
+inline constexpr std::string_view kSn = "sn";
+inline constexpr std::string_view kMsgSizeBytes = "msg_size_bytes";
+inline constexpr std::string_view kExecTimeUs = "exec_time_us";
+inline constexpr std::string_view kTimingSource = "timing_source";
+inline constexpr std::string_view kBusbwGbs = "busbw_gbs";
+inline constexpr std::string_view kPeer = "peer";
+}  // namespace upstream
 
 }  // namespace nccl_inspector::schema

@@ -7,6 +7,17 @@
 // bounded by the sinks: the reader holds one decompressed gzip member (or 1 MiB
 // chunk) and one parser per worker. Damage (truncated member, cut last line, bad
 // JSON, gzip data errors) is counted in FileInfo, never fatal.
+//
+// The pieces (namespace reader_detail), in the order a byte meets them:
+//   reader_decode    file -> text -> lines (plain, gzip members, zlib salvage, truncation)
+//   reader_scan      the fast flat-line scanner and its simdjson fallback
+//   reader_values    one field's value as the reader's types (and parse_hash)
+//   reader_fields    keys (schema.h) -> field ids, and Line, the fields of one line
+//   reader_memo      the scanner's memos (key order, field text, string values)
+//   reader_record    Line -> OpRecord / FileInfo, per record type; one file's read
+//   reader_upstream  NCCL Inspector's own "v4.0" format
+//   reader_discover  which inputs are log files; reader_progress the progress bar
+//   reader.cpp       read_logs: the worker threads and the totals
 #pragma once
 
 #include <cstdint>
@@ -101,24 +112,7 @@ std::unique_ptr<S> read_merged(const std::vector<std::string>& files, const Read
   return std::move(sinks[0]);
 }
 
-// Holds every op (80 bytes each) for the commands that need cross-rank views.
-class CollectSink : public Sink {
- public:
-  explicit CollectSink(bool detail = false) : detail_(detail) {}
-  bool wants_detail() const override { return detail_; }
-  void on_op(const OpRecord& op, const OpDetail* d, const FileInfo&) override;
-  void merge(CollectSink&& o);
-  std::vector<OpRecord> ops;
-  // With detail: per op index, its HCA use and slowest channel (-1 unknown).
-  struct Extra {
-    std::vector<HcaUse> hcas;
-    int slowest_channel = -1;
-    double slowest_ratio = 0;  // slowest channel time / median channel time
-  };
-  std::vector<Extra> extra;
-
- private:
-  bool detail_;
-};
-
 }  // namespace nccl_inspector::analysis
+
+// CollectSink lives in its own file; callers of the reader find it here too.
+#include "collect_sink.h"

@@ -1,0 +1,34 @@
+// CollectSink: the sink that keeps every op in memory, for the commands that need
+// cross-rank views (view, anomalies, export, tests). Reachable through reader.h.
+//
+// Contract: like every Sink, one instance is called by one reader thread;
+// read_merged() then merges the per-thread instances with merge().
+#pragma once
+
+#include <vector>
+
+#include "reader.h"
+
+namespace nccl_inspector::analysis {
+
+// Holds every op (80 bytes each).
+class CollectSink : public Sink {
+ public:
+  explicit CollectSink(bool detail = false) : detail_(detail) {}
+  bool wants_detail() const override { return detail_; }
+  void on_op(const OpRecord& op, const OpDetail* d, const FileInfo&) override;
+  void merge(CollectSink&& o);
+  std::vector<OpRecord> ops;
+  // With detail: per op index, its HCA use and slowest channel (-1 unknown).
+  struct Extra {
+    std::vector<HcaUse> hcas;
+    int slowest_channel = -1;
+    double slowest_ratio = 0;  // slowest channel time / median channel time
+  };
+  std::vector<Extra> extra;
+
+ private:
+  bool detail_;
+};
+
+}  // namespace nccl_inspector::analysis

@@ -1,0 +1,83 @@
+// Record mapping, part 1: the keys the reader knows (include/nccl_inspector/schema.h,
+// ours and upstream v4.0's) as small field ids, and Line, the fields of one line.
+//
+// Contract: field_id() maps a key to its Field (kNone: a key the analyzer does
+// not read). Line is the union of every record type's fields, reset per line;
+// its string_views point into the line buffer (or a DOM parser), so a Line is
+// only valid while its line is being mapped.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <type_traits>
+
+#include "model.h"
+
+namespace nccl_inspector::analysis::reader_detail {
+
+// The key -> handler lookup happens once per key position and is then cached
+// (reader_memo.h): the writer repeats its key order on every line.
+enum class Field : std::uint8_t {
+  kNone, kAlgo, kAbi, kBytes, kBusbw, kCommHash, kCommName, kChannels, kChBalance, kChTimes, kCollPerf,
+  kDurUs, kDropped, kDroppedTotal, kFunc, kFormat, kFormatVersion, kFileSeq, kFiltered, kFaults, kGraph,
+  kHost, kHcas, kHeader, kJob, kLabel, kMetadata, kNranks, kNnodes, kNchannels, kNet, kOpsCompleted,
+  kProto, kPeer, kPid, kPluginVersion, kPartial, kP2pPerf, kRank, kReclaimed, kRecordsWritten,
+  kReclaimedOps, kSeq, kStartWallNs, kType, kTiming, kTransport, kWallNs, kUncertainty, kSamples,
+  kCudaDev, kPciBusId
+};
+
+Field field_id(std::string_view key);
+
+// The top-level objects of an upstream v4.0 line. Their strings must outlive
+// several nested parses, so such a line goes whole through simdjson's DOM.
+inline bool is_upstream_section(Field id) {
+  return id == Field::kHeader || id == Field::kMetadata || id == Field::kCollPerf || id == Field::kP2pPerf;
+}
+
+// Fields of one line, the union over record types. Reset per line.
+struct Line {
+  std::string_view type;
+  bool has_type = false;
+  // common / op
+  std::uint64_t comm_hash = 0;
+  bool has_hash = false;
+  std::string_view comm_name;
+  bool has_comm_name = false;
+  std::int64_t rank = -1, nranks = 0, nnodes = 0, peer = -1, abi = 0;
+  std::int64_t wall_ns = 0;
+  bool has_wall = false;
+  // Fast path: wall_ns's number token, converted only for the records that use it
+  // (ops do not: a 19-digit parse saved per op).
+  bool wall_pending = false;
+  std::string_view wall_raw;
+  std::uint64_t seq = 0;
+  bool has_seq = false;
+  std::string_view func, algo, proto, timing, transport;
+  bool has_func = false;
+  std::uint64_t bytes = 0;
+  bool has_bytes = false;
+  std::int64_t nchannels = 0, channels_len = -1;
+  std::int64_t start_wall_ns = 0;
+  bool has_start = false;
+  double dur_us = kNaN, busbw = kNaN, ch_balance = -1;
+  bool reclaimed = false, partial = false, graph = false;
+  // meta
+  std::string_view format, plugin_version, host, job_id;
+  std::int64_t format_version = 0, pid = -1, file_seq = 0, global_rank = -1;
+  // comm: its GPU
+  std::int64_t cuda_dev = -1;
+  std::string_view pci_bus_id;
+  // clock
+  std::int64_t uncertainty_ns = -1, samples = 0;
+  // stats (the counter objects live in the record reader: Line stays trivially copyable)
+  std::uint64_t records_written = 0, ops_completed = 0, reclaimed_ops = 0;
+  // mark / end
+  std::string_view label;
+  std::uint64_t dropped_total = 0;
+  // upstream v4.0
+  bool upstream = false;
+  std::string_view up_version;
+};
+static_assert(std::is_trivially_copyable_v<Line>);
+
+}  // namespace nccl_inspector::analysis::reader_detail

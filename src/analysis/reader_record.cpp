@@ -1,0 +1,591 @@
+// Record mapping (see reader_record.h): fields -> Line -> OpRecord / FileInfo.
+#include "reader_record.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "nccl_inspector/schema.h"
+#include "reader_fields.h"
+#include "reader_memo.h"
+#include "reader_scan.h"
+#include "reader_upstream.h"
+#include "reader_values.h"
+
+namespace nccl_inspector::analysis::reader_detail {
+
+namespace {
+
+namespace sc = nccl_inspector::schema;
+
+constexpr std::size_t kMaxProblems = 50;
+
+// Record kinds by their "type" string (kOp* are the op records).
+enum class RecType : std::uint8_t { kOpColl, kOpP2p, kOpCe, kOther };
+RecType rec_type(std::string_view t) {
+  return t == sc::kTypeColl ? RecType::kOpColl
+         : t == sc::kTypeP2p ? RecType::kOpP2p
+         : t == sc::kTypeCe  ? RecType::kOpCe
+                             : RecType::kOther;
+}
+std::uint8_t transport_code(std::string_view t) {
+  return t == sc::kTransportNetwork ? 2 : t == sc::kTransportIntraNode ? 1 : 0;
+}
+Timing timing_of(std::string_view t) { return t.empty() ? Timing::kUnknown : parse_timing(t); }
+
+// "op record without comm_hash" and the like (the validator's wording).
+std::string without(std::string_view record, std::string_view key) {
+  return std::string(record) + " record without " + std::string(key);
+}
+
+using Counts = std::vector<std::pair<std::string, std::uint64_t>>;
+
+// One file: its line splitter, scanner state and memos, the Line being mapped.
+class RecordReader final : public ChunkSink {
+ public:
+  RecordReader(FileInfo& info, std::uint32_t idx, Sink& sink, bool validate)
+      : info_(info), idx_(idx), sink_(sink), validate_(validate) {
+    want_detail_ = sink.wants_detail();
+    fields_ = validate ? kOpFieldsAll : sink.op_fields();
+  }
+
+  void chunk(char* buf, std::size_t n) override {
+    lines_.feed(buf, n, [this](const char* p, std::size_t len, bool last) { parse_line(p, len, last); });
+  }
+  void finish() {
+    lines_.finish(info_, [this](const char* p, std::size_t len, bool last) { parse_line(p, len, last); });
+  }
+
+  // Called by the scanners, once per field of the line. v by reference: copying
+  // a FastVal stalled store forwarding.
+  template <class V>
+  [[gnu::always_inline]] inline void field(Field id, const V& v);
+
+ private:
+  void parse_line(const char* p, std::size_t len, bool last);
+  void reset_line() {
+    L_ = Line{};
+    if (!dropped_.empty() || !filtered_.empty() || !faults_.empty()) {
+      dropped_.clear();
+      filtered_.clear();
+      faults_.clear();
+    }
+  }
+  void problem(const std::string& what) {
+    if (!validate_ || info_.problems.size() >= kMaxProblems) return;
+    info_.problems.push_back("line " + std::to_string(info_.lines) + ": " + what);
+  }
+
+  // ---- nested fields (parsed on demand)
+  template <class V>
+  void counts(const V& vin, Counts& out);
+  template <class V>
+  void job(const V& vin);
+  template <class V>
+  void hcas(const V& vin);
+  template <class V>
+  void ch_times(const V& vin);
+  template <class V>
+  void net(const V& vin);
+  template <class V>
+  void upstream(const V& vin, void (*section)(dom::element, Line&));
+  template <class V>
+  void upstream_op(const V& vin, bool p2p);
+
+  // ---- scalar fields with a shortcut on the fast path
+  bool comm_hash_of(dom::element, std::string_view s, std::uint64_t& out) { return parse_hash(s, out); }
+  bool comm_hash_of(const FastVal&, std::string_view s, std::uint64_t& out);
+  void set_wall(dom::element v) { L_.has_wall = get_i64(v, L_.wall_ns); }
+  void set_wall(const FastVal& v);
+  void resolve_wall() {
+    L_.wall_pending = false;
+    L_.has_wall = get_i64(FastVal{'n', L_.wall_raw}, L_.wall_ns);
+  }
+  // A string field's parsed value; cached when the strings lie in the padded line buffer.
+  template <class T, class Parse>
+  T cached(ValueCache<T>& c, std::string_view s, Parse parse) {
+    return padded_ ? c.get(s, parse) : parse(s);
+  }
+
+  // ---- records
+  void dispatch();
+  void on_meta();
+  void on_comm();
+  void on_stats();
+  void on_other(std::string_view t);
+  void on_op(RecType rt);
+  void fill_op(RecType rt, OpRecord& op);
+  void validate_op(const OpRecord& op);
+  const CommInfo* find_comm(std::uint64_t h);
+
+  FileInfo& info_;
+  std::uint32_t idx_;
+  Sink& sink_;
+  bool validate_;
+  bool want_detail_ = false;
+  std::uint32_t fields_ = kOpFieldsAll;
+  LineSplitter lines_;
+  dom::parser parser_;  // whole lines (fallback)
+  NestedParser nested_;  // nested values of fast-path lines
+  KeyMemos memos_;
+  std::string job_id_own_;
+  Line L_;
+  Counts dropped_, filtered_, faults_;  // the stats record's counter objects
+  OpDetail detail_;
+  static constexpr std::size_t kCommCache = 16;
+  std::array<std::uint32_t, kCommCache> comm_cache_ = [] {
+    std::array<std::uint32_t, kCommCache> a{};
+    a.fill(~0u);
+    return a;
+  }();
+  // comm_hash strings in the plugin's form ("0x" + 16 hex digits) -> value.
+  struct HashSlot {
+    alignas(16) char hex[16] = {};
+    std::uint64_t val = 0;
+    bool valid = false;
+  };
+  std::array<HashSlot, 8> hash_cache_{};
+  bool padded_ = false;  // the current Line's strings lie in a padded line buffer
+  ValueCache<RecType> type_cache_;
+  ValueCache<Func> func_cache_;
+  ValueCache<Algo> algo_cache_;
+  ValueCache<Proto> proto_cache_;
+  ValueCache<Timing> timing_cache_;
+  ValueCache<std::uint8_t> transport_cache_;
+};
+
+void RecordReader::parse_line(const char* p, std::size_t len, bool last) {
+  // Skip blank lines (and a trailing '\r').
+  while (len > 0 && (p[len - 1] == '\r' || p[len - 1] == ' ')) --len;
+  if (len == 0) return;
+  ++info_.lines;
+  reset_line();
+  if (!validate_) {
+    if (scan_flat(p, len, memos_, *this)) {
+      padded_ = true;
+      dispatch();
+      padded_ = false;
+      return;
+    }
+    reset_line();  // undo the partial fast parse; simdjson decides
+    detail_.clear();
+  }
+  if (const auto err = scan_dom(parser_, p, len, *this)) {
+    // A cut last line is the decoder's to judge (truncation, not a bad line).
+    if (!last) problem(std::string("invalid JSON: ") + simdjson::error_message(err));
+    ++info_.bad_lines;
+    return;
+  }
+  dispatch();
+}
+
+template <class V>
+[[gnu::always_inline]] inline void RecordReader::field(Field id, const V& v) {
+  Line& L = L_;
+  bool b = false;
+  switch (id) {
+    case Field::kNone: break;
+    case Field::kAlgo: get_str(v, L.algo); break;
+    case Field::kAbi: get_i64(v, L.abi); break;
+    case Field::kBytes: L.has_bytes = get_u64(v, L.bytes); break;
+    case Field::kBusbw: get_f64(v, L.busbw); break;
+    case Field::kCommHash: {
+      std::string_view s;
+      if (get_str(v, s)) L.has_hash = comm_hash_of(v, s, L.comm_hash);
+      else L.has_hash = get_u64(v, L.comm_hash);
+      break;
+    }
+    case Field::kCommName: L.has_comm_name = get_str(v, L.comm_name); break;
+    case Field::kCudaDev: get_i64(v, L.cuda_dev); break;
+    case Field::kPciBusId: get_str(v, L.pci_bus_id); break;
+    case Field::kChannels: if (fields_ & kOpFieldChannels) array_count(v, L.channels_len); break;
+    case Field::kChBalance: if (fields_ & kOpFieldChBalance) get_f64(v, L.ch_balance); break;
+    case Field::kChTimes: if (want_detail_) ch_times(v); break;
+    case Field::kCollPerf: upstream_op(v, false); break;
+    case Field::kDurUs: get_f64(v, L.dur_us); break;
+    case Field::kDropped: counts(v, dropped_); break;
+    case Field::kDroppedTotal: get_u64(v, L.dropped_total); break;
+    case Field::kFunc: L.has_func = get_str(v, L.func); break;
+    case Field::kFormat: get_str(v, L.format); break;
+    case Field::kFormatVersion: get_i64(v, L.format_version); break;
+    case Field::kFileSeq: get_i64(v, L.file_seq); break;
+    case Field::kFiltered: counts(v, filtered_); break;
+    case Field::kFaults: counts(v, faults_); break;
+    case Field::kGraph: if (get_bool(v, b)) L.graph = b; break;
+    case Field::kHost: get_str(v, L.host); break;
+    case Field::kHcas: if (want_detail_) hcas(v); break;
+    case Field::kHeader: upstream(v, upstream_header); break;
+    case Field::kJob: job(v); break;
+    case Field::kLabel: get_str(v, L.label); break;
+    case Field::kMetadata: upstream(v, upstream_metadata); break;
+    case Field::kNranks: get_i64(v, L.nranks); break;
+    case Field::kNnodes: get_i64(v, L.nnodes); break;
+    case Field::kNchannels: if (fields_ & kOpFieldChannels) get_i64(v, L.nchannels); break;
+    case Field::kNet: if (want_detail_) net(v); break;
+    case Field::kOpsCompleted: get_u64(v, L.ops_completed); break;
+    case Field::kProto: get_str(v, L.proto); break;
+    case Field::kPeer: get_i64(v, L.peer); break;
+    case Field::kPid: get_i64(v, L.pid); break;
+    case Field::kPluginVersion: get_str(v, L.plugin_version); break;
+    case Field::kPartial: if (get_bool(v, b)) L.partial = b; break;
+    case Field::kP2pPerf: upstream_op(v, true); break;
+    case Field::kRank: get_i64(v, L.rank); break;
+    case Field::kReclaimed: if (get_bool(v, b)) L.reclaimed = b; break;
+    case Field::kRecordsWritten: get_u64(v, L.records_written); break;
+    case Field::kReclaimedOps: get_u64(v, L.reclaimed_ops); break;
+    case Field::kSeq: if (fields_ & kOpFieldSeq) L.has_seq = get_u64(v, L.seq); break;
+    case Field::kStartWallNs: L.has_start = get_i64(v, L.start_wall_ns); break;
+    case Field::kType: L.has_type = get_str(v, L.type); break;
+    case Field::kTiming: get_str(v, L.timing); break;
+    case Field::kTransport: get_str(v, L.transport); break;
+    case Field::kWallNs: set_wall(v); break;
+    case Field::kUncertainty: get_i64(v, L.uncertainty_ns); break;
+    case Field::kSamples: get_i64(v, L.samples); break;
+  }
+}
+
+// parse_hash, with the plugin's "0x" + 16 hex digits form cached (a job has few
+// communicators): one 16-byte compare instead of a parse. The string lies in a
+// padded line buffer; the compare reads only the string's own bytes.
+bool RecordReader::comm_hash_of(const FastVal&, std::string_view s, std::uint64_t& out) {
+#if defined(__SSE2__)
+  if (s.size() == 18 && s[0] == '0' && s[1] == 'x') {
+    HashSlot& h = hash_cache_[(static_cast<unsigned char>(s[17]) ^ static_cast<unsigned char>(s[16])) & 7];
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + 2));
+    const __m128i b = _mm_load_si128(reinterpret_cast<const __m128i*>(h.hex));
+    if (h.valid && _mm_movemask_epi8(_mm_cmpeq_epi8(a, b)) == 0xffff) {
+      out = h.val;
+      return true;
+    }
+    if (!parse_hash(s, out)) return false;
+    std::memcpy(h.hex, s.data() + 2, 16);
+    h.val = out;
+    h.valid = true;
+    return true;
+  }
+#endif
+  return parse_hash(s, out);
+}
+
+// The fast path keeps wall_ns's token and converts it only for the records that use it.
+void RecordReader::set_wall(const FastVal& v) {
+  if (v.kind != 'n') {  // get_i64 would fail and leave wall_ns as it is
+    L_.has_wall = false;
+    return;
+  }
+  if (L_.wall_pending) resolve_wall();  // a repeated key: the earlier value first, as in order
+  L_.wall_raw = v.raw;
+  L_.wall_pending = true;
+}
+
+// ---- nested fields
+
+// A counter object {"reason": n, ...} (stats: dropped, filtered, faults).
+template <class V>
+void RecordReader::counts(const V& vin, Counts& out) {
+  dom::element v;
+  if (!nested_.parse(vin, v)) return;
+  dom::object o;
+  if (v.get_object().get(o)) return;
+  for (dom::key_value_pair f : o) {
+    std::uint64_t n = 0;
+    if (get_u64(f.value, n)) out.emplace_back(std::string(f.key), n);
+  }
+}
+
+// meta.job: the job id and the process's rank in the job.
+template <class V>
+void RecordReader::job(const V& vin) {
+  dom::element je;
+  dom::object o;
+  if (!nested_.parse(vin, je) || je.get_object().get(o)) return;
+  Line& L = L_;
+  for (dom::key_value_pair f : o) {
+    if (f.key == sc::kJobId && get_str(f.value, L.job_id)) {
+      job_id_own_ = std::string(L.job_id);  // outlives the nested parser's buffer
+      L.job_id = job_id_own_;
+    }
+    std::string_view gr;
+    if (f.key == sc::kJobGlobalRank && get_str(f.value, gr)) {
+      std::int64_t g = 0;
+      const auto [p, ec] = std::from_chars(gr.data(), gr.data() + gr.size(), g);
+      if (ec == std::errc() && p == gr.data() + gr.size() && g >= 0 && g <= INT32_MAX) L.global_rank = g;
+    }
+  }
+}
+
+// hcas: [{"dev": name or number, "bytes": n, ...}, ...]
+template <class V>
+void RecordReader::hcas(const V& vin) {
+  dom::element v;
+  if (!nested_.parse(vin, v)) return;
+  dom::array a;
+  if (v.get_array().get(a)) return;
+  for (auto e : a) {
+    dom::object o;
+    if (e.get_object().get(o)) continue;
+    HcaUse h;
+    for (dom::key_value_pair f : o) {
+      const std::string_view k = f.key;
+      if (k == sc::kHcaDev) {
+        std::string_view s;
+        std::int64_t i;
+        dom::element fv = f.value;
+        if (!fv.get_string().get(s)) h.dev = std::string(s);
+        else if (get_i64(fv, i)) h.dev = std::to_string(i);
+      } else if (k == sc::kBytes) {
+        get_u64(f.value, h.bytes);
+      }
+    }
+    detail_.hcas.push_back(std::move(h));
+  }
+}
+
+// ch_times: [[channel, start_offset_us, dur_us], ...]
+template <class V>
+void RecordReader::ch_times(const V& vin) {
+  dom::element v;
+  if (!nested_.parse(vin, v)) return;
+  dom::array a;
+  if (v.get_array().get(a)) return;
+  for (auto e : a) {
+    dom::array t;
+    if (e.get_array().get(t)) continue;
+    double vals[3] = {0, 0, 0};
+    int i = 0;
+    for (auto x : t) {
+      double d;
+      if (i < 3 && !x.get_double().get(d)) vals[i] = d;
+      ++i;
+    }
+    if (i >= 3) detail_.ch_times.push_back({static_cast<int>(vals[0]), vals[1], vals[2]});
+  }
+}
+
+// net: the network totals of an op.
+template <class V>
+void RecordReader::net(const V& vin) {
+  dom::element v;
+  if (!nested_.parse(vin, v)) return;
+  dom::object o;
+  if (v.get_object().get(o)) return;
+  for (dom::key_value_pair f : o) {
+    if (f.key == sc::kNetWaitUs) get_f64(f.value, detail_.net_wait_us);
+    else if (f.key == sc::kNetSendBytes) get_u64(f.value, detail_.net_send_bytes);
+    else if (f.key == sc::kNetRecvBytes) get_u64(f.value, detail_.net_recv_bytes);
+  }
+}
+
+template <class V>
+void RecordReader::upstream(const V& vin, void (*section)(dom::element, Line&)) {
+  dom::element v;
+  if (nested_.parse(vin, v)) section(v, L_);
+}
+template <class V>
+void RecordReader::upstream_op(const V& vin, bool p2p) {
+  dom::element v;
+  if (nested_.parse(vin, v)) upstream_perf(v, p2p, L_);
+}
+
+// ---- records
+
+void RecordReader::dispatch() {
+  const Line& L = L_;
+  if (!L.has_type) {
+    ++info_.bad_lines;
+    problem("no \"" + std::string(sc::kType) + "\" field");
+    return;
+  }
+  const std::string_view t = L.type;
+  const RecType rt = padded_ ? type_cache_.get(t, rec_type) : rec_type(t);
+  if (rt != RecType::kOther) {
+    on_op(rt);
+    return;
+  }
+  if (L.wall_pending) resolve_wall();
+  if (t == sc::kTypeMeta) {
+    on_meta();
+  } else if (t == sc::kTypeComm) {
+    on_comm();
+  } else if (t == sc::kTypeStats) {
+    on_stats();
+  } else if (t == sc::kTypeMark) {
+    info_.marks.push_back({L.wall_ns, std::string(L.label)});
+  } else if (t == sc::kTypeEnd) {
+    info_.has_end = true;
+    info_.dropped_total_end = L.dropped_total;
+  } else if (t == sc::kTypeClock) {
+    if (L.has_hash && info_.clocks.size() < 4096)
+      info_.clocks.push_back({L.comm_hash, L.wall_ns, L.uncertainty_ns, L.samples});
+  } else {
+    on_other(t);
+  }
+}
+
+void RecordReader::on_meta() {
+  const Line& L = L_;
+  if (info_.lines == 1) info_.meta_first = true;
+  else problem(std::string(sc::kTypeMeta) + " record not on the first line");
+  info_.format = FileFormat::kOurs;
+  info_.format_string = std::string(L.format);
+  info_.format_version = static_cast<int>(L.format_version);
+  info_.plugin_version = std::string(L.plugin_version);
+  info_.host = std::string(L.host);
+  info_.pid = L.pid;
+  info_.file_seq = L.file_seq;
+  info_.abi_version = static_cast<int>(L.abi);
+  info_.job_id = std::string(L.job_id);
+  info_.global_rank = static_cast<int>(L.global_rank);
+  if (!validate_) return;
+  const std::string meta(sc::kTypeMeta);
+  if (L.format != sc::kFormatName)
+    problem(meta + "." + std::string(sc::kFormat) + " is not \"" + std::string(sc::kFormatName) + "\"");
+  if (L.format_version < 1 || L.format_version > sc::kFormatVersion)
+    problem("unsupported " + std::string(sc::kFormatVersionField) + " " + std::to_string(L.format_version));
+  if (L.host.empty()) problem(meta + " without " + std::string(sc::kHost));
+}
+
+void RecordReader::on_comm() {
+  const Line& L = L_;
+  if (!L.has_hash) {
+    problem(without(sc::kTypeComm, sc::kCommHash));
+    return;
+  }
+  CommInfo c{L.comm_hash, std::string(L.comm_name), static_cast<int>(L.rank), static_cast<int>(L.nranks),
+             static_cast<int>(L.nnodes), L.cuda_dev >= 0 && L.cuda_dev < 1 << 20 ? static_cast<int>(L.cuda_dev) : -1,
+             std::string(L.pci_bus_id)};
+  info_.comms.push_back(std::move(c));
+}
+
+// The file keeps its last (cumulative) stats record.
+void RecordReader::on_stats() {
+  const Line& L = L_;
+  StatsInfo& s = info_.stats;
+  if (s.present && L.wall_ns < s.wall_ns) return;
+  s.present = true;
+  s.wall_ns = L.wall_ns;
+  s.records_written = L.records_written;
+  s.ops_completed = L.ops_completed;
+  s.reclaimed_ops = L.reclaimed_ops;
+  s.dropped.clear();
+  s.filtered.clear();
+  s.faults.clear();
+  for (auto& [k, n] : dropped_) s.dropped[k] = n;
+  for (auto& [k, n] : filtered_) s.filtered[k] = n;
+  for (auto& [k, n] : faults_) s.faults[k] = n;
+}
+
+void RecordReader::on_other(std::string_view t) {
+  if (t == sc::kTypeCommEnd) return;  // known, nothing the analyzer needs yet
+  ++info_.unknown_records;
+  if (info_.unknown_types.size() < 64) ++info_.unknown_types[std::string(t)];
+}
+
+// The first comm record with hash h. A direct-mapped cache of positions in
+// info_.comms (positions stay valid as comms are appended; a hit is checked).
+const CommInfo* RecordReader::find_comm(std::uint64_t h) {
+  auto& slot = comm_cache_[(h ^ (h >> 29)) & (kCommCache - 1)];
+  if (slot < info_.comms.size() && info_.comms[slot].comm_hash == h) return &info_.comms[slot];
+  for (std::size_t i = 0; i < info_.comms.size(); ++i) {
+    if (info_.comms[i].comm_hash == h) {
+      slot = static_cast<std::uint32_t>(i);
+      return &info_.comms[i];
+    }
+  }
+  return nullptr;
+}
+
+void RecordReader::on_op(RecType rt) {
+  const Line& L = L_;
+  if (!L.has_hash || !L.has_func) {
+    ++info_.bad_lines;
+    problem(without("op", !L.has_hash ? sc::kCommHash : sc::kFunc));
+    return;
+  }
+  if (std::isnan(L.dur_us)) {
+    // Legal (the schema omits dur_us when an op had no usable time, timing
+    // "none"): counted and reported, left out of the analyses.
+    ++info_.no_duration;
+    return;
+  }
+  if (L.upstream && info_.format == FileFormat::kUnknown) upstream_file_info(L, info_);
+  OpRecord op;
+  fill_op(rt, op);
+  if (validate_) validate_op(op);
+  ++info_.ops;
+  sink_.on_op(op, want_detail_ ? &detail_ : nullptr, info_);
+  if (want_detail_) detail_.clear();
+}
+
+// The OpRecord of the current line; rank and sizes the line lacks come from its
+// comm record, and a comm seen only on ops (upstream) is added from the op.
+void RecordReader::fill_op(RecType rt, OpRecord& op) {
+  const Line& L = L_;
+  op.comm_hash = L.comm_hash;
+  op.kind = rt == RecType::kOpColl ? OpKind::kColl : rt == RecType::kOpP2p ? OpKind::kP2p : OpKind::kCe;
+  op.func = cached(func_cache_, L.func, parse_func);
+  op.algo = cached(algo_cache_, L.algo, parse_algo);
+  op.proto = cached(proto_cache_, L.proto, parse_proto);
+  op.timing = cached(timing_cache_, L.timing, timing_of);
+  op.bytes = L.bytes;
+  op.seq = L.seq;
+  op.dur_us = L.dur_us;
+  op.busbw_gbs = L.busbw;
+  op.ch_balance = static_cast<float>(L.ch_balance);
+  op.rank = static_cast<std::int32_t>(L.rank);
+  op.nranks = static_cast<std::int32_t>(L.nranks);
+  op.nnodes = static_cast<std::uint16_t>(std::clamp<std::int64_t>(L.nnodes, 0, 65535));
+  op.peer = static_cast<std::int32_t>(L.peer);
+  op.file_idx = idx_;
+  const std::int64_t nch = L.channels_len >= 0 ? L.channels_len : L.nchannels;
+  op.nchannels = static_cast<std::uint16_t>(std::clamp<std::int64_t>(nch, 0, 65535));
+  if (op.rank < 0 || op.nranks == 0 || op.nnodes == 0) {
+    if (const CommInfo* c = find_comm(op.comm_hash)) {
+      if (op.rank < 0) op.rank = c->rank;
+      if (op.nranks == 0) op.nranks = c->nranks;
+      if (op.nnodes == 0) op.nnodes = static_cast<std::uint16_t>(std::clamp(c->nnodes, 0, 65535));
+    }
+  }
+  if (L.has_comm_name && !L.comm_name.empty() && !find_comm(op.comm_hash)) {
+    info_.comms.push_back({op.comm_hash, std::string(L.comm_name), op.rank, op.nranks, op.nnodes, -1, ""});
+  }
+  op.transport = cached(transport_cache_, L.transport, transport_code);
+  if (L.reclaimed) op.flags |= kFlagReclaimed;
+  if (L.partial) op.flags |= kFlagPartial;
+  if (L.graph) op.flags |= kFlagGraph;
+  if (L.upstream) op.flags |= kFlagUpstream;
+  if (L.has_start && !L.upstream) {
+    op.start_wall_ns = L.start_wall_ns;
+    op.flags |= kFlagHasStart;
+  }
+}
+
+void RecordReader::validate_op(const OpRecord& op) {
+  const Line& L = L_;
+  if (!L.has_seq) problem(without("op", sc::kSeq));
+  if (!L.has_bytes) problem(without("op", sc::kBytes));
+  if (!L.upstream && !L.has_start) problem(without("op", sc::kStartWallNs));
+  if (op.func == Func::kOther) problem("unknown " + std::string(sc::kFunc) + " \"" + std::string(L.func) + "\"");
+  if (L.dur_us < 0) problem("negative " + std::string(sc::kDurUs));
+  if (op.kind == OpKind::kP2p && op.peer < 0) problem(without(sc::kTypeP2p, sc::kPeer));
+}
+
+}  // namespace
+
+void read_file(FileInfo& info, std::uint32_t idx, Sink& sink, bool validate, Decoder& decoder,
+               std::atomic<std::uint64_t>& progress) {
+  RecordReader r(info, idx, sink, validate);
+  decoder.read(info, r, progress);
+  r.finish();
+}
+
+}  // namespace nccl_inspector::analysis::reader_detail
