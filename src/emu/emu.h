@@ -56,20 +56,30 @@ struct PluginTables {
 // exported). 0 if none fits.
 int select_abi(const NcclVersion& v, unsigned avail_mask);
 
-// Fault cases (profiler-abi.md §12), each behind a flag.
+// Fault cases (profiler-abi.md §12), each behind a flag: X(id, name on the
+// command line, what NCCL then does). A new fault is one line here; its
+// behaviour goes where the sequence it changes is issued (ops.cpp at issue
+// time, progress.cpp on the progress thread, engine.cpp on the app thread,
+// run.cpp around init and finalize), behind P.fault(Fault::kId) or has(task, ...).
+#define NI_EMU_FAULTS(X)                                                                                       \
+  X(kRecvStepTwice, "recv-step-twice", "a recv ProxyStep started twice for the same step; first handle never stopped") \
+  X(kNetPluginDoubleStop, "netplugin-double-stop", "NetPlugin stop called twice (socket too; IB always does it)")     \
+  X(kNetPluginStopNull, "netplugin-stop-null", "stopEvent(NULL) for a NetPlugin event")                                \
+  X(kProxyOpNeverStopped, "proxyop-never-stopped", "the ProxyOps of one network op are never stopped")                 \
+  X(kParentStoppedFirst, "parent-stopped-first", "Coll/P2p/Group stopped before any child (ProxyOp/KernelCh) starts")  \
+  X(kPxn, "pxn", "ProxyOp/Step with a foreign pid, foreign context and foreign parent")                                 \
+  X(kMaskChange, "mask-change", "the process-wide mask is rewritten mid-run (by another comm)")                         \
+  X(kConcurrentInit, "concurrent-init", "all comm inits released at the same instant on several threads")             \
+  X(kReload, "reload", "after the last finalize: dlclose, re-dlopen, re-init, run again")                             \
+  X(kGraphReplay, "graph-replay", "some ops are CUDA-graph captured and replayed")                                    \
+  X(kKernelChNeverStopped, "kernelch-never-stopped", "one KernelCh of an op is never stopped")                          \
+  X(kKernelChDoubleStop, "kernelch-double-stop",                                                                        \
+    "one KernelCh's end (2.27+: its KernelChStop state and stop) delivered twice")
+
 enum class Fault : int {
-  kRecvStepTwice,        // a recv ProxyStep started twice for the same step; first handle never stopped
-  kNetPluginDoubleStop,  // NetPlugin stop called twice (socket too; IB always does it)
-  kNetPluginStopNull,    // stopEvent(NULL) for a NetPlugin event
-  kProxyOpNeverStopped,  // the ProxyOps of one network op are never stopped
-  kParentStoppedFirst,   // Coll/P2p/Group stopped before any child (ProxyOp/KernelCh) starts
-  kPxn,                  // ProxyOp/Step with a foreign pid, foreign context and foreign parent
-  kMaskChange,           // the process-wide mask is rewritten mid-run (by "another comm")
-  kConcurrentInit,       // all comm inits released at the same instant on several threads
-  kReload,               // after the last finalize: dlclose, re-dlopen, re-init, run again
-  kGraphReplay,          // some ops are CUDA-graph captured and replayed
-  kKernelChNeverStopped, // one KernelCh of an op is never stopped
-  kKernelChDoubleStop,   // one KernelCh's end (2.27+: its KernelChStop state and stop) delivered twice
+#define NI_EMU_FAULT_ID(id, name, what) id,
+  NI_EMU_FAULTS(NI_EMU_FAULT_ID)
+#undef NI_EMU_FAULT_ID
   kCount
 };
 const char* fault_name(Fault f);

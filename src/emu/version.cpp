@@ -100,9 +100,10 @@ const char* type_name(uint64_t t) {
 
 namespace {
 constexpr std::array<const char*, static_cast<size_t>(Fault::kCount)> kFaultNames = {
-    "recv-step-twice",      "netplugin-double-stop", "netplugin-stop-null", "proxyop-never-stopped",
-    "parent-stopped-first", "pxn",                   "mask-change",         "concurrent-init",
-    "reload",               "graph-replay",          "kernelch-never-stopped", "kernelch-double-stop"};
+#define NI_EMU_FAULT_NAME(id, name, what) name,
+    NI_EMU_FAULTS(NI_EMU_FAULT_NAME)
+#undef NI_EMU_FAULT_NAME
+};
 }
 
 const char* fault_name(Fault f) { return kFaultNames[static_cast<size_t>(f)]; }
