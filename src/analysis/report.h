@@ -12,8 +12,6 @@
 #include <string>
 #include <string_view>
 
-#include "anomalies.h"
-#include "stragglers.h"
 #include "view.h"
 
 namespace nccl_inspector::analysis {
@@ -23,8 +21,6 @@ struct ReportOptions {
   std::size_t max_comm_charts = 12;  // busbw-over-time charts (the busiest communicators)
   std::size_t time_bins = 200;       // points per series over time
   std::size_t heat_bins = 120;       // lateness heatmap columns
-  StragglerOptions straggler;
-  AnomalyOptions anomaly;
   std::string_view plotly_js;  // the Plotly.js bundle to inline (required: write_report throws without one)
   std::string plotly_label;    // its name and version, for the page's footer
 };

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 
+#include "analysis.h"
 #include "stats.h"
+#include "view.h"
 
 namespace nccl_inspector::analysis {
 
@@ -223,5 +226,79 @@ Report stragglers_report(const StragglerResult& r, const ReadResult& res, const 
   }
   return rep;
 }
+
+// ---- the registered analysis
+
+namespace {
+
+// Late ranks: findings for the report's table (stragglers and suspected clock
+// offsets) and markers on the trace (stragglers only).
+std::vector<Marker> straggler_markers(const StragglerResult& sr, const ReadResult& res) {
+  std::vector<Marker> v;
+  for (const auto& rl : sr.ranks) {
+    if (!rl.flagged && !rl.clock_suspect) continue;
+    Marker m;
+    m.kind = rl.flagged ? "straggler" : "clock_offset?";
+    m.comm_label = comm_display(rl.comm, res);
+    m.where = "rank " + std::to_string(rl.rank) + " on " + rl.host;
+    m.magnitude = rl.mean_lateness_us;
+    char ev[240];
+    const double conf = rl.last ? 100.0 * static_cast<double>(rl.confirmed) / static_cast<double>(rl.last) : 0;
+    std::snprintf(ev, sizeof ev,
+                  "last in %llu of %llu instances (z %.1f), by %.1f us on average; its kernel the shortest in "
+                  "%.0f%% of those%s",
+                  static_cast<unsigned long long>(rl.last), static_cast<unsigned long long>(rl.ops), rl.z,
+                  rl.last_margin_us, conf,
+                  rl.flagged ? "" : " (not above chance: likely a clock offset between processes/hosts)");
+    m.evidence = ev;
+    m.in_trace = rl.flagged;
+    m.track = "stragglers";
+    m.comm = rl.comm;
+    m.rank = rl.rank;
+    m.at_first_op = true;
+    char b[256];
+    std::snprintf(b, sizeof b, "straggler: rank %d of %s last in %.0f%% (+%.1f us)", rl.rank,
+                  comm_short(rl.comm, res).c_str(),
+                  100.0 * static_cast<double>(rl.last) / static_cast<double>(std::max<std::uint64_t>(1, rl.ops)),
+                  rl.last_margin_us);
+    m.trace_name = b;
+    char a[256];
+    std::snprintf(a, sizeof a, "\"comm\":\"%s\",\"rank\":%d,\"last\":%llu,\"ops\":%llu,\"z\":%.1f,\"mean_lateness_us\":%.2f",
+                  hex_hash(rl.comm).c_str(), rl.rank, static_cast<unsigned long long>(rl.last),
+                  static_cast<unsigned long long>(rl.ops), rl.z, rl.mean_lateness_us);
+    m.trace_args = a;
+    v.push_back(std::move(m));
+  }
+  return v;
+}
+
+class StragglersAnalysis : public Analysis {
+ public:
+  std::string_view name() const override { return "stragglers"; }
+  std::string_view help() const override { return "cross-rank alignment: late ranks/hosts and start skew"; }
+  Input input() const override { return Input::kOps; }
+  void options(std::vector<OptionSpec>& o) override {
+    o.push_back({"--threshold-us", "start skew that counts as late (NPKit: 5 us)", &opt_.threshold_us, true});
+    o.push_back({"--min-last-fraction", "flag a rank last in at least this fraction of its ops",
+                 &opt_.min_last_fraction, true});
+  }
+  AnalysisResult run(const AnalysisInput& in) override {
+    AnalysisResult r;
+    StragglerResult sr = find_stragglers(in.data.ops, in.res, opt_);
+    r.report = stragglers_report(sr, in.res, opt_);
+    r.markers = straggler_markers(sr, in.res);
+    r.detail = std::move(sr);
+    return r;
+  }
+  // The report draws its own stragglers section (a heatmap and the ranks by lateness).
+  bool tables_in_report() const override { return false; }
+
+ private:
+  StragglerOptions opt_;
+};
+
+}  // namespace
+
+std::unique_ptr<Analysis> make_stragglers_analysis() { return std::make_unique<StragglersAnalysis>(); }
 
 }  // namespace nccl_inspector::analysis

@@ -7,6 +7,8 @@
 #include <set>
 #include <sstream>
 
+#include "analysis.h"
+
 namespace nccl_inspector::analysis {
 
 std::size_t GroupKeyHash::operator()(const GroupKey& k) const {
@@ -448,5 +450,65 @@ void add_summary_sections(Report& r, const SummarySink& s, const ReadResult& res
       "observed in this run for the same op, size bucket and job shape; pinning affects every size: "
       "check with the full size range (and NCCL_TUNER) before relying on it");
 }
+
+// ---- the registered analysis
+
+namespace {
+
+// `summary`: streams every op into per-group sketches (bounded memory), so it reads
+// the files itself instead of running on collected ops.
+class SummaryAnalysis : public Analysis {
+ public:
+  std::string_view name() const override { return "summary"; }
+  std::string_view help() const override {
+    return "percentiles per communicator/op/algo/proto/size, health, advice";
+  }
+  Input input() const override { return Input::kFiles; }
+  void options(std::vector<OptionSpec>& o) override {
+    o.push_back({"--per-rank", "one row per rank", &opt_.per_rank});
+    o.push_back({"--group-by", "comm | host | rack (with --host-map)", &group_by_, true});
+    o.push_back({"--host-map", "file of 'host rack' lines for --group-by rack", &host_map_});
+    o.push_back({"--peak-busbw",
+                 "peak busbw in GB/s for utilisation: 300, AllReduce=300, network=25 or intra_node=300 (repeatable)",
+                 &peaks_});
+    o.push_back({"--no-advice", "skip the algorithm/protocol advice", &no_advice_});
+  }
+  std::string check(const std::string&) override {
+    if (group_by_ == "comm") opt_.group_by = GroupBy::kComm;
+    else if (group_by_ == "host") opt_.group_by = GroupBy::kHost;
+    else if (group_by_ == "rack") opt_.group_by = GroupBy::kRack;
+    else return "--group-by must be comm, host or rack";
+    if (opt_.group_by == GroupBy::kRack && host_map_.empty()) return "--group-by rack needs --host-map FILE";
+    std::string err;
+    if (!host_map_.empty() && !load_host_map(host_map_, opt_.host_map, err)) return err;
+    for (const auto& p : peaks_)
+      if (!parse_peak(p, opt_.peak_busbw)) return "bad --peak-busbw '" + p + "' (expected 300 or AllReduce=300)";
+    opt_.advice = !no_advice_;
+    return {};
+  }
+  AnalysisResult run_files(const FilesInput& in) override {
+    AnalysisResult r;
+    ReadResult res;
+    auto s = read_merged<SummarySink>(in.files, in.ro, in.threads, res, opt_);
+    if (!check_read(res)) {
+      r.exit = kExitUsage;
+      r.done = true;
+      return r;
+    }
+    add_summary_sections(r.report, *s, res, opt_);
+    add_health_section(r.report, res, &s->health);
+    return r;
+  }
+
+ private:
+  SummaryOptions opt_;
+  std::string group_by_ = "comm", host_map_;
+  std::vector<std::string> peaks_;
+  bool no_advice_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Analysis> make_summary_analysis() { return std::make_unique<SummaryAnalysis>(); }
 
 }  // namespace nccl_inspector::analysis
