@@ -210,12 +210,18 @@ DropTotals drop_totals(const ReadResult& res) {
   return t;
 }
 
-void add_health_section(Report& r, const ReadResult& res, const OpHealth* ops) {
-  Section& s = r.add("health", "Health");
-  s.table.columns = {"item", "value", "detail"};
-  auto row = [&s](std::string item, Cell v, std::string detail = "") {
+namespace {
+
+// Rows of the health section: item, value, detail.
+struct HealthRows {
+  Section& s;
+  void operator()(std::string item, Cell v, std::string detail = "") const {
     s.table.rows.push_back({std::move(item), std::move(v), std::move(detail)});
-  };
+  }
+};
+
+// Files, formats, lines and what could not be read.
+void file_rows(const HealthRows& row, const ReadResult& res) {
   std::size_t ours = 0, up = 0, unknown = 0;
   std::set<int> versions;
   for (const auto& f : res.files) {
@@ -252,7 +258,10 @@ void add_health_section(Report& r, const ReadResult& res, const OpHealth* ops) {
   std::string uts;
   for (const auto& [k, n] : ut) uts += (uts.empty() ? "" : ", ") + k + "=" + std::to_string(n);
   row("unknown records (skipped)", res.unknown_records, uts);
-  const DropTotals d = drop_totals(res);
+}
+
+// Drops, configuration filters and faults from the processes' last stats records.
+void drop_rows(const HealthRows& row, const DropTotals& d) {
   std::uint64_t dropped = 0;
   std::string ds;
   for (const auto& [k, n] : d.dropped) {
@@ -278,23 +287,28 @@ void add_health_section(Report& r, const ReadResult& res, const OpHealth* ops) {
   }
   row("profiler faults", faults, flt);
   row("processes without end record", d.processes_without_end, "killed or still running");
-  if (ops) {
-    row("reclaimed ops", ops->reclaimed, "stats say " + std::to_string(d.reclaimed_ops));
-    row("partial ops", ops->partial, "some channel never stopped");
-    row("ops without busbw", ops->no_busbw);
-    std::string ts;
-    for (int i = 0; i < static_cast<int>(Timing::kCount_); ++i)
-      if (ops->by_timing[i])
-        ts += (ts.empty() ? "" : ", ") + std::string(to_string(static_cast<Timing>(i))) + "=" +
-              std::to_string(ops->by_timing[i]);
-    row("timing sources", ops->by_timing[static_cast<int>(Timing::kGpu)] +
-                              ops->by_timing[static_cast<int>(Timing::kKernelGpu)],
-        "GPU-timed ops; all: " + ts);
-    row("ops by kind", ops->by_kind[0] + ops->by_kind[1] + ops->by_kind[2],
-        "coll=" + std::to_string(ops->by_kind[0]) + ", p2p=" + std::to_string(ops->by_kind[1]) +
-            ", ce=" + std::to_string(ops->by_kind[2]));
-  }
-  // Clock alignment: each process's final GPU->wall estimate per communicator.
+}
+
+// What the ops themselves say: reclaimed, partial, timing sources, kinds.
+void op_rows(const HealthRows& row, const OpHealth& ops, const DropTotals& d) {
+  row("reclaimed ops", ops.reclaimed, "stats say " + std::to_string(d.reclaimed_ops));
+  row("partial ops", ops.partial, "some channel never stopped");
+  row("ops without busbw", ops.no_busbw);
+  std::string ts;
+  for (int i = 0; i < static_cast<int>(Timing::kCount_); ++i)
+    if (ops.by_timing[i])
+      ts += (ts.empty() ? "" : ", ") + std::string(to_string(static_cast<Timing>(i))) + "=" +
+            std::to_string(ops.by_timing[i]);
+  row("timing sources", ops.by_timing[static_cast<int>(Timing::kGpu)] +
+                            ops.by_timing[static_cast<int>(Timing::kKernelGpu)],
+      "GPU-timed ops; all: " + ts);
+  row("ops by kind", ops.by_kind[0] + ops.by_kind[1] + ops.by_kind[2],
+      "coll=" + std::to_string(ops.by_kind[0]) + ", p2p=" + std::to_string(ops.by_kind[1]) +
+          ", ce=" + std::to_string(ops.by_kind[2]));
+}
+
+// Clock alignment: each process's final GPU->wall estimate per communicator.
+void clock_row(const HealthRows& row, const ReadResult& res) {
   std::vector<double> unc_us;
   double worst = -1;
   std::string worst_where;
@@ -324,6 +338,19 @@ void add_health_section(Report& r, const ReadResult& res, const OpHealth* ops) {
   }
 }
 
+}  // namespace
+
+void add_health_section(Report& r, const ReadResult& res, const OpHealth* ops) {
+  Section& s = r.add("health", "Health");
+  s.table.columns = {"item", "value", "detail"};
+  const HealthRows row{s};
+  file_rows(row, res);
+  const DropTotals d = drop_totals(res);
+  drop_rows(row, d);
+  if (ops) op_rows(row, *ops, d);
+  clock_row(row, res);
+}
+
 namespace {
 std::string comm_label(std::uint64_t h, const ReadResult& res) {
   auto it = res.comm_names.find(h);
@@ -343,9 +370,8 @@ std::string algo_env(Algo a) {
     default: return "";
   }
 }
-}  // namespace
-
-void add_summary_sections(Report& r, const SummarySink& s, const ReadResult& res, const SummaryOptions& o) {
+// The summary table: one row per group key, sorted by label then key.
+void summary_table(Report& r, const SummarySink& s, const ReadResult& res, const SummaryOptions& o) {
   struct Row {
     std::string label;
     const GroupKey* k;
@@ -411,7 +437,10 @@ void add_summary_sections(Report& r, const SummarySink& s, const ReadResult& res
   if (any_sketch)
     sec.notes.push_back("groups with more than 4096 records use a log-bucketed sketch: percentiles within 1%");
 
-  if (!o.advice) return;
+}
+
+// The advice table: (algo, proto) choices of one (op, size, job shape) that beat others.
+void advice_table(Report& r, const SummarySink& s) {
   // Advice: several (algo, proto) for the same (op, size bucket, nranks, nnodes).
   std::map<std::tuple<Func, int, int, int>, std::vector<std::pair<const GroupKey*, const GroupAcc*>>> choices;
   for (const auto& [k, a] : s.advice) {
@@ -449,6 +478,13 @@ void add_summary_sections(Report& r, const SummarySink& s, const ReadResult& res
   adv.notes.push_back(
       "observed in this run for the same op, size bucket and job shape; pinning affects every size: "
       "check with the full size range (and NCCL_TUNER) before relying on it");
+}
+
+}  // namespace
+
+void add_summary_sections(Report& r, const SummarySink& s, const ReadResult& res, const SummaryOptions& o) {
+  summary_table(r, s, res, o);
+  if (o.advice) advice_table(r, s);
 }
 
 // ---- the registered analysis
