@@ -92,7 +92,6 @@ struct FilesInput {
   std::vector<std::string> files;  // discovered from `inputs` (kFiles)
   int threads = 1;
   ReadOptions ro;
-  std::string format;  // --format as given
   std::string output;  // --output as given ("" : stdout)
 };
 

@@ -564,85 +564,96 @@ void stragglers_section(const Page& p, std::vector<RSection>& out) {
   out.push_back(std::move(s));
 }
 
-void channels_section(const Page& p, std::vector<RSection>& out) {
+// Busy time per channel id, per comm (the first 8 comms in comm order).
+void channel_busy_chart(const Page& p, RSection& s) {
   const auto& ops = p.ops;
   const ReadResult& res = p.res;
   const GpuMap& gm = p.gm;
   const ViewSink& data = p.data;
-  const auto& gpu_labels = p.gpu_labels;
+  if (data.ch.empty()) return;
+  std::map<std::uint64_t, std::map<int, double>> busy;
+  std::set<int> chans;
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    for (std::size_t e = data.ch_begin(i); e < data.ch_end[i]; ++e) {
+      busy[ops[i].comm_hash][data.ch[e].channel] += static_cast<double>(data.ch[e].dur_us) / 1000.0;
+      chans.insert(data.ch[e].channel);
+    }
+  std::vector<std::string> cats;
+  for (int c : chans) cats.push_back("ch " + std::to_string(c));
+  std::string series;
+  std::size_t ns = 0, nvals = 0;
+  for (std::uint64_t c : gm.comms) {
+    auto it = busy.find(c);
+    if (it == busy.end() || ns >= 8) continue;
+    std::string v;
+    std::size_t k = 0;
+    for (int ch : chans) {
+      auto jt = it->second.find(ch);
+      v += (k++ ? "," : "") + num(jt == it->second.end() ? 0.0 : jt->second);
+      ++nvals;
+    }
+    series += (ns++ ? "," : "") + std::string("{\"name\":") + q(comm_short(c, res) + " " + hex_hash(c).substr(0, 10)) +
+              ",\"values\":[" + v + "]}";
+  }
+  s.plots.add_plot("{\"type\":\"bar\",\"stacked\":true,\"title\":\"busy time per channel (all ranks)\",\"ylabel\":\"busy (ms)\","
+                   "\"categories\":" + str_array(cats) + ",\"series\":[" + series + "]}",
+                   nvals);
+}
+
+// Median channel balance per rank (ops with several channels).
+void channel_balance_chart(const Page& p, RSection& s) {
+  const auto& ops = p.ops;
+  const GpuMap& gm = p.gm;
+  std::vector<std::vector<double>> bal(gm.gpus.size());
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].ch_balance >= 0 && ops[i].nchannels > 1) bal[gm.op_gpu[i]].push_back(static_cast<double>(ops[i].ch_balance));
+  std::string v;
+  std::size_t nvals = 0;
+  for (std::size_t g = 0; g < bal.size(); ++g) {
+    v += (g ? "," : "") + (bal[g].empty() ? std::string("null") : num(median_of(bal[g])));
+    nvals += !bal[g].empty();
+  }
+  s.plots.add_plot("{\"type\":\"bar\",\"title\":\"median channel balance per rank\",\"ylabel\":\"min/max channel time\",\"ymax\":1,"
+                   "\"categories\":" + str_array(p.gpu_labels) + ",\"series\":[{\"name\":\"ch_balance P50\",\"values\":[" + v + "]}]}",
+                   nvals);
+}
+
+// Network bytes per rank and HCA.
+void hca_bytes_chart(const Page& p, RSection& s) {
+  const auto& ops = p.ops;
+  const GpuMap& gm = p.gm;
+  const ViewSink& data = p.data;
+  std::map<std::string, std::vector<double>> dev;
+  for (std::size_t i = 0; i < ops.size() && i < data.coll.extra.size(); ++i)
+    for (const auto& h : data.coll.extra[i].hcas) {
+      auto& v = dev[h.dev];
+      if (v.empty()) v.assign(gm.gpus.size(), 0.0);
+      v[gm.op_gpu[i]] += static_cast<double>(h.bytes) / 1e9;
+    }
+  if (!dev.empty()) {
+    std::string series;
+    std::size_t ns = 0, nvals = 0;
+    for (const auto& [d, v] : dev) {
+      std::string vs;
+      for (std::size_t g = 0; g < v.size(); ++g) vs += (g ? "," : "") + num(v[g]);
+      nvals += v.size();
+      series += (ns++ ? "," : "") + std::string("{\"name\":") + q("HCA " + d) + ",\"values\":[" + vs + "]}";
+    }
+    s.plots.add_plot("{\"type\":\"bar\",\"stacked\":true,\"title\":\"network bytes per rank and HCA\",\"ylabel\":\"GB\","
+                     "\"categories\":" + str_array(p.gpu_labels) + ",\"series\":[" + series + "]}",
+                     nvals);
+  }
+}
+
+void channels_section(const Page& p, std::vector<RSection>& out) {
   RSection s;
   s.id = "channels";
   s.title = "Channel and HCA balance";
   s.note = "Channel busy time from ch_times (NCCL_INSPECTOR_DUMP_VERBOSE=1); channel balance = shortest / longest channel "
            "of an op (1 = balanced); HCA bytes from NetPlugin events (NCCL_INSPECTOR_ENABLE_NET=1).";
-  // busy time per channel id, per comm (top 8 comms by channel time)
-  if (!data.ch.empty()) {
-    std::map<std::uint64_t, std::map<int, double>> busy;
-    std::set<int> chans;
-    for (std::size_t i = 0; i < ops.size(); ++i)
-      for (std::size_t e = data.ch_begin(i); e < data.ch_end[i]; ++e) {
-        busy[ops[i].comm_hash][data.ch[e].channel] += static_cast<double>(data.ch[e].dur_us) / 1000.0;
-        chans.insert(data.ch[e].channel);
-      }
-    std::vector<std::string> cats;
-    for (int c : chans) cats.push_back("ch " + std::to_string(c));
-    std::string series;
-    std::size_t ns = 0, nvals = 0;
-    for (std::uint64_t c : gm.comms) {
-      auto it = busy.find(c);
-      if (it == busy.end() || ns >= 8) continue;
-      std::string v;
-      std::size_t k = 0;
-      for (int ch : chans) {
-        auto jt = it->second.find(ch);
-        v += (k++ ? "," : "") + num(jt == it->second.end() ? 0.0 : jt->second);
-        ++nvals;
-      }
-      series += (ns++ ? "," : "") + std::string("{\"name\":") + q(comm_short(c, res) + " " + hex_hash(c).substr(0, 10)) +
-                ",\"values\":[" + v + "]}";
-    }
-    s.plots.add_plot("{\"type\":\"bar\",\"stacked\":true,\"title\":\"busy time per channel (all ranks)\",\"ylabel\":\"busy (ms)\","
-                     "\"categories\":" + str_array(cats) + ",\"series\":[" + series + "]}",
-                     nvals);
-  }
-  // channel balance per rank
-  {
-    std::vector<std::vector<double>> bal(gm.gpus.size());
-    for (std::size_t i = 0; i < ops.size(); ++i)
-      if (ops[i].ch_balance >= 0 && ops[i].nchannels > 1) bal[gm.op_gpu[i]].push_back(static_cast<double>(ops[i].ch_balance));
-    std::string v;
-    std::size_t nvals = 0;
-    for (std::size_t g = 0; g < bal.size(); ++g) {
-      v += (g ? "," : "") + (bal[g].empty() ? std::string("null") : num(median_of(bal[g])));
-      nvals += !bal[g].empty();
-    }
-    s.plots.add_plot("{\"type\":\"bar\",\"title\":\"median channel balance per rank\",\"ylabel\":\"min/max channel time\",\"ymax\":1,"
-                     "\"categories\":" + str_array(gpu_labels) + ",\"series\":[{\"name\":\"ch_balance P50\",\"values\":[" + v + "]}]}",
-                     nvals);
-  }
-  // HCA bytes per rank and device
-  {
-    std::map<std::string, std::vector<double>> dev;
-    for (std::size_t i = 0; i < ops.size() && i < data.coll.extra.size(); ++i)
-      for (const auto& h : data.coll.extra[i].hcas) {
-        auto& v = dev[h.dev];
-        if (v.empty()) v.assign(gm.gpus.size(), 0.0);
-        v[gm.op_gpu[i]] += static_cast<double>(h.bytes) / 1e9;
-      }
-    if (!dev.empty()) {
-      std::string series;
-      std::size_t ns = 0, nvals = 0;
-      for (const auto& [d, v] : dev) {
-        std::string vs;
-        for (std::size_t g = 0; g < v.size(); ++g) vs += (g ? "," : "") + num(v[g]);
-        nvals += v.size();
-        series += (ns++ ? "," : "") + std::string("{\"name\":") + q("HCA " + d) + ",\"values\":[" + vs + "]}";
-      }
-      s.plots.add_plot("{\"type\":\"bar\",\"stacked\":true,\"title\":\"network bytes per rank and HCA\",\"ylabel\":\"GB\","
-                       "\"categories\":" + str_array(gpu_labels) + ",\"series\":[" + series + "]}",
-                       nvals);
-    }
-  }
+  channel_busy_chart(p, s);
+  channel_balance_chart(p, s);
+  hca_bytes_chart(p, s);
   if (s.plots.n == 0) s.note += " No channel or HCA detail in these logs.";
   out.push_back(std::move(s));
 }

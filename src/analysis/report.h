@@ -3,7 +3,8 @@
 // busbw vs message size (against a baseline), latency percentiles, busbw over
 // time with change points and outliers, a rank x time lateness heatmap,
 // channel and HCA balance, occupancy and gaps between collectives per rank,
-// and a health panel. The data is one JSON block; the charts are drawn by
+// a health panel with every registered analysis's findings (analysis.h), and a
+// section for each registered analysis that shows its tables. The data is one JSON block; the charts are drawn by
 // Plotly.js, inlined into the page (the CLI passes the bundle it embeds,
 // plotly_bundle.h), from that data by a short script (report_assets.cpp).
 #pragma once

@@ -112,7 +112,6 @@ int run_analysis(ana::Analysis& a, const Common& c) {
   ana::FilesInput in;
   in.threads = threads(c);
   in.ro = read_opts(c);
-  in.format = c.format;
   in.output = c.output;
   if (a.input() != ana::Input::kOwnInputs && !ana::discover(c.inputs, in.files)) return kExitUsage;
   if (a.input() != ana::Input::kOps && a.input() != ana::Input::kOpsDetail) return finish(a.run_files(in), c);
