@@ -58,15 +58,15 @@ struct Marker {
   // The trace: an instant on the findings process (or a slice when `window`), and
   // a copy on the rank's markers track when rank >= 0 (not for windows).
   bool in_trace = true;
-  std::string track;         // the findings process's track, e.g. "outliers"
-  std::uint64_t comm = 0;    // 0: not tied to one communicator
+  std::string track;       // the findings process's track, e.g. "outliers"
+  std::uint64_t comm = 0;  // 0: not tied to one communicator
   int rank = -1;
   std::int64_t start_ns = 0;  // 0: no time (not drawn) unless at_first_op
   std::int64_t end_ns = 0;
-  bool window = false;        // a time range (change windows): a slice on lanes of its track
-  bool at_first_op = false;   // drawn at the rank's first op shown in that communicator
-  std::string trace_name;     // "" : "<kind>: <comm_label> <where>"
-  std::string trace_args;     // "" : kind/where/when/magnitude/evidence
+  bool window = false;       // a time range (change windows): a slice on lanes of its track
+  bool at_first_op = false;  // drawn at the rank's first op shown in that communicator
+  std::string trace_name;    // "" : "<kind>: <comm_label> <where>"
+  std::string trace_args;    // "" : kind/where/when/magnitude/evidence
   // The report's busbw-over-time chart of `comm`: a band (windows) or a point.
   enum class Chart : unsigned char { kNone, kBand, kPoint } chart = Chart::kNone;
 };
@@ -78,7 +78,8 @@ struct AnalysisResult {
   int exit = kExitOk;           // the CLI's exit code
   std::string error;            // printed instead of the report (exit must be non-zero)
   std::string note;             // printed on stderr after the report
-  bool done = false;            // nothing left to write: the analysis wrote its output (export) or printed why there is none
+  // Nothing left to write: the analysis wrote its output (export) or printed why there is none.
+  bool done = false;
 };
 
 // What an analysis that runs on ops gets: the ops read and the read result.

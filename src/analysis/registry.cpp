@@ -64,13 +64,15 @@ bool check_read(const ReadResult& res) {
     std::cerr << "nccl-inspector: no op records in " << res.files.size() << " file(s)";
     std::size_t unknown = 0;
     for (const auto& f : res.files) unknown += f.format == FileFormat::kUnknown;
-    if (unknown == res.files.size()) std::cerr << " (unknown format: not nccl-inspector or upstream Inspector v4.0 logs)";
+    if (unknown == res.files.size())
+      std::cerr << " (unknown format: not nccl-inspector or upstream Inspector v4.0 logs)";
     std::cerr << "; try: nccl-inspector validate\n";
     return false;
   }
   if (res.truncated_files || res.corrupt_files || res.bad_lines)
-    std::cerr << "nccl-inspector: note: " << res.truncated_files << " truncated file(s), " << res.corrupt_files
-              << " corrupt file(s), " << res.bad_lines << " bad line(s) skipped (see the health section)\n";
+    std::cerr << "nccl-inspector: note: " << res.truncated_files << " truncated file(s), "
+              << res.corrupt_files << " corrupt file(s), " << res.bad_lines
+              << " bad line(s) skipped (see the health section)\n";
   return true;
 }
 

@@ -4,7 +4,6 @@
 // One subcommand per registered analysis (analysis.h: its options, how it reads,
 // how it runs), then `trace` and `report`; main parses and runs the one chosen.
 #include <CLI/CLI.hpp>
-
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -35,7 +34,8 @@ struct Common {
 };
 
 void add_common(CLI::App* app, Common& c, bool inputs = true) {
-  if (inputs) app->add_option("inputs", c.inputs, "dump directories (searched recursively) or log files")->required();
+  if (inputs)
+    app->add_option("inputs", c.inputs, "dump directories (searched recursively) or log files")->required();
   app->add_option("--format,-f", c.format, "table | csv | json | markdown")->capture_default_str();
   app->add_option("--output,-o", c.output, "write to this file instead of stdout");
   app->add_option("--threads,-j", c.threads, "reader threads (default: all cores)");
@@ -48,7 +48,9 @@ ana::ReadOptions read_opts(const Common& c) {
   ro.progress = c.no_progress ? 0 : c.progress ? 1 : -1;
   return ro;
 }
-int threads(const Common& c) { return c.threads > 0 ? c.threads : ana::default_threads(); }
+int threads(const Common& c) {
+  return c.threads > 0 ? c.threads : ana::default_threads();
+}
 
 // Renders to -o FILE or stdout.
 int emit(const ana::Report& r, const Common& c) {
@@ -116,7 +118,8 @@ int run_analysis(ana::Analysis& a, const Common& c) {
   if (a.input() != ana::Input::kOwnInputs && !ana::discover(c.inputs, in.files)) return kExitUsage;
   if (a.input() != ana::Input::kOps && a.input() != ana::Input::kOpsDetail) return finish(a.run_files(in), c);
   ana::ReadResult res;
-  auto ops = ana::read_merged<ana::CollectSink>(in.files, in.ro, in.threads, res, a.input() == ana::Input::kOpsDetail);
+  auto ops = ana::read_merged<ana::CollectSink>(in.files, in.ro, in.threads, res,
+                                                a.input() == ana::Input::kOpsDetail);
   if (!ana::check_read(res)) return kExitUsage;
   return finish(a.run(ana::AnalysisInput{*ops, res}), c);
 }
@@ -174,21 +177,29 @@ int run_trace(TraceArgs& t) {
 Command trace_command(CLI::App& app) {
   auto t = std::make_shared<TraceArgs>();
   auto& to = t->to;
-  auto* trc = app.add_subcommand("trace", "Chrome/Perfetto trace (JSON, .gz): every rank on one clock, flows, findings");
+  auto* trc = app.add_subcommand(
+      "trace", "Chrome/Perfetto trace (JSON, .gz): every rank on one clock, flows, findings");
   add_common(trc, t->c);
   trc->remove_option(trc->get_option("--format"));
   trc->get_option("--output")->required()->description("trace file: .json or .json.gz");
-  trc->add_option("--from", to.from, "start of the window: seconds from the first op (12.5) or ISO 8601 UTC time");
+  trc->add_option("--from", to.from,
+                  "start of the window: seconds from the first op (12.5) or ISO 8601 UTC time");
   trc->add_option("--to", to.to, "end of the window: seconds from the first op or ISO 8601 UTC time");
   trc->add_option("--comm", to.comms, "only this communicator (name or 0x hash; repeatable)");
   trc->add_option("--rank", to.ranks, "only this rank (as in the process names; repeatable)");
   trc->add_option("--op", to.ops, "only this NCCL function (AllReduce, Send, ...; repeatable)");
-  trc->add_option("--sample", to.sample, "keep ops whose seq is a multiple of N (all ranks keep the same instances)")->capture_default_str();
-  trc->add_option("--max-ops", to.max_ops, "sample more when more ops remain (0: no limit)")->capture_default_str();
-  trc->add_option("--channel-ops-max", to.channel_ops_max, "per-channel sub-tracks only up to this many ops (0: never)")->capture_default_str();
+  trc->add_option("--sample", to.sample,
+                  "keep ops whose seq is a multiple of N (all ranks keep the same instances)")
+      ->capture_default_str();
+  trc->add_option("--max-ops", to.max_ops, "sample more when more ops remain (0: no limit)")
+      ->capture_default_str();
+  trc->add_option("--channel-ops-max", to.channel_ops_max,
+                  "per-channel sub-tracks only up to this many ops (0: never)")
+      ->capture_default_str();
   trc->add_flag("--no-flows", t->no_flows, "no flow arrows between ranks");
   trc->add_flag("--no-counters", t->no_counters, "no network/HCA counter tracks");
-  trc->add_flag("--no-findings", t->no_findings, "do not run the detectors (no straggler/change point/outlier markers)");
+  trc->add_flag("--no-findings", t->no_findings,
+                "do not run the detectors (no straggler/change point/outlier markers)");
   return {trc, [t] { return run_trace(*t); }};
 }
 
@@ -218,11 +229,12 @@ bool load_plotly(ReportArgs& r) {
     plotly = {r.plotly_text, r.plotly_file};
   }
   if (plotly.js.empty()) {
-    std::cerr << "nccl-inspector: this build of nccl-inspector has no Plotly.js, which the report embeds to draw "
-                 "its charts\n(web/node_modules was not installed when it was built). Either:\n"
-                 "  npm ci --prefix web        (in the source tree; needs Node.js and npm), then rebuild, or\n"
-                 "  nccl-inspector report ... --plotly-js FILE   with FILE a plotly.js 4.x bundle, e.g.\n"
-                 "      plotly-cartesian.min.js from the npm package plotly.js-cartesian-dist-min\n";
+    std::cerr
+        << "nccl-inspector: this build of nccl-inspector has no Plotly.js, which the report embeds to draw "
+           "its charts\n(web/node_modules was not installed when it was built). Either:\n"
+           "  npm ci --prefix web        (in the source tree; needs Node.js and npm), then rebuild, or\n"
+           "  nccl-inspector report ... --plotly-js FILE   with FILE a plotly.js 4.x bundle, e.g.\n"
+           "      plotly-cartesian.min.js from the npm package plotly.js-cartesian-dist-min\n";
     return false;
   }
   r.rpo.plotly_js = plotly.js;
@@ -255,15 +267,16 @@ int run_report(ReportArgs& r) {
     std::cerr << "nccl-inspector: write error on " << r.c.output << "\n";
     return kExitInvalid;
   }
-  std::cerr << "nccl-inspector: wrote " << r.c.output << ": " << rs.plots << " charts, " << rs.tables << " tables, "
-            << rs.bytes / 1000 << " kB (" << rs.data_bytes / 1000 << " kB of data, " << r.rpo.plotly_js.size() / 1000
-            << " kB of " << r.rpo.plotly_label << ")\n";
+  std::cerr << "nccl-inspector: wrote " << r.c.output << ": " << rs.plots << " charts, " << rs.tables
+            << " tables, " << rs.bytes / 1000 << " kB (" << rs.data_bytes / 1000 << " kB of data, "
+            << r.rpo.plotly_js.size() / 1000 << " kB of " << r.rpo.plotly_label << ")\n";
   return 0;
 }
 
 Command report_command(CLI::App& app) {
   auto r = std::make_shared<ReportArgs>();
-  auto* rep = app.add_subcommand("report", "self-contained offline HTML report: busbw, latency, stragglers, balance, gaps, health");
+  auto* rep = app.add_subcommand(
+      "report", "self-contained offline HTML report: busbw, latency, stragglers, balance, gaps, health");
   add_common(rep, r->c);
   rep->remove_option(rep->get_option("--format"));
   rep->get_option("--output")->required()->description("the HTML file to write");
@@ -278,7 +291,9 @@ Command report_command(CLI::App& app) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"nccl-inspector: analyze NCCL profiler logs (nccl-inspector *.jsonl.gz and upstream Inspector v4.0 *.log)"};
+  CLI::App app{
+      "nccl-inspector: analyze NCCL profiler logs (nccl-inspector *.jsonl.gz and upstream Inspector v4.0 "
+      "*.log)"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "nccl-inspector 0.1.0");
   const auto analyses = ana::make_analyses();

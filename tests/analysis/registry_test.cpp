@@ -1,7 +1,6 @@
 // The registry (analysis.h): an analysis reaches the report and the trace through
 // its registration alone, and every registered analysis is a CLI subcommand.
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -33,7 +32,8 @@ class ProbeAnalysis : public ana::Analysis {
     s.table.columns = {"comm", "first_rank"};
     std::map<std::uint64_t, const ana::OpRecord*> first;
     for (const auto& op : in.data.ops)
-      if (op.has_start() && (!first.count(op.comm_hash) || op.start_wall_ns < first[op.comm_hash]->start_wall_ns))
+      if (op.has_start() &&
+          (!first.count(op.comm_hash) || op.start_wall_ns < first[op.comm_hash]->start_wall_ns))
         first[op.comm_hash] = &op;
     for (const auto& [comm, op] : first) {
       s.table.rows.push_back({ana::hex_hash(comm), static_cast<int>(op->rank)});
@@ -51,7 +51,9 @@ class ProbeAnalysis : public ana::Analysis {
   }
 };
 
-std::unique_ptr<ana::Analysis> make_probe() { return std::make_unique<ProbeAnalysis>(); }
+std::unique_ptr<ana::Analysis> make_probe() {
+  return std::make_unique<ProbeAnalysis>();
+}
 
 struct Views {
   std::string report, trace;
