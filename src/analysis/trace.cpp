@@ -1,25 +1,18 @@
 #include "trace.h"
 
-#include <zlib.h>
-
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <ctime>
-#include <fstream>
 #include <limits>
 #include <map>
-#include <memory>
 #include <set>
-#include <streambuf>
 #include <tuple>
-#include <unordered_map>
 
 #include "analysis.h"
 #include "stragglers.h"
 #include "table.h"
+#include "trace_json.h"
 
 namespace nccl_inspector::analysis {
 
@@ -38,97 +31,6 @@ constexpr int kFindTidFree = 6, kFindTidWindowBase = 20, kMaxChangeLanes = 10;
 std::int64_t end_ns_of(std::int64_t start, double dur_us) {
   return start + (std::isfinite(dur_us) && dur_us > 0 ? std::llround(dur_us * 1000.0) : 0);
 }
-
-// Buffered JSON text writer: one event at a time, flushed every ~1 MiB.
-class Json {
- public:
-  explicit Json(std::ostream& out) : out_(out) { buf_.reserve(kFlush + 65536); }
-  ~Json() = default;
-  Json(const Json&) = delete;
-  Json& operator=(const Json&) = delete;
-
-  void raw(std::string_view s) { buf_.append(s); }
-  void ch(char c) { buf_.push_back(c); }
-  void i64(std::int64_t v) {
-    char b[24];
-    auto r = std::to_chars(b, b + sizeof b, v);
-    buf_.append(b, static_cast<std::size_t>(r.ptr - b));
-  }
-  void u64(std::uint64_t v) {
-    char b[24];
-    auto r = std::to_chars(b, b + sizeof b, v);
-    buf_.append(b, static_cast<std::size_t>(r.ptr - b));
-  }
-  // Nanoseconds as microseconds with 3 decimals (exact).
-  void us(std::int64_t ns) {
-    if (ns < 0) {
-      ch('-');
-      ns = -ns;
-    }
-    u64(static_cast<std::uint64_t>(ns / 1000));
-    const int frac = static_cast<int>(ns % 1000);
-    char b[5] = {'.', static_cast<char>('0' + frac / 100), static_cast<char>('0' + frac / 10 % 10),
-                 static_cast<char>('0' + frac % 10), 0};
-    buf_.append(b, 4);
-  }
-  void num(double v) {
-    if (!std::isfinite(v)) {
-      raw("null");
-      return;
-    }
-    char b[32];
-    const int n = std::snprintf(b, sizeof b, "%.4g", v);
-    buf_.append(b, static_cast<std::size_t>(n));
-  }
-  void str(std::string_view s) {
-    ch('"');
-    bool plain = true;
-    for (unsigned char c : s)
-      if (c < 0x20 || c == '"' || c == '\\') plain = false;
-    if (plain) buf_.append(s);
-    else buf_.append(json_escape(std::string(s)));
-    ch('"');
-  }
-  void key(std::string_view k) {
-    ch('"');
-    buf_.append(k);
-    raw("\":");
-  }
-  // Starts an event: {"ph":"X","name":..,"cat":..,"pid":..,"tid":..,"ts":..
-  void begin(char ph, std::string_view name, std::string_view cat, int pid, int tid, std::int64_t ts_ns) {
-    raw(events_++ ? ",\n" : "\n");  // one event per line (tests and grep rely on it)
-    raw("{\"ph\":\"");
-    ch(ph);
-    raw("\",\"name\":");
-    str(name);
-    raw(",\"cat\":");
-    str(cat);
-    raw(",\"pid\":");
-    i64(pid);
-    raw(",\"tid\":");
-    i64(tid);
-    raw(",\"ts\":");
-    us(ts_ns);
-  }
-  void end() {
-    ch('}');
-    if (buf_.size() >= kFlush) flush();
-  }
-  void flush() {
-    out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
-    bytes_ += buf_.size();
-    buf_.clear();
-  }
-  std::uint64_t events() const { return events_; }
-  std::uint64_t bytes() const { return bytes_ + buf_.size(); }
-  bool ok() const { return static_cast<bool>(out_); }
-
- private:
-  static constexpr std::size_t kFlush = 1u << 20;
-  std::ostream& out_;
-  std::string buf_;
-  std::uint64_t events_ = 0, bytes_ = 0;
-};
 
 // Lane allocation on one track: the first lane whose events all ended by `start`.
 struct Lanes {
@@ -204,55 +106,6 @@ std::string iso_utc(std::int64_t ns) {
                 tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<long long>(ns % 1000000000 / 1000));
   return b;
 }
-
-// gzip output streambuf (zlib, level 6).
-class GzBuf : public std::streambuf {
- public:
-  explicit GzBuf(std::FILE* f) : f_(f) {
-    std::memset(&z_, 0, sizeof z_);
-    ok_ = deflateInit2(&z_, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK;
-    out_.resize(1 << 18);
-  }
-  ~GzBuf() override {
-    if (ok_) deflateEnd(&z_);
-  }
-  GzBuf(const GzBuf&) = delete;
-  GzBuf& operator=(const GzBuf&) = delete;
-  bool finish() {
-    if (!ok_) return false;
-    return pump(nullptr, 0, Z_FINISH);
-  }
-
- protected:
-  std::streamsize xsputn(const char* s, std::streamsize n) override {
-    if (!ok_ || !pump(s, static_cast<std::size_t>(n), Z_NO_FLUSH)) return 0;
-    return n;
-  }
-  int overflow(int c) override {
-    if (c == traits_type::eof()) return 0;
-    const char ch = static_cast<char>(c);
-    return xsputn(&ch, 1) == 1 ? c : traits_type::eof();
-  }
-
- private:
-  bool pump(const char* s, std::size_t n, int flush) {
-    z_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(s));
-    z_.avail_in = static_cast<uInt>(n);
-    for (;;) {
-      z_.next_out = reinterpret_cast<Bytef*>(out_.data());
-      z_.avail_out = static_cast<uInt>(out_.size());
-      const int r = deflate(&z_, flush);
-      if (r == Z_STREAM_ERROR) return ok_ = false;
-      const std::size_t have = out_.size() - z_.avail_out;
-      if (have && std::fwrite(out_.data(), 1, have, f_) != have) return ok_ = false;
-      if (flush == Z_FINISH ? r == Z_STREAM_END : z_.avail_in == 0 && z_.avail_out != 0) return true;
-    }
-  }
-  std::FILE* f_;
-  z_stream z_;
-  std::vector<char> out_;
-  bool ok_ = false;
-};
 
 }  // namespace
 
@@ -361,17 +214,17 @@ class TraceBuild {
   void bin_counters();
   void spread(std::vector<double>& v, std::int64_t s, std::int64_t e, double bytes) const;
 
-  void write_metadata(Json& j);
-  void write_ops(Json& j);
-  void write_op(Json& j, std::size_t k);
-  void write_channels(Json& j, std::size_t k);
-  void write_flow(Json& j, const Flow& f, std::uint64_t id);
-  void write_windows(Json& j);
-  void write_counters(Json& j);
-  void write_counter(Json& j, int pid, const char* name,
+  void write_metadata(TraceJson& j);
+  void write_ops(TraceJson& j);
+  void write_op(TraceJson& j, std::size_t k);
+  void write_channels(TraceJson& j, std::size_t k);
+  void write_flow(TraceJson& j, const Flow& f, std::uint64_t id);
+  void write_windows(TraceJson& j);
+  void write_counters(TraceJson& j);
+  void write_counter(TraceJson& j, int pid, const char* name,
                      const std::vector<std::pair<std::string, const std::vector<double>*>>& cols);
-  void write_instants(Json& j);
-  void write_footer(Json& j);
+  void write_instants(TraceJson& j);
+  void write_footer(TraceJson& j);
 
   bool in_window(std::int64_t t) const { return t >= from_ && t <= to_; }
   int cidx(std::uint32_t i) const { return gm_.comm_index.at(ops_[i].comm_hash); }
@@ -773,7 +626,7 @@ void TraceBuild::spread(std::vector<double>& v, std::int64_t s, std::int64_t e, 
 }
 
 // Process and thread names and sort indices.
-void TraceBuild::write_metadata(Json& j) {
+void TraceBuild::write_metadata(TraceJson& j) {
   auto meta = [&](const char* what, int pid, int tid, const std::string& name_or_empty, long long sort) {
     j.begin('M', what, "__metadata", pid, tid, 0);
     j.raw(",\"args\":{");
@@ -808,7 +661,7 @@ void TraceBuild::write_metadata(Json& j) {
 }
 
 // Op slices with their channel slices, and each flow right after its later end.
-void TraceBuild::write_ops(Json& j) {
+void TraceBuild::write_ops(TraceJson& j) {
   std::size_t fi = 0;
   std::uint64_t flow_id = 0;
   for (std::size_t k = 0; k < sel_.size(); ++k) {
@@ -820,7 +673,7 @@ void TraceBuild::write_ops(Json& j) {
   }
 }
 
-void TraceBuild::write_op(Json& j, std::size_t k) {
+void TraceBuild::write_op(TraceJson& j, std::size_t k) {
   const std::uint32_t i = sel_[k];
   const OpRecord& op = ops_[i];
   const std::string_view fname = to_string(op.func);
@@ -878,7 +731,7 @@ void TraceBuild::write_op(Json& j, std::size_t k) {
   ++st.ops_written;
 }
 
-void TraceBuild::write_channels(Json& j, std::size_t k) {
+void TraceBuild::write_channels(TraceJson& j, std::size_t k) {
   const std::uint32_t i = sel_[k];
   const OpRecord& op = ops_[i];
   const int pid = pid_of_sel(static_cast<std::uint32_t>(k));
@@ -899,7 +752,7 @@ void TraceBuild::write_channels(Json& j, std::size_t k) {
   }
 }
 
-void TraceBuild::write_flow(Json& j, const Flow& f, std::uint64_t flow_id) {
+void TraceBuild::write_flow(TraceJson& j, const Flow& f, std::uint64_t flow_id) {
   const OpRecord& a = ops_[sel_[f.src_k]];
   const OpRecord& b = ops_[sel_[f.dst_k]];
   char id[24];
@@ -920,7 +773,7 @@ void TraceBuild::write_flow(Json& j, const Flow& f, std::uint64_t flow_id) {
 }
 
 // Time windows (change points) as slices on the findings process.
-void TraceBuild::write_windows(Json& j) {
+void TraceBuild::write_windows(TraceJson& j) {
   for (const auto& w : windows_) {
     j.begin('X', w.name, "finding,change_point", 0, w.tid, w.start - t0_);
     j.raw(",\"dur\":");
@@ -932,7 +785,7 @@ void TraceBuild::write_windows(Json& j) {
   }
 }
 
-void TraceBuild::write_counters(Json& j) {
+void TraceBuild::write_counters(TraceJson& j) {
   for (const auto& [g, s] : series_) {
     const int pid = gm_.gpus[g].trace_pid;
     if (!s.net.empty()) write_counter(j, pid, "net GB/s", {{"send+recv", &s.net}});
@@ -945,7 +798,7 @@ void TraceBuild::write_counters(Json& j) {
 }
 
 // One counter track: an event at each bin where some column changes, and a last one at 0.
-void TraceBuild::write_counter(Json& j, int pid, const char* name,
+void TraceBuild::write_counter(TraceJson& j, int pid, const char* name,
                                const std::vector<std::pair<std::string, const std::vector<double>*>>& cols) {
   const double to_gbs = 1.0 / static_cast<double>(bin_ns_);  // bytes/ns == GB/s
   std::vector<double> prev(cols.size(), -1.0);
@@ -973,7 +826,7 @@ void TraceBuild::write_counter(Json& j, int pid, const char* name,
   }
 }
 
-void TraceBuild::write_instants(Json& j) {
+void TraceBuild::write_instants(TraceJson& j) {
   for (const auto& in : instants_) {
     j.begin('i', in.name, in.cat, in.pid, in.tid, in.ts - t0_);
     j.raw(",\"s\":\"t\",\"args\":{");
@@ -985,7 +838,7 @@ void TraceBuild::write_instants(Json& j) {
 }
 
 // The top-level metadata: the clock, what was selected and dropped.
-void TraceBuild::write_footer(Json& j) {
+void TraceBuild::write_footer(TraceJson& j) {
   j.raw("\n],\"metadata\":{\"tool\":\"nccl-inspector trace\",\"version\":\"0.1.0\",\"t0_wall_ns\":\"");
   j.i64(t0_);
   j.raw("\",\"t0_utc\":\"");
@@ -1036,12 +889,12 @@ void TraceBuild::write_footer(Json& j) {
 }
 
 // The parts of the file, in order (the events array, then the footer).
-using TracePart = void (TraceBuild::*)(Json&);
+using TracePart = void (TraceBuild::*)(TraceJson&);
 
 void TraceBuild::write(std::ostream& out, std::string& error) {
   static constexpr TracePart kParts[] = {&TraceBuild::write_metadata, &TraceBuild::write_ops, &TraceBuild::write_windows,
                                          &TraceBuild::write_counters, &TraceBuild::write_instants};
-  Json j(out);
+  TraceJson j(out);
   j.raw("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
   for (TracePart part : kParts) (this->*part)(j);
   st.events = j.events();
@@ -1060,47 +913,6 @@ TraceStats write_trace(const ViewSink& data, const ReadResult& res, const TraceO
   b.plan();
   b.write(out, error);
   return b.st;
-}
-
-bool write_trace_file(const ViewSink& data, const ReadResult& res, const TraceOptions& o, const std::string& path,
-                      TraceStats& stats, std::string& error) {
-  const bool gz = path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "wb"), &std::fclose);
-  if (!f) {
-    error = "cannot write " + path;
-    return false;
-  }
-  if (gz) {
-    GzBuf buf(f.get());
-    std::ostream os(&buf);
-    stats = write_trace(data, res, o, os, error);
-    if (!error.empty()) return false;
-    if (!os || !buf.finish()) {
-      error = "write error on " + path;
-      return false;
-    }
-  } else {
-    struct FileBuf : std::streambuf {
-      std::FILE* fp;
-      explicit FileBuf(std::FILE* p) : fp(p) {}
-      std::streamsize xsputn(const char* s, std::streamsize n) override {
-        return static_cast<std::streamsize>(std::fwrite(s, 1, static_cast<std::size_t>(n), fp));
-      }
-      int overflow(int c) override { return c == traits_type::eof() ? 0 : std::fputc(c, fp); }
-    } buf(f.get());
-    std::ostream os(&buf);
-    stats = write_trace(data, res, o, os, error);
-    if (!error.empty()) return false;
-    if (!os || std::fflush(f.get()) != 0) {
-      error = "write error on " + path;
-      return false;
-    }
-  }
-  if (std::fclose(f.release()) != 0) {
-    error = "write error on " + path;
-    return false;
-  }
-  return true;
 }
 
 }  // namespace nccl_inspector::analysis
