@@ -108,6 +108,14 @@ struct RSection {
   }
 };
 
+// A section of the page: its id (the anchor and the navigation's key) and heading.
+RSection section(std::string id, std::string title) {
+  RSection s;
+  s.id = std::move(id);
+  s.title = std::move(title);
+  return s;
+}
+
 // Script text for a <script> element: "</script" (any case) would close it, so it becomes "<\/script", which is
 // the same text inside JavaScript strings, regular expressions, templates and comments, the only places it can
 // occur. "<!--" followed later by "<script" would switch the HTML parser into a mode where the element's end tag
@@ -273,9 +281,7 @@ RTable findings_table(const Page& p) {
 }
 
 void health_section(const Page& p, std::vector<RSection>& out) {
-  RSection s;
-  s.id = "health";
-  s.title = "Overview and health";
+  RSection s = section("health", "Overview and health");
   s.note = "Read this first: losses, truncation and clock uncertainty bound what the charts can show.";
   s.tables.add(input_table(p).json());
   s.tables.add(clock_table(p).json());
@@ -287,9 +293,7 @@ void busbw_section(const Page& p, std::vector<RSection>& out) {
   const auto& ops = p.ops;
   const ReadResult& res = p.res;
   const GpuMap& gm = p.gm;
-  RSection s;
-  s.id = "busbw";
-  s.title = "Bus bandwidth per operation and communicator";
+  RSection s = section("busbw", "Bus bandwidth per operation and communicator");
   s.note = "Boxes: P25-P75 with the median; whiskers P5-P95; n in the tooltip. busbw as recorded per op on each rank (nccl-tests factors).";
   std::map<std::pair<Func, std::uint64_t>, QuantileSketch> k;
   std::set<Func> funcs;
@@ -327,9 +331,7 @@ void busbw_section(const Page& p, std::vector<RSection>& out) {
 void size_section(const Page& p, std::vector<RSection>& out) {
   const auto& ops = p.ops;
   const ViewSink* baseline = p.baseline;
-  RSection s;
-  s.id = "size";
-  s.title = "Bus bandwidth vs message size";
+  RSection s = section("size", "Bus bandwidth vs message size");
   s.note = baseline ? "Median busbw per power-of-two size bucket, per algorithm/protocol; dashed: the baseline run."
                     : "Median busbw per power-of-two size bucket, per algorithm/protocol (give --baseline DIR to compare).";
   const std::map<SizeKey, QuantileSketch> run = size_curves(ops);
@@ -364,9 +366,7 @@ void size_section(const Page& p, std::vector<RSection>& out) {
 void latency_section(const Page& p, std::vector<RSection>& out) {
   const auto& ops = p.ops;
   const ReadResult& res = p.res;
-  RSection s;
-  s.id = "latency";
-  s.title = "Latency percentiles";
+  RSection s = section("latency", "Latency percentiles");
   RTable t;
   t.title = "Latency per communicator, operation and size bucket";
   t.columns = {"communicator", "op", "size", "algo/proto", "count", "P50 (us)", "P90 (us)", "P99 (us)", "max (us)"};
@@ -447,9 +447,7 @@ void time_marks(const Page& p, std::uint64_t c, std::string& bands, std::string&
 void time_section(const Page& p, std::vector<RSection>& out) {
   if (!p.timed) return;
   const ReportOptions& o = p.o;
-  RSection s;
-  s.id = "time";
-  s.title = "Bus bandwidth over time";
+  RSection s = section("time", "Bus bandwidth over time");
   s.note = "Per communicator, the busiest (op, size) groups; each point is the median busbw of a time bin. "
            "Shaded: change points (rolling median shift); red: the worst single-op outliers.";
   std::map<std::uint64_t, std::size_t> count;
@@ -554,9 +552,7 @@ RTable lateness_table(const Page& p) {
 
 void stragglers_section(const Page& p, std::vector<RSection>& out) {
   if (!p.timed) return;
-  RSection s;
-  s.id = "stragglers";
-  s.title = "Stragglers: lateness per rank over time";
+  RSection s = section("stragglers", "Stragglers: lateness per rank over time");
   s.note = "Lateness of a rank in a collective instance (comm, op, seq): its start minus the earliest rank's start. "
            "Cell: the mean over the rank's instances in that time bin. A late rank is a bright row.";
   lateness_heatmap(p, s);
@@ -646,9 +642,7 @@ void hca_bytes_chart(const Page& p, RSection& s) {
 }
 
 void channels_section(const Page& p, std::vector<RSection>& out) {
-  RSection s;
-  s.id = "channels";
-  s.title = "Channel and HCA balance";
+  RSection s = section("channels", "Channel and HCA balance");
   s.note = "Channel busy time from ch_times (NCCL_INSPECTOR_DUMP_VERBOSE=1); channel balance = shortest / longest channel "
            "of an op (1 = balanced); HCA bytes from NetPlugin events (NCCL_INSPECTOR_ENABLE_NET=1).";
   channel_busy_chart(p, s);
@@ -663,9 +657,7 @@ void occupancy_section(const Page& p, std::vector<RSection>& out) {
   const auto& ops = p.ops;
   const GpuMap& gm = p.gm;
   const auto& gpu_labels = p.gpu_labels;
-  RSection s;
-  s.id = "occupancy";
-  s.title = "Communication occupancy and gaps between collectives";
+  RSection s = section("occupancy", "Communication occupancy and gaps between collectives");
   s.note = "Occupancy: the fraction of a rank's active span (first op start to last op end) covered by at least one op. "
            "Gaps: idle time between consecutive ops of a rank (the union of its communicators), i.e. pipeline bubbles "
            "or compute phases; whiskers P5-P95.";
@@ -730,9 +722,7 @@ std::string json_cell(const Cell& c) {
 void analysis_sections(const Page& p, std::vector<RSection>& out) {
   for (const auto& ran : p.analyses) {
     if (!ran.analysis->tables_in_report() || ran.result.report.sections.empty()) continue;
-    RSection s;
-    s.id = std::string(ran.analysis->name());
-    s.title = std::string(ran.analysis->help());
+    RSection s = section(std::string(ran.analysis->name()), std::string(ran.analysis->help()));
     for (const auto& sec : ran.result.report.sections) {
       RTable t;
       t.title = sec.title;
