@@ -102,8 +102,9 @@ struct RSection {
     static const std::map<std::string, std::string> kNav = {
         {"health", "Health"}, {"busbw", "busbw"}, {"size", "busbw vs size"}, {"latency", "Latency"},
         {"time", "Over time"}, {"stragglers", "Stragglers"}, {"channels", "Channels & HCAs"}, {"occupancy", "Occupancy & gaps"}};
+    // A registered analysis's section is named by its id (the subcommand) in the navigation bar.
     auto it = kNav.find(id);
-    return "{\"id\":" + q(id) + ",\"nav\":" + q(it == kNav.end() ? title : it->second) + ",\"title\":" + q(title) + ",\"note\":" + q(note) + ",\"plots\":" + plots.str() +
+    return "{\"id\":" + q(id) + ",\"nav\":" + q(it == kNav.end() ? id : it->second) + ",\"title\":" + q(title) + ",\"note\":" + q(note) + ",\"plots\":" + plots.str() +
            ",\"tables\":" + tables.str() + "}";
   }
 };

@@ -108,7 +108,7 @@ TEST(Registry, AnalysisReachesReportAndTraceThroughRegistration) {
   ana::extra_analyses().pop_back();
 
   // The report: a section with its table, and its markers in the findings table.
-  EXPECT_NE(after.report.find("\"id\":\"probe\""), std::string::npos);
+  EXPECT_NE(after.report.find("\"id\":\"probe\",\"nav\":\"probe\""), std::string::npos);
   EXPECT_NE(after.report.find("\"title\":\"Probe table\""), std::string::npos);
   EXPECT_NE(after.report.find("[\"probe\",\"\",\"rank "), std::string::npos);
   // The trace: instants on a findings track of its own, named after it.
