@@ -106,6 +106,8 @@ int finish(const ana::AnalysisResult& r, const Common& c) {
   return r.exit;
 }
 
+// A registered analysis's subcommand: check its options, find the inputs, read what
+// it needs (or let it read), run it, write what it returns.
 int run_analysis(ana::Analysis& a, const Common& c) {
   if (const std::string err = a.check(c.format); !err.empty()) {
     std::cerr << "nccl-inspector: " << err << "\n";
