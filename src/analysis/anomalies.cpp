@@ -7,6 +7,7 @@
 #include <map>
 #include <numeric>
 
+#include "analysis.h"
 #include "stats.h"
 #include "stragglers.h"
 
@@ -397,5 +398,68 @@ Report anomalies_report(const AnomalyResult& r) {
   o.notes.push_back(std::to_string(r.outlier_count) + " outlier ops in total");
   return rep;
 }
+
+// ---- the registered analysis
+
+namespace {
+
+// The trace's findings track of a finding's kind.
+const char* track_of(const std::string& kind) {
+  if (kind == "outlier") return "outliers";
+  if (kind == "bimodal") return "bimodal latency";
+  if (kind == "channel_imbalance") return "channel imbalance";
+  return "HCA";
+}
+
+Marker marker_of(const Finding& f, bool outlier) {
+  Marker m;
+  m.kind = f.kind;
+  m.comm_label = f.comm_label;
+  m.where = f.where;
+  m.when = f.when;
+  m.evidence = f.evidence;
+  m.magnitude = f.magnitude;
+  m.comm = f.comm;
+  m.rank = f.rank;
+  m.start_ns = f.start_ns;
+  m.end_ns = f.end_ns;
+  m.window = f.kind == "change_point" && f.end_ns > f.start_ns;
+  m.track = m.window ? "change points" : track_of(f.kind);
+  m.chart = outlier ? Marker::Chart::kPoint : m.window ? Marker::Chart::kBand : Marker::Chart::kNone;
+  return m;
+}
+
+class AnomaliesAnalysis : public Analysis {
+ public:
+  std::string_view name() const override { return "anomalies"; }
+  std::string_view help() const override {
+    return "outliers, change points, bimodality, channel and HCA imbalance";
+  }
+  Input input() const override { return Input::kOpsDetail; }
+  void options(std::vector<OptionSpec>& o) override {
+    o.push_back({"--z", "robust z-score threshold for outliers", &opt_.z_threshold, true});
+    o.push_back({"--top", "worst outliers to list", &opt_.top, true});
+    o.push_back({"--shift", "change point: rolling median / baseline ratio", &opt_.shift_ratio, true});
+    o.push_back({"--min-ch-balance", "channel imbalance: median ch_balance below this", &opt_.min_ch_balance, true});
+  }
+  AnalysisResult run(const AnalysisInput& in) override {
+    AnalysisResult r;
+    AnomalyResult ar = find_anomalies(in.data, in.res, opt_);
+    r.report = anomalies_report(ar);
+    for (const auto& f : ar.findings) r.markers.push_back(marker_of(f, false));
+    for (const auto& f : ar.outliers) r.markers.push_back(marker_of(f, true));
+    r.detail = std::move(ar);
+    return r;
+  }
+  // The report shows its findings in the health section and on the busbw-over-time charts.
+  bool tables_in_report() const override { return false; }
+
+ private:
+  AnomalyOptions opt_;
+};
+
+}  // namespace
+
+std::unique_ptr<Analysis> make_anomalies_analysis() { return std::make_unique<AnomaliesAnalysis>(); }
 
 }  // namespace nccl_inspector::analysis

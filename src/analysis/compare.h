@@ -27,7 +27,4 @@ struct CompareResult {
 CompareResult compare_runs(const std::vector<std::string>& base, const std::vector<std::string>& run, int threads,
                            const ReadOptions& ro, const CompareOptions& o);
 
-// Per-iteration statistics between consecutive `mark` records of each process.
-void add_iteration_section(Report& r, const std::vector<OpRecord>& ops, const ReadResult& res);
-
 }  // namespace nccl_inspector::analysis

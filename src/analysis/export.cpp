@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <iostream>
 #include <mutex>
 
+#include "analysis.h"
 #include "table.h"
 
 namespace nccl_inspector::analysis {
@@ -135,5 +138,50 @@ ReadResult export_ops(const std::vector<std::string>& files, ExportFormat f, int
   out.flush();
   return res;
 }
+
+// ---- the registered analysis
+
+namespace {
+
+// `export` streams rows as it reads, so it writes its output itself.
+class ExportAnalysis : public Analysis {
+ public:
+  std::string_view name() const override { return "export"; }
+  std::string_view help() const override { return "flat per-op table (csv or jsonl) for pandas/Spark/DuckDB"; }
+  Input input() const override { return Input::kFiles; }
+  std::string_view default_format() const override { return "csv"; }
+  std::string check(const std::string& format) override {
+    if (format == "csv") format_ = ExportFormat::kCsv;
+    else if (format == "jsonl" || format == "json") format_ = ExportFormat::kJsonl;
+    else return "export --format must be csv or jsonl";
+    return {};
+  }
+  AnalysisResult run_files(const FilesInput& in) override {
+    AnalysisResult r;
+    r.done = true;
+    ReadResult res;
+    if (in.output.empty()) {
+      std::ios::sync_with_stdio(false);
+      res = export_ops(in.files, format_, in.threads, in.ro, std::cout);
+    } else {
+      std::ofstream out(in.output, std::ios::binary);
+      if (!out) {
+        r.exit = kExitUsage;
+        r.error = "cannot write " + in.output;
+        return r;
+      }
+      res = export_ops(in.files, format_, in.threads, in.ro, out);
+    }
+    r.exit = check_read(res) ? kExitOk : kExitUsage;
+    return r;
+  }
+
+ private:
+  ExportFormat format_ = ExportFormat::kCsv;
+};
+
+}  // namespace
+
+std::unique_ptr<Analysis> make_export_analysis() { return std::make_unique<ExportAnalysis>(); }
 
 }  // namespace nccl_inspector::analysis

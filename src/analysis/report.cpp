@@ -1,6 +1,7 @@
 #include "report.h"
 
 #include <algorithm>
+#include <any>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -11,7 +12,9 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "analysis.h"
 #include "stats.h"
+#include "stragglers.h"
 #include "summary.h"
 #include "table.h"
 
@@ -99,11 +102,20 @@ struct RSection {
     static const std::map<std::string, std::string> kNav = {
         {"health", "Health"}, {"busbw", "busbw"}, {"size", "busbw vs size"}, {"latency", "Latency"},
         {"time", "Over time"}, {"stragglers", "Stragglers"}, {"channels", "Channels & HCAs"}, {"occupancy", "Occupancy & gaps"}};
+    // A registered analysis's section is named by its id (the subcommand) in the navigation bar.
     auto it = kNav.find(id);
-    return "{\"id\":" + q(id) + ",\"nav\":" + q(it == kNav.end() ? title : it->second) + ",\"title\":" + q(title) + ",\"note\":" + q(note) + ",\"plots\":" + plots.str() +
+    return "{\"id\":" + q(id) + ",\"nav\":" + q(it == kNav.end() ? id : it->second) + ",\"title\":" + q(title) + ",\"note\":" + q(note) + ",\"plots\":" + plots.str() +
            ",\"tables\":" + tables.str() + "}";
   }
 };
+
+// A section of the page: its id (the anchor and the navigation's key) and heading.
+RSection section(std::string id, std::string title) {
+  RSection s;
+  s.id = std::move(id);
+  s.title = std::move(title);
+  return s;
+}
 
 // Script text for a <script> element: "</script" (any case) would close it, so it becomes "<\/script", which is
 // the same text inside JavaScript strings, regular expressions, templates and comments, the only places it can
@@ -150,518 +162,610 @@ std::map<SizeKey, QuantileSketch> size_curves(const std::vector<OpRecord>& ops) 
   return m;
 }
 
-}  // namespace
 
-ReportStats write_report(const ViewSink& data, const ReadResult& res, const ViewSink* baseline,
-                         const ReadResult* base_res, const ReportOptions& o, std::ostream& out) {
-  ReportStats st;
-  const auto& ops = data.coll.ops;
-  const GpuMap gm = map_gpus(ops, res);
+// What every section of the page reads: the ops, their GPUs, the time span and
+// the results of the registered analyses.
+struct Page {
+  const ViewSink& data;
+  const std::vector<OpRecord>& ops;
+  const ReadResult& res;
+  const ViewSink* baseline;
+  const ReportOptions& o;
+  GpuMap gm;
   std::int64_t t0 = std::numeric_limits<std::int64_t>::max(), t1 = std::numeric_limits<std::int64_t>::min();
-  for (const auto& op : ops)
-    if (op.has_start()) {
-      t0 = std::min(t0, op.start_wall_ns);
-      t1 = std::max(t1, end_of(op));
-    }
-  const bool timed = t0 <= t1;
-  auto sec = [&](std::int64_t ns) { return static_cast<double>(ns - t0) / 1e9; };
+  bool timed = false;
   std::vector<std::string> gpu_labels;
-  for (const auto& g : gm.gpus) gpu_labels.push_back(g.label);
-  const StragglerResult sr = find_stragglers(ops, res, o.straggler);
-  const AnomalyResult ar = find_anomalies(data.coll, res, o.anomaly);
-  std::vector<RSection> sections;
+  std::vector<RanAnalysis> analyses;
 
-  // ---- overview and health
-  {
-    RSection s;
-    s.id = "health";
-    s.title = "Overview and health";
-    s.note = "Read this first: losses, truncation and clock uncertainty bound what the charts can show.";
-    RTable t;
-    t.title = "Input";
-    t.columns = {"what", "value"};
-    std::uint64_t no_start = 0, reclaimed = 0, partial = 0;
-    std::map<std::string, std::uint64_t> timing;
-    for (const auto& op : ops) {
-      no_start += !op.has_start();
-      reclaimed += (op.flags & kFlagReclaimed) != 0;
-      partial += (op.flags & kFlagPartial) != 0;
-      ++timing[std::string(to_string(op.timing))];
-    }
-    const DropTotals dt = drop_totals(res);
-    auto row = [&](const std::string& k, const std::string& v) { t.rows.push_back({q(k), v}); };
-    row("files", std::to_string(res.files.size()));
-    row("ops", std::to_string(ops.size()));
-    row("ranks (GPUs)", std::to_string(gm.gpus.size()));
-    row("communicators", std::to_string(gm.comms.size()));
-    if (timed) {
-      row("first op", q(iso(t0)));
-      row("time span (s)", num(sec(t1)));
-    }
-    row("ops without a start time (not on timelines)", std::to_string(no_start));
-    row("truncated files (killed writer)", std::to_string(res.truncated_files));
-    row("corrupt files", std::to_string(res.corrupt_files));
-    row("bad lines", std::to_string(res.bad_lines));
-    row("unknown records", std::to_string(res.unknown_records));
-    row("processes without an end record", std::to_string(dt.processes_without_end));
-    std::uint64_t dropped = 0;
-    for (const auto& [k, n] : dt.dropped) {
-      dropped += n;
-      row("dropped: " + k, std::to_string(n));
-    }
-    for (const auto& [k, n] : dt.filtered) row("filtered by configuration: " + k, std::to_string(n));
-    row("reclaimed ops (timed out)", std::to_string(reclaimed));
-    row("partial ops", std::to_string(partial));
-    for (const auto& [k, n] : timing) row("timing source: " + k, std::to_string(n));
-    t.note = dropped ? "Records were dropped: counts and rates below undercount those periods." : "";
-    s.tables.add(t.json());
-    // clock uncertainty per comm
-    RTable c;
-    c.title = "Clock alignment (GPU to wall clock, from clock records)";
-    c.columns = {"communicator", "estimates", "max uncertainty (us)", "last uncertainty (us)", "samples"};
-    std::map<std::uint64_t, std::tuple<std::uint64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t>> cl;
-    for (const auto& f : res.files)
-      for (const auto& k : f.clocks) {
-        auto& [n, mx, last, last_wall, samples] = cl[k.comm_hash];
-        ++n;
-        mx = std::max(mx, k.uncertainty_ns);
-        if (k.wall_ns >= last_wall) {
-          last_wall = k.wall_ns;
-          last = k.uncertainty_ns;
-          samples = k.samples;
-        }
-      }
-    for (const auto& [h, v] : cl)
-      c.rows.push_back({q(comm_display(h, res)), std::to_string(std::get<0>(v)), num(static_cast<double>(std::get<1>(v)) / 1e3),
-                        num(static_cast<double>(std::get<2>(v)) / 1e3), std::to_string(std::get<4>(v))});
-    c.note = cl.empty() ? "No clock records: cross-rank times rely on CPU clocks (or the logs are upstream v4.0)."
-                        : "Lateness below the uncertainty of a communicator is not meaningful.";
-    s.tables.add(c.json());
-    // findings
-    RTable fd;
-    fd.title = "Findings (stragglers and anomalies detectors)";
-    fd.columns = {"kind", "communicator", "where", "when", "magnitude", "evidence"};
-    for (const auto& rl : sr.ranks)
-      if (rl.flagged || rl.clock_suspect) {
-        char ev[240];
-        const double conf = rl.last ? 100.0 * static_cast<double>(rl.confirmed) / static_cast<double>(rl.last) : 0;
-        std::snprintf(ev, sizeof ev,
-                      "last in %llu of %llu instances (z %.1f), by %.1f us on average; its kernel the shortest in "
-                      "%.0f%% of those%s",
-                      static_cast<unsigned long long>(rl.last), static_cast<unsigned long long>(rl.ops), rl.z,
-                      rl.last_margin_us, conf,
-                      rl.flagged ? "" : " (not above chance: likely a clock offset between processes/hosts)");
-        fd.rows.push_back({q(rl.flagged ? "straggler" : "clock_offset?"), q(comm_display(rl.comm, res)),
-                           q("rank " + std::to_string(rl.rank) + " on " + rl.host), q(""), num(rl.mean_lateness_us),
-                           q(ev)});
-      }
-    for (const auto* v : {&ar.findings, &ar.outliers})
-      for (const auto& f : *v)
-        fd.rows.push_back({q(f.kind), q(f.comm_label), q(f.where), q(f.when), num(f.magnitude), q(f.evidence)});
-    fd.note = fd.rows.empty() ? "No findings." : "";
-    s.tables.add(fd.json());
-    st.tables += 3;
-    sections.push_back(std::move(s));
-  }
-
-  // ---- busbw box plots per op, coloured by communicator
-  {
-    RSection s;
-    s.id = "busbw";
-    s.title = "Bus bandwidth per operation and communicator";
-    s.note = "Boxes: P25-P75 with the median; whiskers P5-P95; n in the tooltip. busbw as recorded per op on each rank (nccl-tests factors).";
-    std::map<std::pair<Func, std::uint64_t>, QuantileSketch> k;
-    std::set<Func> funcs;
+  Page(const ViewSink& d, const ReadResult& r, const ViewSink* b, const ReportOptions& opt)
+      : data(d), ops(d.coll.ops), res(r), baseline(b), o(opt), gm(map_gpus(ops, r)) {
     for (const auto& op : ops)
-      if (op.has_busbw()) {
-        k[{op.func, op.comm_hash}].add(op.busbw_gbs);
-        funcs.insert(op.func);
+      if (op.has_start()) {
+        t0 = std::min(t0, op.start_wall_ns);
+        t1 = std::max(t1, end_of(op));
       }
-    if (!k.empty()) {
-      std::vector<std::string> cats;
-      std::map<Func, int> ci;
-      for (Func f : funcs) {
-        ci[f] = static_cast<int>(cats.size());
-        cats.push_back(std::string(to_string(f)));
-      }
-      std::vector<std::string> series;
-      std::size_t nboxes = 0;
-      for (std::uint64_t c : gm.comms) {
-        std::vector<std::string> boxes;
-        for (Func f : funcs) {
-          auto it = k.find({f, c});
-          if (it != k.end()) boxes.push_back(box_of(ci[f], it->second));
-        }
-        nboxes += boxes.size();
-        if (!boxes.empty()) series.push_back(series_box(comm_short(c, res) + " " + hex_hash(c).substr(0, 10), boxes));
-      }
-      std::string p = "{\"type\":\"box\",\"title\":\"busbw by operation (colour: communicator)\",\"ylabel\":\"busbw (GB/s)\",\"categories\":" +
-                      str_array(cats) + ",\"series\":[";
-      for (std::size_t i = 0; i < series.size(); ++i) p += (i ? "," : "") + series[i];
-      s.plots.add_plot(p + "]}", nboxes);
-    }
-    sections.push_back(std::move(s));
+    timed = t0 <= t1;
+    for (const auto& g : gm.gpus) gpu_labels.push_back(g.label);
+    analyses = run_op_analyses(d.coll, r);
   }
+  double sec(std::int64_t ns) const { return static_cast<double>(ns - t0) / 1e9; }
+  // The typed result of the analysis `name` (nullptr: not registered or another type).
+  template <class T>
+  const T* detail(std::string_view name) const {
+    for (const auto& ran : analyses)
+      if (ran.analysis->name() == name) return std::any_cast<T>(&ran.result.detail);
+    return nullptr;
+  }
+};
 
-  // ---- busbw vs message size per op / algorithm (+ baseline)
-  {
-    RSection s;
-    s.id = "size";
-    s.title = "Bus bandwidth vs message size";
-    s.note = baseline ? "Median busbw per power-of-two size bucket, per algorithm/protocol; dashed: the baseline run."
-                      : "Median busbw per power-of-two size bucket, per algorithm/protocol (give --baseline DIR to compare).";
-    const std::map<SizeKey, QuantileSketch> run = size_curves(ops);
-    std::map<SizeKey, QuantileSketch> base_m;
-    if (baseline) base_m = size_curves(baseline->coll.ops);
-    const std::map<SizeKey, QuantileSketch>& base = base_m;
-    std::set<Func> funcs;
-    for (const auto& [key, v] : run) funcs.insert(std::get<0>(key));
+// The input's size and losses.
+RTable input_table(const Page& p) {
+  const auto& ops = p.ops;
+  const ReadResult& res = p.res;
+  const GpuMap& gm = p.gm;
+  RTable t;
+  t.title = "Input";
+  t.columns = {"what", "value"};
+  std::uint64_t no_start = 0, reclaimed = 0, partial = 0;
+  std::map<std::string, std::uint64_t> timing;
+  for (const auto& op : ops) {
+    no_start += !op.has_start();
+    reclaimed += (op.flags & kFlagReclaimed) != 0;
+    partial += (op.flags & kFlagPartial) != 0;
+    ++timing[std::string(to_string(op.timing))];
+  }
+  const DropTotals dt = drop_totals(res);
+  auto row = [&](const std::string& k, const std::string& v) { t.rows.push_back({q(k), v}); };
+  row("files", std::to_string(res.files.size()));
+  row("ops", std::to_string(ops.size()));
+  row("ranks (GPUs)", std::to_string(gm.gpus.size()));
+  row("communicators", std::to_string(gm.comms.size()));
+  if (p.timed) {
+    row("first op", q(iso(p.t0)));
+    row("time span (s)", num(p.sec(p.t1)));
+  }
+  row("ops without a start time (not on timelines)", std::to_string(no_start));
+  row("truncated files (killed writer)", std::to_string(res.truncated_files));
+  row("corrupt files", std::to_string(res.corrupt_files));
+  row("bad lines", std::to_string(res.bad_lines));
+  row("unknown records", std::to_string(res.unknown_records));
+  row("processes without an end record", std::to_string(dt.processes_without_end));
+  std::uint64_t dropped = 0;
+  for (const auto& [k, n] : dt.dropped) {
+    dropped += n;
+    row("dropped: " + k, std::to_string(n));
+  }
+  for (const auto& [k, n] : dt.filtered) row("filtered by configuration: " + k, std::to_string(n));
+  row("reclaimed ops (timed out)", std::to_string(reclaimed));
+  row("partial ops", std::to_string(partial));
+  for (const auto& [k, n] : timing) row("timing source: " + k, std::to_string(n));
+  t.note = dropped ? "Records were dropped: counts and rates below undercount those periods." : "";
+  return t;
+}
+
+// Clock uncertainty per communicator.
+RTable clock_table(const Page& p) {
+  const ReadResult& res = p.res;
+  RTable c;
+  c.title = "Clock alignment (GPU to wall clock, from clock records)";
+  c.columns = {"communicator", "estimates", "max uncertainty (us)", "last uncertainty (us)", "samples"};
+  std::map<std::uint64_t, std::tuple<std::uint64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t>> cl;
+  for (const auto& f : res.files)
+    for (const auto& k : f.clocks) {
+      auto& [n, mx, last, last_wall, samples] = cl[k.comm_hash];
+      ++n;
+      mx = std::max(mx, k.uncertainty_ns);
+      if (k.wall_ns >= last_wall) {
+        last_wall = k.wall_ns;
+        last = k.uncertainty_ns;
+        samples = k.samples;
+      }
+    }
+  for (const auto& [h, v] : cl)
+    c.rows.push_back({q(comm_display(h, res)), std::to_string(std::get<0>(v)), num(static_cast<double>(std::get<1>(v)) / 1e3),
+                      num(static_cast<double>(std::get<2>(v)) / 1e3), std::to_string(std::get<4>(v))});
+  c.note = cl.empty() ? "No clock records: cross-rank times rely on CPU clocks (or the logs are upstream v4.0)."
+                      : "Lateness below the uncertainty of a communicator is not meaningful.";
+  return c;
+}
+
+// Every registered analysis's findings (analysis.h), in registry order.
+RTable findings_table(const Page& p) {
+  RTable fd;
+  fd.title = "Findings (stragglers and anomalies detectors)";
+  fd.columns = {"kind", "communicator", "where", "when", "magnitude", "evidence"};
+  for (const auto& ran : p.analyses)
+    for (const auto& m : ran.result.markers)
+      if (m.in_table) fd.rows.push_back({q(m.kind), q(m.comm_label), q(m.where), q(m.when), num(m.magnitude), q(m.evidence)});
+  fd.note = fd.rows.empty() ? "No findings." : "";
+  return fd;
+}
+
+void health_section(const Page& p, std::vector<RSection>& out) {
+  RSection s = section("health", "Overview and health");
+  s.note = "Read this first: losses, truncation and clock uncertainty bound what the charts can show.";
+  s.tables.add(input_table(p).json());
+  s.tables.add(clock_table(p).json());
+  s.tables.add(findings_table(p).json());
+  out.push_back(std::move(s));
+}
+
+void busbw_section(const Page& p, std::vector<RSection>& out) {
+  const auto& ops = p.ops;
+  const ReadResult& res = p.res;
+  const GpuMap& gm = p.gm;
+  RSection s = section("busbw", "Bus bandwidth per operation and communicator");
+  s.note = "Boxes: P25-P75 with the median; whiskers P5-P95; n in the tooltip. busbw as recorded per op on each rank (nccl-tests factors).";
+  std::map<std::pair<Func, std::uint64_t>, QuantileSketch> k;
+  std::set<Func> funcs;
+  for (const auto& op : ops)
+    if (op.has_busbw()) {
+      k[{op.func, op.comm_hash}].add(op.busbw_gbs);
+      funcs.insert(op.func);
+    }
+  if (!k.empty()) {
+    std::vector<std::string> cats;
+    std::map<Func, int> ci;
     for (Func f : funcs) {
-      std::string series;
-      std::size_t ns = 0, npts = 0;
-      for (const auto* m : {&run, &base}) {
-        std::map<std::string, std::string> pts;
-        for (const auto& [key, v] : *m)
-          if (std::get<0>(key) == f && ++npts)
-            pts[std::get<1>(key)] += (pts[std::get<1>(key)].empty() ? "" : ",") + std::string("[") +
-                                     num(std::ldexp(1.0, std::get<2>(key))) + "," + num(v.quantile(0.5)) + "," +
-                                     std::to_string(v.count()) + "]";
-        for (const auto& [ap, p] : pts) {
-          series += (ns++ ? "," : "") + std::string("{\"name\":") + q((m == &base ? "baseline " : "") + ap) +
-                    ",\"dash\":" + (m == &base ? "true" : "false") + ",\"points\":[" + p + "]}";
-        }
-      }
-      s.plots.add_plot("{\"type\":\"line\",\"title\":" + q(std::string(to_string(f)) + ": busbw vs size") +
-                       ",\"xlabel\":\"message size (bytes, bucket lower bound)\",\"xscale\":\"log2\",\"xbytes\":true,"
-                       "\"ylabel\":\"busbw P50 (GB/s)\",\"markers\":true,\"series\":[" + series + "]}",
-                       npts);
+      ci[f] = static_cast<int>(cats.size());
+      cats.push_back(std::string(to_string(f)));
     }
-    sections.push_back(std::move(s));
+    std::vector<std::string> series;
+    std::size_t nboxes = 0;
+    for (std::uint64_t c : gm.comms) {
+      std::vector<std::string> boxes;
+      for (Func f : funcs) {
+        auto it = k.find({f, c});
+        if (it != k.end()) boxes.push_back(box_of(ci[f], it->second));
+      }
+      nboxes += boxes.size();
+      if (!boxes.empty()) series.push_back(series_box(comm_short(c, res) + " " + hex_hash(c).substr(0, 10), boxes));
+    }
+    std::string plot = "{\"type\":\"box\",\"title\":\"busbw by operation (colour: communicator)\",\"ylabel\":\"busbw (GB/s)\",\"categories\":" +
+                    str_array(cats) + ",\"series\":[";
+    for (std::size_t i = 0; i < series.size(); ++i) plot += (i ? "," : "") + series[i];
+    s.plots.add_plot(plot + "]}", nboxes);
   }
+  out.push_back(std::move(s));
+}
 
-  // ---- latency percentiles
-  {
-    RSection s;
-    s.id = "latency";
-    s.title = "Latency percentiles";
-    RTable t;
-    t.title = "Latency per communicator, operation and size bucket";
-    t.columns = {"communicator", "op", "size", "algo/proto", "count", "P50 (us)", "P90 (us)", "P99 (us)", "max (us)"};
-    std::map<std::tuple<std::string, std::uint64_t, Func, int, std::string>, QuantileSketch> k;
+void size_section(const Page& p, std::vector<RSection>& out) {
+  const auto& ops = p.ops;
+  const ViewSink* baseline = p.baseline;
+  RSection s = section("size", "Bus bandwidth vs message size");
+  s.note = baseline ? "Median busbw per power-of-two size bucket, per algorithm/protocol; dashed: the baseline run."
+                    : "Median busbw per power-of-two size bucket, per algorithm/protocol (give --baseline DIR to compare).";
+  const std::map<SizeKey, QuantileSketch> run = size_curves(ops);
+  std::map<SizeKey, QuantileSketch> base_m;
+  if (baseline) base_m = size_curves(baseline->coll.ops);
+  const std::map<SizeKey, QuantileSketch>& base = base_m;
+  std::set<Func> funcs;
+  for (const auto& [key, v] : run) funcs.insert(std::get<0>(key));
+  for (Func f : funcs) {
+    std::string series;
+    std::size_t ns = 0, npts = 0;
+    for (const auto* m : {&run, &base}) {
+      std::map<std::string, std::string> pts;
+      for (const auto& [key, v] : *m)
+        if (std::get<0>(key) == f && ++npts)
+          pts[std::get<1>(key)] += (pts[std::get<1>(key)].empty() ? "" : ",") + std::string("[") +
+                                   num(std::ldexp(1.0, std::get<2>(key))) + "," + num(v.quantile(0.5)) + "," +
+                                   std::to_string(v.count()) + "]";
+      for (const auto& [ap, pt] : pts) {
+        series += (ns++ ? "," : "") + std::string("{\"name\":") + q((m == &base ? "baseline " : "") + ap) +
+                  ",\"dash\":" + (m == &base ? "true" : "false") + ",\"points\":[" + pt + "]}";
+      }
+    }
+    s.plots.add_plot("{\"type\":\"line\",\"title\":" + q(std::string(to_string(f)) + ": busbw vs size") +
+                     ",\"xlabel\":\"message size (bytes, bucket lower bound)\",\"xscale\":\"log2\",\"xbytes\":true,"
+                     "\"ylabel\":\"busbw P50 (GB/s)\",\"markers\":true,\"series\":[" + series + "]}",
+                     npts);
+  }
+  out.push_back(std::move(s));
+}
+
+void latency_section(const Page& p, std::vector<RSection>& out) {
+  const auto& ops = p.ops;
+  const ReadResult& res = p.res;
+  RSection s = section("latency", "Latency percentiles");
+  RTable t;
+  t.title = "Latency per communicator, operation and size bucket";
+  t.columns = {"communicator", "op", "size", "algo/proto", "count", "P50 (us)", "P90 (us)", "P99 (us)", "max (us)"};
+  std::map<std::tuple<std::string, std::uint64_t, Func, int, std::string>, QuantileSketch> k;
+  for (const auto& op : ops)
+    if (std::isfinite(op.dur_us)) k[{comm_short(op.comm_hash, res), op.comm_hash, op.func, size_bucket(op.bytes), algo_proto(op)}].add(op.dur_us);
+  for (const auto& [key, v] : k) {
+    if (t.rows.size() >= 400) {
+      t.note = "First 400 rows; nccl-inspector summary has them all.";
+      break;
+    }
+    t.rows.push_back({q(comm_display(std::get<1>(key), res)), q(std::string(to_string(std::get<2>(key)))),
+                      q(size_bucket_label(std::get<3>(key))), q(std::get<4>(key)), std::to_string(v.count()),
+                      num(v.quantile(0.5)), num(v.quantile(0.9)), num(v.quantile(0.99)), num(v.max())});
+  }
+  s.tables.add(t.json());
+  out.push_back(std::move(s));
+}
+
+// The busiest (op, size) groups of communicator c: median busbw per time bin.
+std::string time_series(const Page& p, std::uint64_t c, std::size_t& npts) {
+  const auto& ops = p.ops;
+  const std::size_t bins = std::max<std::size_t>(1, p.o.time_bins);
+  const double span = std::max(1.0, static_cast<double>(p.t1 - p.t0));
+  std::map<std::pair<Func, int>, std::size_t> gc;
+  for (const auto& op : ops)
+    if (op.comm_hash == c && op.has_start() && op.has_busbw()) ++gc[{op.func, size_bucket(op.bytes)}];
+  std::vector<std::pair<std::size_t, std::pair<Func, int>>> groups;
+  for (const auto& [g, k] : gc) groups.push_back({k, g});
+  std::sort(groups.rbegin(), groups.rend());
+  if (groups.size() > 4) groups.resize(4);
+  std::string series;
+  std::size_t si = 0;
+  for (const auto& [k, g] : groups) {
+    (void)k;
+    std::vector<std::vector<double>> vals(bins);
     for (const auto& op : ops)
-      if (std::isfinite(op.dur_us)) k[{comm_short(op.comm_hash, res), op.comm_hash, op.func, size_bucket(op.bytes), algo_proto(op)}].add(op.dur_us);
-    for (const auto& [key, v] : k) {
-      if (t.rows.size() >= 400) {
-        t.note = "First 400 rows; nccl-inspector summary has them all.";
-        break;
+      if (op.comm_hash == c && op.has_start() && op.has_busbw() && op.func == g.first && size_bucket(op.bytes) == g.second) {
+        auto b = static_cast<std::size_t>(static_cast<double>(op.start_wall_ns - p.t0) / span * static_cast<double>(bins));
+        vals[std::min(b, bins - 1)].push_back(op.busbw_gbs);
       }
-      t.rows.push_back({q(comm_display(std::get<1>(key), res)), q(std::string(to_string(std::get<2>(key)))),
-                        q(size_bucket_label(std::get<3>(key))), q(std::get<4>(key)), std::to_string(v.count()),
-                        num(v.quantile(0.5)), num(v.quantile(0.9)), num(v.quantile(0.99)), num(v.max())});
-    }
-    s.tables.add(t.json());
-    ++st.tables;
-    sections.push_back(std::move(s));
+    std::string pts;
+    for (std::size_t b = 0; b < bins; ++b)
+      if (!vals[b].empty()) {
+        ++npts;
+        const double med = median_of(vals[b]);
+        pts += (pts.empty() ? "[" : ",[") + num((static_cast<double>(b) + 0.5) * span / static_cast<double>(bins) / 1e9) +
+               "," + num(med) + "," + std::to_string(vals[b].size()) + "]";
+      }
+    series += (si++ ? "," : "") + std::string("{\"name\":") +
+              q(std::string(to_string(g.first)) + " " + size_bucket_label(g.second)) + ",\"points\":[" + pts + "]}";
   }
+  return series;
+}
 
-  // ---- busbw over time per communicator, change points and outliers
-  if (timed) {
-    RSection s;
-    s.id = "time";
-    s.title = "Bus bandwidth over time";
-    s.note = "Per communicator, the busiest (op, size) groups; each point is the median busbw of a time bin. "
-             "Shaded: change points (rolling median shift); red: the worst single-op outliers.";
-    std::map<std::uint64_t, std::size_t> count;
-    for (const auto& op : ops)
-      if (op.has_start() && op.has_busbw()) ++count[op.comm_hash];
-    std::vector<std::pair<std::size_t, std::uint64_t>> order;
-    for (const auto& [c, n] : count) order.push_back({n, c});
-    std::sort(order.rbegin(), order.rend());
-    if (order.size() > o.max_comm_charts) {
-      s.note += " Showing the " + std::to_string(o.max_comm_charts) + " busiest of " + std::to_string(order.size()) + " communicators.";
-      order.resize(o.max_comm_charts);
+// The analyses' markers on communicator c's chart: bands (time windows) and points
+// (at the op's busbw).
+void time_marks(const Page& p, std::uint64_t c, std::string& bands, std::string& marks, std::size_t& npts) {
+  for (const auto& ran : p.analyses)
+    for (const auto& m : ran.result.markers)
+      if (m.comm == c && m.chart == Marker::Chart::kBand)
+        bands += (bands.empty() ? "[" : ",[") + num(p.sec(m.start_ns)) + "," + num(p.sec(m.end_ns)) + "," +
+                 q(m.where + ": " + m.evidence) + "]";
+  for (const auto& ran : p.analyses)
+    for (const auto& m : ran.result.markers) {
+      if (m.chart != Marker::Chart::kPoint || m.comm != c || m.start_ns == 0) continue;
+      double bw = kNaN;
+      for (const auto& op : p.ops)
+        if (op.comm_hash == c && op.rank == m.rank && op.start_wall_ns == m.start_ns) {
+          bw = op.busbw_gbs;
+          break;
+        }
+      if (std::isfinite(bw) && ++npts)
+        marks += (marks.empty() ? "[" : ",[") + num(p.sec(m.start_ns)) + "," + num(bw) + "," + q(m.where + ": " + m.evidence) + "]";
     }
-    const std::size_t bins = std::max<std::size_t>(1, o.time_bins);
-    const double span = std::max(1.0, static_cast<double>(t1 - t0));
-    for (const auto& [n, c] : order) {
-      (void)n;
-      std::map<std::pair<Func, int>, std::size_t> gc;
-      for (const auto& op : ops)
-        if (op.comm_hash == c && op.has_start() && op.has_busbw()) ++gc[{op.func, size_bucket(op.bytes)}];
-      std::vector<std::pair<std::size_t, std::pair<Func, int>>> groups;
-      for (const auto& [g, k] : gc) groups.push_back({k, g});
-      std::sort(groups.rbegin(), groups.rend());
-      if (groups.size() > 4) groups.resize(4);
-      std::string series;
-      std::size_t si = 0, npts = 0;
-      for (const auto& [k, g] : groups) {
-        (void)k;
-        std::vector<std::vector<double>> vals(bins);
-        for (const auto& op : ops)
-          if (op.comm_hash == c && op.has_start() && op.has_busbw() && op.func == g.first && size_bucket(op.bytes) == g.second) {
-            auto b = static_cast<std::size_t>(static_cast<double>(op.start_wall_ns - t0) / span * static_cast<double>(bins));
-            vals[std::min(b, bins - 1)].push_back(op.busbw_gbs);
-          }
-        std::string pts;
-        for (std::size_t b = 0; b < bins; ++b)
-          if (!vals[b].empty()) {
-            ++npts;
-            const double med = median_of(vals[b]);
-            pts += (pts.empty() ? "[" : ",[") + num((static_cast<double>(b) + 0.5) * span / static_cast<double>(bins) / 1e9) +
-                   "," + num(med) + "," + std::to_string(vals[b].size()) + "]";
-          }
-        series += (si++ ? "," : "") + std::string("{\"name\":") +
-                  q(std::string(to_string(g.first)) + " " + size_bucket_label(g.second)) + ",\"points\":[" + pts + "]}";
-      }
-      std::string bands, marks;
-      for (const auto& f : ar.findings)
-        if (f.comm == c && f.kind == "change_point" && f.end_ns > f.start_ns)
-          bands += (bands.empty() ? "[" : ",[") + num(sec(f.start_ns)) + "," + num(sec(f.end_ns)) + "," +
-                   q(f.where + ": " + f.evidence) + "]";
-      for (const auto& f : ar.outliers) {
-        if (f.comm != c || f.start_ns == 0) continue;
-        double bw = kNaN;
-        for (const auto& op : ops)
-          if (op.comm_hash == c && op.rank == f.rank && op.start_wall_ns == f.start_ns) {
-            bw = op.busbw_gbs;
-            break;
-          }
-        if (std::isfinite(bw) && ++npts)
-          marks += (marks.empty() ? "[" : ",[") + num(sec(f.start_ns)) + "," + num(bw) + "," + q(f.where + ": " + f.evidence) + "]";
-      }
-      s.plots.add_plot("{\"type\":\"line\",\"title\":" + q(comm_display(c, res) + ": busbw over time") +
-                       ",\"xlabel\":\"seconds since the first op\",\"ylabel\":\"busbw (GB/s)\",\"series\":[" + series +
-                       "],\"bands\":[" + bands + "],\"marks\":[" + marks + "]}",
-                       npts);
-    }
-    sections.push_back(std::move(s));
-  }
+}
 
-  // ---- stragglers: rank x time lateness heatmap
-  if (timed) {
-    RSection s;
-    s.id = "stragglers";
-    s.title = "Stragglers: lateness per rank over time";
-    s.note = "Lateness of a rank in a collective instance (comm, op, seq): its start minus the earliest rank's start. "
-             "Cell: the mean over the rank's instances in that time bin. A late rank is a bright row.";
-    std::vector<std::uint32_t> idx;
-    for (std::uint32_t i = 0; i < ops.size(); ++i)
-      if (ops[i].has_start() && ops[i].kind != OpKind::kP2p && ops[i].nranks > 1) idx.push_back(i);
-    std::sort(idx.begin(), idx.end(), [&](std::uint32_t a, std::uint32_t b) {
-      return std::make_tuple(ops[a].comm_hash, ops[a].func, ops[a].seq, ops[a].start_wall_ns) <
-             std::make_tuple(ops[b].comm_hash, ops[b].func, ops[b].seq, ops[b].start_wall_ns);
-    });
-    const std::size_t bins = std::max<std::size_t>(1, o.heat_bins);
-    const double span = std::max(1.0, static_cast<double>(t1 - t0));
-    std::vector<std::vector<double>> sum(gm.gpus.size(), std::vector<double>(bins, 0.0));
-    std::vector<std::vector<std::uint32_t>> cnt(gm.gpus.size(), std::vector<std::uint32_t>(bins, 0));
-    std::size_t instances = 0;
-    for (std::size_t a = 0; a < idx.size();) {
-      std::size_t b = a + 1;
-      while (b < idx.size() && ops[idx[b]].comm_hash == ops[idx[a]].comm_hash && ops[idx[b]].func == ops[idx[a]].func &&
-             ops[idx[b]].seq == ops[idx[a]].seq)
-        ++b;
-      if (b - a >= 2) {
-        ++instances;
-        const std::int64_t first = ops[idx[a]].start_wall_ns;
-        const auto bin = std::min(bins - 1, static_cast<std::size_t>(static_cast<double>(first - t0) / span * static_cast<double>(bins)));
-        for (std::size_t j = a; j < b; ++j) {
-          const std::uint32_t g = gm.op_gpu[idx[j]];
-          sum[g][bin] += static_cast<double>(ops[idx[j]].start_wall_ns - first) / 1000.0;
-          ++cnt[g][bin];
-        }
-      }
-      a = b;
-    }
-    if (instances) {
-      std::string rows;
-      std::size_t cells = 0;
-      for (std::size_t g = 0; g < gm.gpus.size(); ++g) {
-        rows += g ? ",[" : "[";
-        for (std::size_t b = 0; b < bins; ++b) {
-          cells += cnt[g][b] != 0;
-          rows += (b ? "," : "") + (cnt[g][b] ? num(sum[g][b] / cnt[g][b]) : std::string("null"));
-        }
-        rows += "]";
-      }
-      s.plots.add_plot("{\"type\":\"heatmap\",\"title\":\"mean lateness per rank (us)\",\"xlabel\":\"seconds since the first op\","
-                  "\"rows\":" + str_array(gpu_labels) + ",\"x0\":0,\"dx\":" + num(span / static_cast<double>(bins) / 1e9) +
-                  ",\"zlabel\":\"lateness (us)\",\"values\":[" + rows + "]}",
-                  cells);
-    }
-    RTable t;
-    t.title = "Ranks by lateness";
-    t.columns = {"communicator", "rank", "host", "instances", "last %", "chance %", "z", "mean margin when last (us)",
-                 "mean lateness (us)", "flag"};
-    std::vector<const RankLateness*> rl;
-    for (const auto& r : sr.ranks) rl.push_back(&r);
-    std::sort(rl.begin(), rl.end(), [](auto* a, auto* b) { return a->z > b->z; });
-    for (std::size_t i = 0; i < rl.size() && i < 30; ++i) {
-      const auto& r = *rl[i];
-      t.rows.push_back({q(comm_display(r.comm, res)), std::to_string(r.rank), q(r.host), std::to_string(r.ops),
-                        num(100.0 * static_cast<double>(r.last) / static_cast<double>(std::max<std::uint64_t>(1, r.ops))),
-                        num(100.0 / std::max(2, r.nranks)), num(r.z), num(r.last_margin_us), num(r.mean_lateness_us),
-                        q(r.flagged ? "LATE" : r.clock_suspect ? "clock?" : "")});
-    }
-    t.note = "Top 30 by z (how far above chance a rank is last); nccl-inspector stragglers has the rest.";
-    s.tables.add(t.json());
-    ++st.tables;
-    sections.push_back(std::move(s));
+void time_section(const Page& p, std::vector<RSection>& out) {
+  if (!p.timed) return;
+  const ReportOptions& o = p.o;
+  RSection s = section("time", "Bus bandwidth over time");
+  s.note = "Per communicator, the busiest (op, size) groups; each point is the median busbw of a time bin. "
+           "Shaded: change points (rolling median shift); red: the worst single-op outliers.";
+  std::map<std::uint64_t, std::size_t> count;
+  for (const auto& op : p.ops)
+    if (op.has_start() && op.has_busbw()) ++count[op.comm_hash];
+  std::vector<std::pair<std::size_t, std::uint64_t>> order;
+  for (const auto& [c, n] : count) order.push_back({n, c});
+  std::sort(order.rbegin(), order.rend());
+  if (order.size() > o.max_comm_charts) {
+    s.note += " Showing the " + std::to_string(o.max_comm_charts) + " busiest of " + std::to_string(order.size()) + " communicators.";
+    order.resize(o.max_comm_charts);
   }
+  for (const auto& [n, c] : order) {
+    (void)n;
+    std::size_t npts = 0;
+    const std::string series = time_series(p, c, npts);
+    std::string bands, marks;
+    time_marks(p, c, bands, marks, npts);
+    s.plots.add_plot("{\"type\":\"line\",\"title\":" + q(comm_display(c, p.res) + ": busbw over time") +
+                     ",\"xlabel\":\"seconds since the first op\",\"ylabel\":\"busbw (GB/s)\",\"series\":[" + series +
+                     "],\"bands\":[" + bands + "],\"marks\":[" + marks + "]}",
+                     npts);
+  }
+  out.push_back(std::move(s));
+}
 
-  // ---- channels and HCAs
-  {
-    RSection s;
-    s.id = "channels";
-    s.title = "Channel and HCA balance";
-    s.note = "Channel busy time from ch_times (NCCL_INSPECTOR_DUMP_VERBOSE=1); channel balance = shortest / longest channel "
-             "of an op (1 = balanced); HCA bytes from NetPlugin events (NCCL_INSPECTOR_ENABLE_NET=1).";
-    // busy time per channel id, per comm (top 8 comms by channel time)
-    if (!data.ch.empty()) {
-      std::map<std::uint64_t, std::map<int, double>> busy;
-      std::set<int> chans;
-      for (std::size_t i = 0; i < ops.size(); ++i)
-        for (std::size_t e = data.ch_begin(i); e < data.ch_end[i]; ++e) {
-          busy[ops[i].comm_hash][data.ch[e].channel] += static_cast<double>(data.ch[e].dur_us) / 1000.0;
-          chans.insert(data.ch[e].channel);
-        }
-      std::vector<std::string> cats;
-      for (int c : chans) cats.push_back("ch " + std::to_string(c));
-      std::string series;
-      std::size_t ns = 0, nvals = 0;
-      for (std::uint64_t c : gm.comms) {
-        auto it = busy.find(c);
-        if (it == busy.end() || ns >= 8) continue;
-        std::string v;
-        std::size_t k = 0;
-        for (int ch : chans) {
-          auto jt = it->second.find(ch);
-          v += (k++ ? "," : "") + num(jt == it->second.end() ? 0.0 : jt->second);
-          ++nvals;
-        }
-        series += (ns++ ? "," : "") + std::string("{\"name\":") + q(comm_short(c, res) + " " + hex_hash(c).substr(0, 10)) +
-                  ",\"values\":[" + v + "]}";
-      }
-      s.plots.add_plot("{\"type\":\"bar\",\"stacked\":true,\"title\":\"busy time per channel (all ranks)\",\"ylabel\":\"busy (ms)\","
-                       "\"categories\":" + str_array(cats) + ",\"series\":[" + series + "]}",
-                       nvals);
-    }
-    // channel balance per rank
-    {
-      std::vector<std::vector<double>> bal(gm.gpus.size());
-      for (std::size_t i = 0; i < ops.size(); ++i)
-        if (ops[i].ch_balance >= 0 && ops[i].nchannels > 1) bal[gm.op_gpu[i]].push_back(static_cast<double>(ops[i].ch_balance));
-      std::string v;
-      std::size_t nvals = 0;
-      for (std::size_t g = 0; g < bal.size(); ++g) {
-        v += (g ? "," : "") + (bal[g].empty() ? std::string("null") : num(median_of(bal[g])));
-        nvals += !bal[g].empty();
-      }
-      s.plots.add_plot("{\"type\":\"bar\",\"title\":\"median channel balance per rank\",\"ylabel\":\"min/max channel time\",\"ymax\":1,"
-                       "\"categories\":" + str_array(gpu_labels) + ",\"series\":[{\"name\":\"ch_balance P50\",\"values\":[" + v + "]}]}",
-                       nvals);
-    }
-    // HCA bytes per rank and device
-    {
-      std::map<std::string, std::vector<double>> dev;
-      for (std::size_t i = 0; i < ops.size() && i < data.coll.extra.size(); ++i)
-        for (const auto& h : data.coll.extra[i].hcas) {
-          auto& v = dev[h.dev];
-          if (v.empty()) v.assign(gm.gpus.size(), 0.0);
-          v[gm.op_gpu[i]] += static_cast<double>(h.bytes) / 1e9;
-        }
-      if (!dev.empty()) {
-        std::string series;
-        std::size_t ns = 0, nvals = 0;
-        for (const auto& [d, v] : dev) {
-          std::string vs;
-          for (std::size_t g = 0; g < v.size(); ++g) vs += (g ? "," : "") + num(v[g]);
-          nvals += v.size();
-          series += (ns++ ? "," : "") + std::string("{\"name\":") + q("HCA " + d) + ",\"values\":[" + vs + "]}";
-        }
-        s.plots.add_plot("{\"type\":\"bar\",\"stacked\":true,\"title\":\"network bytes per rank and HCA\",\"ylabel\":\"GB\","
-                         "\"categories\":" + str_array(gpu_labels) + ",\"series\":[" + series + "]}",
-                         nvals);
+// Mean lateness per rank and time bin of the collective instances with several ranks.
+void lateness_heatmap(const Page& p, RSection& s) {
+  const auto& ops = p.ops;
+  const GpuMap& gm = p.gm;
+  const std::int64_t t0 = p.t0;
+  std::vector<std::uint32_t> idx;
+  for (std::uint32_t i = 0; i < ops.size(); ++i)
+    if (ops[i].has_start() && ops[i].kind != OpKind::kP2p && ops[i].nranks > 1) idx.push_back(i);
+  std::sort(idx.begin(), idx.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return std::make_tuple(ops[a].comm_hash, ops[a].func, ops[a].seq, ops[a].start_wall_ns) <
+           std::make_tuple(ops[b].comm_hash, ops[b].func, ops[b].seq, ops[b].start_wall_ns);
+  });
+  const std::size_t bins = std::max<std::size_t>(1, p.o.heat_bins);
+  const double span = std::max(1.0, static_cast<double>(p.t1 - t0));
+  std::vector<std::vector<double>> sum(gm.gpus.size(), std::vector<double>(bins, 0.0));
+  std::vector<std::vector<std::uint32_t>> cnt(gm.gpus.size(), std::vector<std::uint32_t>(bins, 0));
+  std::size_t instances = 0;
+  for (std::size_t a = 0; a < idx.size();) {
+    std::size_t b = a + 1;
+    while (b < idx.size() && ops[idx[b]].comm_hash == ops[idx[a]].comm_hash && ops[idx[b]].func == ops[idx[a]].func &&
+           ops[idx[b]].seq == ops[idx[a]].seq)
+      ++b;
+    if (b - a >= 2) {
+      ++instances;
+      const std::int64_t first = ops[idx[a]].start_wall_ns;
+      const auto bin = std::min(bins - 1, static_cast<std::size_t>(static_cast<double>(first - t0) / span * static_cast<double>(bins)));
+      for (std::size_t j = a; j < b; ++j) {
+        const std::uint32_t g = gm.op_gpu[idx[j]];
+        sum[g][bin] += static_cast<double>(ops[idx[j]].start_wall_ns - first) / 1000.0;
+        ++cnt[g][bin];
       }
     }
-    if (s.plots.n == 0) s.note += " No channel or HCA detail in these logs.";
-    sections.push_back(std::move(s));
+    a = b;
   }
+  if (instances) {
+    std::string rows;
+    std::size_t cells = 0;
+    for (std::size_t g = 0; g < gm.gpus.size(); ++g) {
+      rows += g ? ",[" : "[";
+      for (std::size_t b = 0; b < bins; ++b) {
+        cells += cnt[g][b] != 0;
+        rows += (b ? "," : "") + (cnt[g][b] ? num(sum[g][b] / cnt[g][b]) : std::string("null"));
+      }
+      rows += "]";
+    }
+    s.plots.add_plot("{\"type\":\"heatmap\",\"title\":\"mean lateness per rank (us)\",\"xlabel\":\"seconds since the first op\","
+                "\"rows\":" + str_array(p.gpu_labels) + ",\"x0\":0,\"dx\":" + num(span / static_cast<double>(bins) / 1e9) +
+                ",\"zlabel\":\"lateness (us)\",\"values\":[" + rows + "]}",
+                cells);
+  }
+}
 
-  // ---- occupancy and gaps (pipeline bubbles)
-  if (timed) {
-    RSection s;
-    s.id = "occupancy";
-    s.title = "Communication occupancy and gaps between collectives";
-    s.note = "Occupancy: the fraction of a rank's active span (first op start to last op end) covered by at least one op. "
-             "Gaps: idle time between consecutive ops of a rank (the union of its communicators), i.e. pipeline bubbles "
-             "or compute phases; whiskers P5-P95.";
-    std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> iv(gm.gpus.size());
-    for (std::size_t i = 0; i < ops.size(); ++i)
-      if (ops[i].has_start()) iv[gm.op_gpu[i]].push_back({ops[i].start_wall_ns, end_of(ops[i])});
-    std::string occ;
-    std::size_t nocc = 0;
-    std::vector<std::string> boxes;
-    RTable t;
-    t.title = "Occupancy and gaps per rank";
-    t.columns = {"rank", "ops", "span (s)", "busy (s)", "occupancy %", "gaps", "gap P50 (us)", "gap P90 (us)", "gap max (us)"};
-    for (std::size_t g = 0; g < iv.size(); ++g) {
-      auto& v = iv[g];
-      std::sort(v.begin(), v.end());
-      std::int64_t busy = 0, cur_s = 0, cur_e = std::numeric_limits<std::int64_t>::min();
-      QuantileSketch gaps;
-      for (const auto& [a, b] : v) {
-        if (a > cur_e) {
-          if (cur_e != std::numeric_limits<std::int64_t>::min()) {
-            busy += cur_e - cur_s;
-            gaps.add(static_cast<double>(a - cur_e) / 1000.0);
-          }
-          cur_s = a;
-          cur_e = b;
-        } else {
-          cur_e = std::max(cur_e, b);
-        }
-      }
-      if (cur_e != std::numeric_limits<std::int64_t>::min()) busy += cur_e - cur_s;
-      const double span = v.empty() ? 0.0 : static_cast<double>(cur_e - v.front().first);
-      const double pct = span > 0 ? 100.0 * static_cast<double>(busy) / span : kNaN;
-      occ += (g ? "," : "") + num(pct);
-      nocc += std::isfinite(pct);
-      if (gaps.count()) boxes.push_back(box_of(static_cast<int>(g), gaps));
-      t.rows.push_back({q(gpu_labels[g]), std::to_string(v.size()), num(span / 1e9), num(static_cast<double>(busy) / 1e9), num(pct),
-                        std::to_string(gaps.count()), num(gaps.quantile(0.5)), num(gaps.quantile(0.9)),
-                        gaps.count() ? num(gaps.max()) : "null"});
-    }
-    s.plots.add_plot("{\"type\":\"bar\",\"title\":\"communication occupancy per rank\",\"ylabel\":\"% of the rank's span\",\"ymax\":100,"
-                     "\"categories\":" + str_array(gpu_labels) + ",\"series\":[{\"name\":\"occupancy %\",\"values\":[" + occ + "]}]}",
-                     nocc);
-    s.plots.add_plot("{\"type\":\"box\",\"ylog\":true,\"title\":\"gaps between consecutive ops per rank\",\"ylabel\":\"gap (us)\","
-                     "\"categories\":" + str_array(gpu_labels) + ",\"series\":[" + series_box("gaps", boxes) + "]}",
-                     boxes.size());
-    s.tables.add(t.json());
-    ++st.tables;
-    sections.push_back(std::move(s));
+// The stragglers analysis's ranks, most significant first.
+RTable lateness_table(const Page& p) {
+  const ReadResult& res = p.res;
+  static const StragglerResult kNone;
+  const auto* found = p.detail<StragglerResult>("stragglers");
+  const StragglerResult& sr = found ? *found : kNone;
+  RTable t;
+  t.title = "Ranks by lateness";
+  t.columns = {"communicator", "rank", "host", "instances", "last %", "chance %", "z", "mean margin when last (us)",
+               "mean lateness (us)", "flag"};
+  std::vector<const RankLateness*> rl;
+  for (const auto& r : sr.ranks) rl.push_back(&r);
+  std::sort(rl.begin(), rl.end(), [](auto* a, auto* b) { return a->z > b->z; });
+  for (std::size_t i = 0; i < rl.size() && i < 30; ++i) {
+    const auto& r = *rl[i];
+    t.rows.push_back({q(comm_display(r.comm, res)), std::to_string(r.rank), q(r.host), std::to_string(r.ops),
+                      num(100.0 * static_cast<double>(r.last) / static_cast<double>(std::max<std::uint64_t>(1, r.ops))),
+                      num(100.0 / std::max(2, r.nranks)), num(r.z), num(r.last_margin_us), num(r.mean_lateness_us),
+                      q(r.flagged ? "LATE" : r.clock_suspect ? "clock?" : "")});
   }
+  t.note = "Top 30 by z (how far above chance a rank is last); nccl-inspector stragglers has the rest.";
+  return t;
+}
 
-  // ---- the page
-  for (const auto& s : sections) {
-    st.plots += s.plots.n;
-    st.points += s.plots.total_points;
+void stragglers_section(const Page& p, std::vector<RSection>& out) {
+  if (!p.timed) return;
+  RSection s = section("stragglers", "Stragglers: lateness per rank over time");
+  s.note = "Lateness of a rank in a collective instance (comm, op, seq): its start minus the earliest rank's start. "
+           "Cell: the mean over the rank's instances in that time bin. A late rank is a bright row.";
+  lateness_heatmap(p, s);
+  s.tables.add(lateness_table(p).json());
+  out.push_back(std::move(s));
+}
+
+// Busy time per channel id, per comm (the first 8 comms in comm order).
+void channel_busy_chart(const Page& p, RSection& s) {
+  const auto& ops = p.ops;
+  const ReadResult& res = p.res;
+  const GpuMap& gm = p.gm;
+  const ViewSink& data = p.data;
+  if (data.ch.empty()) return;
+  std::map<std::uint64_t, std::map<int, double>> busy;
+  std::set<int> chans;
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    for (std::size_t e = data.ch_begin(i); e < data.ch_end[i]; ++e) {
+      busy[ops[i].comm_hash][data.ch[e].channel] += static_cast<double>(data.ch[e].dur_us) / 1000.0;
+      chans.insert(data.ch[e].channel);
+    }
+  std::vector<std::string> cats;
+  for (int c : chans) cats.push_back("ch " + std::to_string(c));
+  std::string series;
+  std::size_t ns = 0, nvals = 0;
+  for (std::uint64_t c : gm.comms) {
+    auto it = busy.find(c);
+    if (it == busy.end() || ns >= 8) continue;
+    std::string v;
+    std::size_t k = 0;
+    for (int ch : chans) {
+      auto jt = it->second.find(ch);
+      v += (k++ ? "," : "") + num(jt == it->second.end() ? 0.0 : jt->second);
+      ++nvals;
+    }
+    series += (ns++ ? "," : "") + std::string("{\"name\":") + q(comm_short(c, res) + " " + hex_hash(c).substr(0, 10)) +
+              ",\"values\":[" + v + "]}";
   }
-  if (o.plotly_js.empty()) throw std::invalid_argument("write_report: no Plotly.js bundle given");
+  s.plots.add_plot("{\"type\":\"bar\",\"stacked\":true,\"title\":\"busy time per channel (all ranks)\",\"ylabel\":\"busy (ms)\","
+                   "\"categories\":" + str_array(cats) + ",\"series\":[" + series + "]}",
+                   nvals);
+}
+
+// Median channel balance per rank (ops with several channels).
+void channel_balance_chart(const Page& p, RSection& s) {
+  const auto& ops = p.ops;
+  const GpuMap& gm = p.gm;
+  std::vector<std::vector<double>> bal(gm.gpus.size());
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].ch_balance >= 0 && ops[i].nchannels > 1) bal[gm.op_gpu[i]].push_back(static_cast<double>(ops[i].ch_balance));
+  std::string v;
+  std::size_t nvals = 0;
+  for (std::size_t g = 0; g < bal.size(); ++g) {
+    v += (g ? "," : "") + (bal[g].empty() ? std::string("null") : num(median_of(bal[g])));
+    nvals += !bal[g].empty();
+  }
+  s.plots.add_plot("{\"type\":\"bar\",\"title\":\"median channel balance per rank\",\"ylabel\":\"min/max channel time\",\"ymax\":1,"
+                   "\"categories\":" + str_array(p.gpu_labels) + ",\"series\":[{\"name\":\"ch_balance P50\",\"values\":[" + v + "]}]}",
+                   nvals);
+}
+
+// Network bytes per rank and HCA.
+void hca_bytes_chart(const Page& p, RSection& s) {
+  const auto& ops = p.ops;
+  const GpuMap& gm = p.gm;
+  const ViewSink& data = p.data;
+  std::map<std::string, std::vector<double>> dev;
+  for (std::size_t i = 0; i < ops.size() && i < data.coll.extra.size(); ++i)
+    for (const auto& h : data.coll.extra[i].hcas) {
+      auto& v = dev[h.dev];
+      if (v.empty()) v.assign(gm.gpus.size(), 0.0);
+      v[gm.op_gpu[i]] += static_cast<double>(h.bytes) / 1e9;
+    }
+  if (!dev.empty()) {
+    std::string series;
+    std::size_t ns = 0, nvals = 0;
+    for (const auto& [d, v] : dev) {
+      std::string vs;
+      for (std::size_t g = 0; g < v.size(); ++g) vs += (g ? "," : "") + num(v[g]);
+      nvals += v.size();
+      series += (ns++ ? "," : "") + std::string("{\"name\":") + q("HCA " + d) + ",\"values\":[" + vs + "]}";
+    }
+    s.plots.add_plot("{\"type\":\"bar\",\"stacked\":true,\"title\":\"network bytes per rank and HCA\",\"ylabel\":\"GB\","
+                     "\"categories\":" + str_array(p.gpu_labels) + ",\"series\":[" + series + "]}",
+                     nvals);
+  }
+}
+
+void channels_section(const Page& p, std::vector<RSection>& out) {
+  RSection s = section("channels", "Channel and HCA balance");
+  s.note = "Channel busy time from ch_times (NCCL_INSPECTOR_DUMP_VERBOSE=1); channel balance = shortest / longest channel "
+           "of an op (1 = balanced); HCA bytes from NetPlugin events (NCCL_INSPECTOR_ENABLE_NET=1).";
+  channel_busy_chart(p, s);
+  channel_balance_chart(p, s);
+  hca_bytes_chart(p, s);
+  if (s.plots.n == 0) s.note += " No channel or HCA detail in these logs.";
+  out.push_back(std::move(s));
+}
+
+void occupancy_section(const Page& p, std::vector<RSection>& out) {
+  if (!p.timed) return;
+  const auto& ops = p.ops;
+  const GpuMap& gm = p.gm;
+  const auto& gpu_labels = p.gpu_labels;
+  RSection s = section("occupancy", "Communication occupancy and gaps between collectives");
+  s.note = "Occupancy: the fraction of a rank's active span (first op start to last op end) covered by at least one op. "
+           "Gaps: idle time between consecutive ops of a rank (the union of its communicators), i.e. pipeline bubbles "
+           "or compute phases; whiskers P5-P95.";
+  std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> iv(gm.gpus.size());
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].has_start()) iv[gm.op_gpu[i]].push_back({ops[i].start_wall_ns, end_of(ops[i])});
+  std::string occ;
+  std::size_t nocc = 0;
+  std::vector<std::string> boxes;
+  RTable t;
+  t.title = "Occupancy and gaps per rank";
+  t.columns = {"rank", "ops", "span (s)", "busy (s)", "occupancy %", "gaps", "gap P50 (us)", "gap P90 (us)", "gap max (us)"};
+  for (std::size_t g = 0; g < iv.size(); ++g) {
+    auto& v = iv[g];
+    std::sort(v.begin(), v.end());
+    std::int64_t busy = 0, cur_s = 0, cur_e = std::numeric_limits<std::int64_t>::min();
+    QuantileSketch gaps;
+    for (const auto& [a, b] : v) {
+      if (a > cur_e) {
+        if (cur_e != std::numeric_limits<std::int64_t>::min()) {
+          busy += cur_e - cur_s;
+          gaps.add(static_cast<double>(a - cur_e) / 1000.0);
+        }
+        cur_s = a;
+        cur_e = b;
+      } else {
+        cur_e = std::max(cur_e, b);
+      }
+    }
+    if (cur_e != std::numeric_limits<std::int64_t>::min()) busy += cur_e - cur_s;
+    const double span = v.empty() ? 0.0 : static_cast<double>(cur_e - v.front().first);
+    const double pct = span > 0 ? 100.0 * static_cast<double>(busy) / span : kNaN;
+    occ += (g ? "," : "") + num(pct);
+    nocc += std::isfinite(pct);
+    if (gaps.count()) boxes.push_back(box_of(static_cast<int>(g), gaps));
+    t.rows.push_back({q(gpu_labels[g]), std::to_string(v.size()), num(span / 1e9), num(static_cast<double>(busy) / 1e9), num(pct),
+                      std::to_string(gaps.count()), num(gaps.quantile(0.5)), num(gaps.quantile(0.9)),
+                      gaps.count() ? num(gaps.max()) : "null"});
+  }
+  s.plots.add_plot("{\"type\":\"bar\",\"title\":\"communication occupancy per rank\",\"ylabel\":\"% of the rank's span\",\"ymax\":100,"
+                   "\"categories\":" + str_array(gpu_labels) + ",\"series\":[{\"name\":\"occupancy %\",\"values\":[" + occ + "]}]}",
+                   nocc);
+  s.plots.add_plot("{\"type\":\"box\",\"ylog\":true,\"title\":\"gaps between consecutive ops per rank\",\"ylabel\":\"gap (us)\","
+                   "\"categories\":" + str_array(gpu_labels) + ",\"series\":[" + series_box("gaps", boxes) + "]}",
+                   boxes.size());
+  s.tables.add(t.json());
+  out.push_back(std::move(s));
+}
+
+
+// A JSON value of a result table's cell.
+std::string json_cell(const Cell& c) {
+  switch (c.kind) {
+    case Cell::kStr: return q(c.s);
+    case Cell::kNum: return num(c.d);
+    case Cell::kInt: return std::to_string(c.i);
+    default: return "null";
+  }
+}
+
+// The result tables of every registered analysis that asks for a section of its own.
+void analysis_sections(const Page& p, std::vector<RSection>& out) {
+  for (const auto& ran : p.analyses) {
+    if (!ran.analysis->tables_in_report() || ran.result.report.sections.empty()) continue;
+    RSection s = section(std::string(ran.analysis->name()), std::string(ran.analysis->help()));
+    for (const auto& sec : ran.result.report.sections) {
+      RTable t;
+      t.title = sec.title;
+      t.columns = sec.table.columns;
+      for (const auto& row : sec.table.rows) {
+        std::vector<std::string> r;
+        for (const auto& c : row) r.push_back(json_cell(c));
+        t.rows.push_back(std::move(r));
+      }
+      for (const auto& n : sec.notes) t.note += (t.note.empty() ? "" : " ") + n;
+      s.tables.add(t.json());
+    }
+    out.push_back(std::move(s));
+  }
+}
+
+// The page's sections, in order; each adds nothing when it has nothing to show.
+using SectionFn = void (*)(const Page&, std::vector<RSection>&);
+constexpr SectionFn kSections[] = {&health_section,     &busbw_section,   &size_section,
+                                   &latency_section,    &time_section,    &stragglers_section,
+                                   &channels_section,   &occupancy_section, &analysis_sections};
+
+// The input directories, for the page's header.
+std::string input_dirs(const ReadResult& res) {
+  std::set<std::string> dirs;
+  for (const auto& f : res.files) {
+    const auto p = f.path.find_last_of('/');
+    dirs.insert(p == std::string::npos ? "." : f.path.substr(0, p));
+  }
   std::string inputs;
-  {
-    std::set<std::string> dirs;
-    for (const auto& f : res.files) {
-      const auto p = f.path.find_last_of('/');
-      dirs.insert(p == std::string::npos ? "." : f.path.substr(0, p));
-    }
-    for (const auto& d : dirs) inputs += (inputs.empty() ? "" : ", ") + d;
-  }
-  std::string dj = "{\"title\":" + q(o.title) + ",\"inputs\":" + q(inputs) + ",\"baseline\":" +
+  for (const auto& d : dirs) inputs += (inputs.empty() ? "" : ", ") + d;
+  return inputs;
+}
+
+// The data block: the page's header fields and every section.
+std::string data_json(const Page& p, const ReadResult* base_res, const std::vector<RSection>& sections,
+                      const ReportStats& st) {
+  const ReportOptions& o = p.o;
+  std::string dj = "{\"title\":" + q(o.title) + ",\"inputs\":" + q(input_dirs(p.res)) + ",\"baseline\":" +
                    (base_res ? q(std::to_string(base_res->files.size()) + " file(s), " + std::to_string(base_res->ops) + " ops")
                              : std::string("null")) +
-                   ",\"t0\":" + q(timed ? iso(t0) : std::string()) + ",\"expected_plots\":" + std::to_string(st.plots) +
+                   ",\"t0\":" + q(p.timed ? iso(p.t0) : std::string()) + ",\"expected_plots\":" + std::to_string(st.plots) +
                    ",\"expected_points\":" + std::to_string(st.points) + ",\"plotly\":" + q(o.plotly_label) +
                    ",\"sections\":[";
   for (std::size_t i = 0; i < sections.size(); ++i) dj += (i ? "," : "") + sections[i].json();
@@ -673,6 +777,11 @@ ReportStats write_report(const ViewSink& data, const ReadResult& res, const View
     if (c == '<') safe += "\\u003c";
     else safe += c;
   }
+  return safe;
+}
+
+// The HTML around the data block, Plotly.js and the page's script.
+void write_page(const std::string& data, const ReportOptions& o, std::ostream& out, ReportStats& st) {
   std::string html;
   html += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
           "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline'; "
@@ -683,9 +792,9 @@ ReportStats write_report(const ViewSink& data, const ReadResult& res, const View
   html += kReportCss;
   html += "</style></head>\n<body>\n<div id=\"app\"><noscript>This report draws its charts with JavaScript.</noscript></div>\n"
           "<script type=\"application/json\" id=\"ni-data\">";
-  html += safe;
+  html += data;
   html += "</script>\n<script id=\"ni-plotly\">\n";
-  st.data_bytes = safe.size();
+  st.data_bytes = data.size();
   out << html;
   st.bytes = html.size();
   // Plotly.js verbatim, license banner first; only an end tag inside it would end the element early.
@@ -696,6 +805,23 @@ ReportStats write_report(const ViewSink& data, const ReadResult& res, const View
   html += "</script>\n</body></html>\n";
   out << html;
   st.bytes += plotly.size() + html.size();
+}
+
+}  // namespace
+
+ReportStats write_report(const ViewSink& data, const ReadResult& res, const ViewSink* baseline,
+                         const ReadResult* base_res, const ReportOptions& o, std::ostream& out) {
+  ReportStats st;
+  const Page p(data, res, baseline, o);
+  std::vector<RSection> sections;
+  for (SectionFn add : kSections) add(p, sections);
+  for (const auto& s : sections) {
+    st.plots += s.plots.n;
+    st.tables += s.tables.n;
+    st.points += s.plots.total_points;
+  }
+  if (o.plotly_js.empty()) throw std::invalid_argument("write_report: no Plotly.js bundle given");
+  write_page(data_json(p, base_res, sections, st), o, out, st);
   return st;
 }
 

@@ -3,7 +3,8 @@
 // busbw vs message size (against a baseline), latency percentiles, busbw over
 // time with change points and outliers, a rank x time lateness heatmap,
 // channel and HCA balance, occupancy and gaps between collectives per rank,
-// and a health panel. The data is one JSON block; the charts are drawn by
+// a health panel with every registered analysis's findings (analysis.h), and a
+// section for each registered analysis that shows its tables. The data is one JSON block; the charts are drawn by
 // Plotly.js, inlined into the page (the CLI passes the bundle it embeds,
 // plotly_bundle.h), from that data by a short script (report_assets.cpp).
 #pragma once
@@ -12,8 +13,6 @@
 #include <string>
 #include <string_view>
 
-#include "anomalies.h"
-#include "stragglers.h"
 #include "view.h"
 
 namespace nccl_inspector::analysis {
@@ -23,8 +22,6 @@ struct ReportOptions {
   std::size_t max_comm_charts = 12;  // busbw-over-time charts (the busiest communicators)
   std::size_t time_bins = 200;       // points per series over time
   std::size_t heat_bins = 120;       // lateness heatmap columns
-  StragglerOptions straggler;
-  AnomalyOptions anomaly;
   std::string_view plotly_js;  // the Plotly.js bundle to inline (required: write_report throws without one)
   std::string plotly_label;    // its name and version, for the page's footer
 };

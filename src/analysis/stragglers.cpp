@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 
+#include "analysis.h"
 #include "stats.h"
+#include "view.h"
 
 namespace nccl_inspector::analysis {
 
@@ -15,85 +18,85 @@ std::string comm_display(std::uint64_t h, const ReadResult& res) {
   return it->second + " (" + hex + ")";
 }
 
-StragglerResult find_stragglers(const std::vector<OpRecord>& ops, const ReadResult& res,
-                                const StragglerOptions& o) {
-  StragglerResult out;
-  std::vector<std::uint32_t> idx;
-  std::vector<std::uint32_t> p2p;
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    const OpRecord& op = ops[i];
-    if (!op.has_start()) {
-      ++out.no_start;
-      continue;
-    }
-    if (op.kind == OpKind::kColl) idx.push_back(static_cast<std::uint32_t>(i));
-    else if (op.kind == OpKind::kP2p) p2p.push_back(static_cast<std::uint32_t>(i));
-  }
-  std::sort(idx.begin(), idx.end(), [&](std::uint32_t a, std::uint32_t b) {
-    const OpRecord &x = ops[a], &y = ops[b];
-    return std::tie(x.comm_hash, x.func, x.seq, x.rank) < std::tie(y.comm_hash, y.func, y.seq, y.rank);
-  });
-  struct Acc {
-    RankLateness r;
-    double margin_sum = 0, late_sum = 0;
-  };
+namespace {
+
+struct Acc {
+  RankLateness r;
+  double margin_sum = 0, late_sum = 0;
+};
+// What the aligned instances add up to, per (comm, rank) and per comm.
+struct Alignment {
   std::map<std::pair<std::uint64_t, int>, Acc> acc;
   std::map<std::uint64_t, std::vector<double>> spreads;
   std::map<std::uint64_t, int> comm_nranks;
+};
+
+// One collective instance (comm, op, seq) seen on ranks idx[b, e), n >= 2: its
+// spread, each rank's lateness, and who was last (and whether its kernel was the shortest).
+void add_instance(const std::vector<OpRecord>& ops, const std::vector<std::uint32_t>& idx, std::size_t b,
+                  std::size_t e, const ReadResult& res, StragglerResult& out, Alignment& al) {
+  const OpRecord& first = ops[idx[b]];
+  const std::size_t n = e - b;
+  auto& acc = al.acc;
+  ++out.aligned;
+  std::int64_t mn = INT64_MAX, mx = INT64_MIN, second = INT64_MIN;
+  std::size_t last = b, shortest = b;
+  for (std::size_t i = b; i < e; ++i) {
+    const OpRecord& op = ops[idx[i]];
+    mn = std::min(mn, op.start_wall_ns);
+    if (op.start_wall_ns > mx) {
+      second = mx;
+      mx = op.start_wall_ns;
+      last = i;
+    } else {
+      second = std::max(second, op.start_wall_ns);
+    }
+    if (op.dur_us < ops[idx[shortest]].dur_us) shortest = i;
+  }
+  const double spread = static_cast<double>(mx - mn) / 1000.0;
+  al.spreads[first.comm_hash].push_back(spread);
+  int& cn = al.comm_nranks[first.comm_hash];
+  cn = std::max(cn, std::max(first.nranks, static_cast<int>(n)));
+  for (std::size_t i = b; i < e; ++i) {
+    const OpRecord& op = ops[idx[i]];
+    Acc& a = acc[{op.comm_hash, op.rank}];
+    if (a.r.ops == 0) {
+      a.r.comm = op.comm_hash;
+      a.r.rank = op.rank;
+      a.r.host = op.file_idx < res.files.size() ? res.files[op.file_idx].host : "";
+    }
+    a.r.nranks = std::max(a.r.nranks, std::max(op.nranks, static_cast<int>(n)));
+    ++a.r.ops;
+    a.late_sum += static_cast<double>(op.start_wall_ns - mn) / 1000.0;
+    auto& h = out.hosts[a.r.host];
+    ++h.second;
+    if (i == last) {
+      ++a.r.last;
+      ++h.first;
+      a.margin_sum += static_cast<double>(mx - second) / 1000.0;
+      if (shortest == last) ++a.r.confirmed;
+    }
+  }
+}
+
+// Instances of each collective across ranks (sorted by comm, op, seq, rank).
+void align_collectives(const std::vector<OpRecord>& ops, const std::vector<std::uint32_t>& idx, const ReadResult& res,
+                       StragglerResult& out, Alignment& al) {
   for (std::size_t b = 0; b < idx.size();) {
     std::size_t e = b + 1;
     const OpRecord& first = ops[idx[b]];
     while (e < idx.size() && ops[idx[e]].comm_hash == first.comm_hash && ops[idx[e]].func == first.func &&
            ops[idx[e]].seq == first.seq)
       ++e;
-    const std::size_t n = e - b;
-    if (n < 2) {
-      ++out.single_rank;
-      b = e;
-      continue;
-    }
-    ++out.aligned;
-    std::int64_t mn = INT64_MAX, mx = INT64_MIN, second = INT64_MIN;
-    std::size_t last = b, shortest = b;
-    for (std::size_t i = b; i < e; ++i) {
-      const OpRecord& op = ops[idx[i]];
-      mn = std::min(mn, op.start_wall_ns);
-      if (op.start_wall_ns > mx) {
-        second = mx;
-        mx = op.start_wall_ns;
-        last = i;
-      } else {
-        second = std::max(second, op.start_wall_ns);
-      }
-      if (op.dur_us < ops[idx[shortest]].dur_us) shortest = i;
-    }
-    const double spread = static_cast<double>(mx - mn) / 1000.0;
-    spreads[first.comm_hash].push_back(spread);
-    int& cn = comm_nranks[first.comm_hash];
-    cn = std::max(cn, std::max(first.nranks, static_cast<int>(n)));
-    for (std::size_t i = b; i < e; ++i) {
-      const OpRecord& op = ops[idx[i]];
-      Acc& a = acc[{op.comm_hash, op.rank}];
-      if (a.r.ops == 0) {
-        a.r.comm = op.comm_hash;
-        a.r.rank = op.rank;
-        a.r.host = op.file_idx < res.files.size() ? res.files[op.file_idx].host : "";
-      }
-      a.r.nranks = std::max(a.r.nranks, std::max(op.nranks, static_cast<int>(n)));
-      ++a.r.ops;
-      a.late_sum += static_cast<double>(op.start_wall_ns - mn) / 1000.0;
-      auto& h = out.hosts[a.r.host];
-      ++h.second;
-      if (i == last) {
-        ++a.r.last;
-        ++h.first;
-        a.margin_sum += static_cast<double>(mx - second) / 1000.0;
-        if (shortest == last) ++a.r.confirmed;
-      }
-    }
+    if (e - b < 2) ++out.single_rank;
+    else add_instance(ops, idx, b, e, res, out, al);
     b = e;
   }
-  for (auto& [key, a] : acc) {
+}
+
+// Each rank's scores against chance (1/nranks), its flags, and the order of the list.
+void score_ranks(const Alignment& al, const StragglerOptions& o, StragglerResult& out) {
+  for (const auto& [key, a] : al.acc) {
     RankLateness r = a.r;
     r.mean_lateness_us = r.ops ? a.late_sum / static_cast<double>(r.ops) : 0;
     r.last_margin_us = r.last ? a.margin_sum / static_cast<double>(r.last) : 0;
@@ -113,11 +116,15 @@ StragglerResult find_stragglers(const std::vector<OpRecord>& ops, const ReadResu
     if (a.clock_suspect != b.clock_suspect) return a.clock_suspect;
     return a.last_margin_us * static_cast<double>(a.last) > b.last_margin_us * static_cast<double>(b.last);
   });
-  for (auto& [comm, v] : spreads) {
+}
+
+// Start skew per communicator: percentiles and a histogram of the instances' spreads.
+void comm_skews(Alignment& al, const StragglerOptions& o, StragglerResult& out) {
+  for (auto& [comm, v] : al.spreads) {
     std::sort(v.begin(), v.end());
     CommSkew s;
     s.comm = comm;
-    s.nranks = comm_nranks[comm];
+    s.nranks = al.comm_nranks[comm];
     s.instances = v.size();
     s.p50 = sorted_quantile(v, 0.5);
     s.p90 = sorted_quantile(v, 0.9);
@@ -133,6 +140,9 @@ StragglerResult find_stragglers(const std::vector<OpRecord>& ops, const ReadResu
     s.frac_over = static_cast<double>(over) / static_cast<double>(v.size());
     out.comms.push_back(std::move(s));
   }
+}
+
+void p2p_skews(const std::vector<OpRecord>& ops, const std::vector<std::uint32_t>& p2p, StragglerResult& out) {
   // P2P: the k-th send from r to p pairs with the k-th recv on p from r (seq is the per-peer counter).
   std::map<std::tuple<std::uint64_t, int, int, std::uint64_t>, std::pair<std::int64_t, std::int64_t>> pairs;
   for (std::uint32_t i : p2p) {
@@ -162,6 +172,33 @@ StragglerResult find_stragglers(const std::vector<OpRecord>& ops, const ReadResu
     s.p90_abs_us = sorted_quantile(v, 0.9);
     out.p2p.push_back(s);
   }
+}
+
+}  // namespace
+
+StragglerResult find_stragglers(const std::vector<OpRecord>& ops, const ReadResult& res,
+                                const StragglerOptions& o) {
+  StragglerResult out;
+  std::vector<std::uint32_t> idx;
+  std::vector<std::uint32_t> p2p;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const OpRecord& op = ops[i];
+    if (!op.has_start()) {
+      ++out.no_start;
+      continue;
+    }
+    if (op.kind == OpKind::kColl) idx.push_back(static_cast<std::uint32_t>(i));
+    else if (op.kind == OpKind::kP2p) p2p.push_back(static_cast<std::uint32_t>(i));
+  }
+  std::sort(idx.begin(), idx.end(), [&](std::uint32_t a, std::uint32_t b) {
+    const OpRecord &x = ops[a], &y = ops[b];
+    return std::tie(x.comm_hash, x.func, x.seq, x.rank) < std::tie(y.comm_hash, y.func, y.seq, y.rank);
+  });
+  Alignment al;
+  align_collectives(ops, idx, res, out, al);
+  score_ranks(al, o, out);
+  comm_skews(al, o, out);
+  p2p_skews(ops, p2p, out);
   return out;
 }
 
@@ -223,5 +260,79 @@ Report stragglers_report(const StragglerResult& r, const ReadResult& res, const 
   }
   return rep;
 }
+
+// ---- the registered analysis
+
+namespace {
+
+// Late ranks: findings for the report's table (stragglers and suspected clock
+// offsets) and markers on the trace (stragglers only).
+std::vector<Marker> straggler_markers(const StragglerResult& sr, const ReadResult& res) {
+  std::vector<Marker> v;
+  for (const auto& rl : sr.ranks) {
+    if (!rl.flagged && !rl.clock_suspect) continue;
+    Marker m;
+    m.kind = rl.flagged ? "straggler" : "clock_offset?";
+    m.comm_label = comm_display(rl.comm, res);
+    m.where = "rank " + std::to_string(rl.rank) + " on " + rl.host;
+    m.magnitude = rl.mean_lateness_us;
+    char ev[240];
+    const double conf = rl.last ? 100.0 * static_cast<double>(rl.confirmed) / static_cast<double>(rl.last) : 0;
+    std::snprintf(ev, sizeof ev,
+                  "last in %llu of %llu instances (z %.1f), by %.1f us on average; its kernel the shortest in "
+                  "%.0f%% of those%s",
+                  static_cast<unsigned long long>(rl.last), static_cast<unsigned long long>(rl.ops), rl.z,
+                  rl.last_margin_us, conf,
+                  rl.flagged ? "" : " (not above chance: likely a clock offset between processes/hosts)");
+    m.evidence = ev;
+    m.in_trace = rl.flagged;
+    m.track = "stragglers";
+    m.comm = rl.comm;
+    m.rank = rl.rank;
+    m.at_first_op = true;
+    char b[256];
+    std::snprintf(b, sizeof b, "straggler: rank %d of %s last in %.0f%% (+%.1f us)", rl.rank,
+                  comm_short(rl.comm, res).c_str(),
+                  100.0 * static_cast<double>(rl.last) / static_cast<double>(std::max<std::uint64_t>(1, rl.ops)),
+                  rl.last_margin_us);
+    m.trace_name = b;
+    char a[256];
+    std::snprintf(a, sizeof a, "\"comm\":\"%s\",\"rank\":%d,\"last\":%llu,\"ops\":%llu,\"z\":%.1f,\"mean_lateness_us\":%.2f",
+                  hex_hash(rl.comm).c_str(), rl.rank, static_cast<unsigned long long>(rl.last),
+                  static_cast<unsigned long long>(rl.ops), rl.z, rl.mean_lateness_us);
+    m.trace_args = a;
+    v.push_back(std::move(m));
+  }
+  return v;
+}
+
+class StragglersAnalysis : public Analysis {
+ public:
+  std::string_view name() const override { return "stragglers"; }
+  std::string_view help() const override { return "cross-rank alignment: late ranks/hosts and start skew"; }
+  Input input() const override { return Input::kOps; }
+  void options(std::vector<OptionSpec>& o) override {
+    o.push_back({"--threshold-us", "start skew that counts as late (NPKit: 5 us)", &opt_.threshold_us, true});
+    o.push_back({"--min-last-fraction", "flag a rank last in at least this fraction of its ops",
+                 &opt_.min_last_fraction, true});
+  }
+  AnalysisResult run(const AnalysisInput& in) override {
+    AnalysisResult r;
+    StragglerResult sr = find_stragglers(in.data.ops, in.res, opt_);
+    r.report = stragglers_report(sr, in.res, opt_);
+    r.markers = straggler_markers(sr, in.res);
+    r.detail = std::move(sr);
+    return r;
+  }
+  // The report draws its own stragglers section (a heatmap and the ranks by lateness).
+  bool tables_in_report() const override { return false; }
+
+ private:
+  StragglerOptions opt_;
+};
+
+}  // namespace
+
+std::unique_ptr<Analysis> make_stragglers_analysis() { return std::make_unique<StragglersAnalysis>(); }
 
 }  // namespace nccl_inspector::analysis

@@ -7,6 +7,8 @@
 #include <set>
 #include <sstream>
 
+#include "analysis.h"
+
 namespace nccl_inspector::analysis {
 
 std::size_t GroupKeyHash::operator()(const GroupKey& k) const {
@@ -208,12 +210,18 @@ DropTotals drop_totals(const ReadResult& res) {
   return t;
 }
 
-void add_health_section(Report& r, const ReadResult& res, const OpHealth* ops) {
-  Section& s = r.add("health", "Health");
-  s.table.columns = {"item", "value", "detail"};
-  auto row = [&s](std::string item, Cell v, std::string detail = "") {
+namespace {
+
+// Rows of the health section: item, value, detail.
+struct HealthRows {
+  Section& s;
+  void operator()(std::string item, Cell v, std::string detail = "") const {
     s.table.rows.push_back({std::move(item), std::move(v), std::move(detail)});
-  };
+  }
+};
+
+// Files, formats, lines and what could not be read.
+void file_rows(const HealthRows& row, const ReadResult& res) {
   std::size_t ours = 0, up = 0, unknown = 0;
   std::set<int> versions;
   for (const auto& f : res.files) {
@@ -250,7 +258,10 @@ void add_health_section(Report& r, const ReadResult& res, const OpHealth* ops) {
   std::string uts;
   for (const auto& [k, n] : ut) uts += (uts.empty() ? "" : ", ") + k + "=" + std::to_string(n);
   row("unknown records (skipped)", res.unknown_records, uts);
-  const DropTotals d = drop_totals(res);
+}
+
+// Drops, configuration filters and faults from the processes' last stats records.
+void drop_rows(const HealthRows& row, const DropTotals& d) {
   std::uint64_t dropped = 0;
   std::string ds;
   for (const auto& [k, n] : d.dropped) {
@@ -276,23 +287,28 @@ void add_health_section(Report& r, const ReadResult& res, const OpHealth* ops) {
   }
   row("profiler faults", faults, flt);
   row("processes without end record", d.processes_without_end, "killed or still running");
-  if (ops) {
-    row("reclaimed ops", ops->reclaimed, "stats say " + std::to_string(d.reclaimed_ops));
-    row("partial ops", ops->partial, "some channel never stopped");
-    row("ops without busbw", ops->no_busbw);
-    std::string ts;
-    for (int i = 0; i < static_cast<int>(Timing::kCount_); ++i)
-      if (ops->by_timing[i])
-        ts += (ts.empty() ? "" : ", ") + std::string(to_string(static_cast<Timing>(i))) + "=" +
-              std::to_string(ops->by_timing[i]);
-    row("timing sources", ops->by_timing[static_cast<int>(Timing::kGpu)] +
-                              ops->by_timing[static_cast<int>(Timing::kKernelGpu)],
-        "GPU-timed ops; all: " + ts);
-    row("ops by kind", ops->by_kind[0] + ops->by_kind[1] + ops->by_kind[2],
-        "coll=" + std::to_string(ops->by_kind[0]) + ", p2p=" + std::to_string(ops->by_kind[1]) +
-            ", ce=" + std::to_string(ops->by_kind[2]));
-  }
-  // Clock alignment: each process's final GPU->wall estimate per communicator.
+}
+
+// What the ops themselves say: reclaimed, partial, timing sources, kinds.
+void op_rows(const HealthRows& row, const OpHealth& ops, const DropTotals& d) {
+  row("reclaimed ops", ops.reclaimed, "stats say " + std::to_string(d.reclaimed_ops));
+  row("partial ops", ops.partial, "some channel never stopped");
+  row("ops without busbw", ops.no_busbw);
+  std::string ts;
+  for (int i = 0; i < static_cast<int>(Timing::kCount_); ++i)
+    if (ops.by_timing[i])
+      ts += (ts.empty() ? "" : ", ") + std::string(to_string(static_cast<Timing>(i))) + "=" +
+            std::to_string(ops.by_timing[i]);
+  row("timing sources", ops.by_timing[static_cast<int>(Timing::kGpu)] +
+                            ops.by_timing[static_cast<int>(Timing::kKernelGpu)],
+      "GPU-timed ops; all: " + ts);
+  row("ops by kind", ops.by_kind[0] + ops.by_kind[1] + ops.by_kind[2],
+      "coll=" + std::to_string(ops.by_kind[0]) + ", p2p=" + std::to_string(ops.by_kind[1]) +
+          ", ce=" + std::to_string(ops.by_kind[2]));
+}
+
+// Clock alignment: each process's final GPU->wall estimate per communicator.
+void clock_row(const HealthRows& row, const ReadResult& res) {
   std::vector<double> unc_us;
   double worst = -1;
   std::string worst_where;
@@ -322,6 +338,19 @@ void add_health_section(Report& r, const ReadResult& res, const OpHealth* ops) {
   }
 }
 
+}  // namespace
+
+void add_health_section(Report& r, const ReadResult& res, const OpHealth* ops) {
+  Section& s = r.add("health", "Health");
+  s.table.columns = {"item", "value", "detail"};
+  const HealthRows row{s};
+  file_rows(row, res);
+  const DropTotals d = drop_totals(res);
+  drop_rows(row, d);
+  if (ops) op_rows(row, *ops, d);
+  clock_row(row, res);
+}
+
 namespace {
 std::string comm_label(std::uint64_t h, const ReadResult& res) {
   auto it = res.comm_names.find(h);
@@ -341,9 +370,8 @@ std::string algo_env(Algo a) {
     default: return "";
   }
 }
-}  // namespace
-
-void add_summary_sections(Report& r, const SummarySink& s, const ReadResult& res, const SummaryOptions& o) {
+// The summary table: one row per group key, sorted by label then key.
+void summary_table(Report& r, const SummarySink& s, const ReadResult& res, const SummaryOptions& o) {
   struct Row {
     std::string label;
     const GroupKey* k;
@@ -409,7 +437,10 @@ void add_summary_sections(Report& r, const SummarySink& s, const ReadResult& res
   if (any_sketch)
     sec.notes.push_back("groups with more than 4096 records use a log-bucketed sketch: percentiles within 1%");
 
-  if (!o.advice) return;
+}
+
+// The advice table: (algo, proto) choices of one (op, size, job shape) that beat others.
+void advice_table(Report& r, const SummarySink& s) {
   // Advice: several (algo, proto) for the same (op, size bucket, nranks, nnodes).
   std::map<std::tuple<Func, int, int, int>, std::vector<std::pair<const GroupKey*, const GroupAcc*>>> choices;
   for (const auto& [k, a] : s.advice) {
@@ -448,5 +479,72 @@ void add_summary_sections(Report& r, const SummarySink& s, const ReadResult& res
       "observed in this run for the same op, size bucket and job shape; pinning affects every size: "
       "check with the full size range (and NCCL_TUNER) before relying on it");
 }
+
+}  // namespace
+
+void add_summary_sections(Report& r, const SummarySink& s, const ReadResult& res, const SummaryOptions& o) {
+  summary_table(r, s, res, o);
+  if (o.advice) advice_table(r, s);
+}
+
+// ---- the registered analysis
+
+namespace {
+
+// `summary`: streams every op into per-group sketches (bounded memory), so it reads
+// the files itself instead of running on collected ops.
+class SummaryAnalysis : public Analysis {
+ public:
+  std::string_view name() const override { return "summary"; }
+  std::string_view help() const override {
+    return "percentiles per communicator/op/algo/proto/size, health, advice";
+  }
+  Input input() const override { return Input::kFiles; }
+  void options(std::vector<OptionSpec>& o) override {
+    o.push_back({"--per-rank", "one row per rank", &opt_.per_rank});
+    o.push_back({"--group-by", "comm | host | rack (with --host-map)", &group_by_, true});
+    o.push_back({"--host-map", "file of 'host rack' lines for --group-by rack", &host_map_});
+    o.push_back({"--peak-busbw",
+                 "peak busbw in GB/s for utilisation: 300, AllReduce=300, network=25 or intra_node=300 (repeatable)",
+                 &peaks_});
+    o.push_back({"--no-advice", "skip the algorithm/protocol advice", &no_advice_});
+  }
+  std::string check(const std::string&) override {
+    if (group_by_ == "comm") opt_.group_by = GroupBy::kComm;
+    else if (group_by_ == "host") opt_.group_by = GroupBy::kHost;
+    else if (group_by_ == "rack") opt_.group_by = GroupBy::kRack;
+    else return "--group-by must be comm, host or rack";
+    if (opt_.group_by == GroupBy::kRack && host_map_.empty()) return "--group-by rack needs --host-map FILE";
+    std::string err;
+    if (!host_map_.empty() && !load_host_map(host_map_, opt_.host_map, err)) return err;
+    for (const auto& p : peaks_)
+      if (!parse_peak(p, opt_.peak_busbw)) return "bad --peak-busbw '" + p + "' (expected 300 or AllReduce=300)";
+    opt_.advice = !no_advice_;
+    return {};
+  }
+  AnalysisResult run_files(const FilesInput& in) override {
+    AnalysisResult r;
+    ReadResult res;
+    auto s = read_merged<SummarySink>(in.files, in.ro, in.threads, res, opt_);
+    if (!check_read(res)) {
+      r.exit = kExitUsage;
+      r.done = true;
+      return r;
+    }
+    add_summary_sections(r.report, *s, res, opt_);
+    add_health_section(r.report, res, &s->health);
+    return r;
+  }
+
+ private:
+  SummaryOptions opt_;
+  std::string group_by_ = "comm", host_map_;
+  std::vector<std::string> peaks_;
+  bool no_advice_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Analysis> make_summary_analysis() { return std::make_unique<SummaryAnalysis>(); }
 
 }  // namespace nccl_inspector::analysis

@@ -1,8 +1,9 @@
 // `trace`: a Chrome Trace Event Format file (object form) of every rank on the
 // aligned wall clock, for Perfetto (ui.perfetto.dev), speedscope and Chrome
 // DevTools. Layout:
-//  * pid 0 "findings": detector findings (stragglers, change points, outliers,
-//    bimodality, channel/HCA imbalance) as instants, change windows as slices;
+//  * pid 0 "findings": the markers of every registered analysis that runs on ops
+//    (analysis.h: stragglers, change points, outliers, bimodality, channel/HCA
+//    imbalance, ...) as instants on a track per kind, time windows as slices;
 //  * one process per GPU (pid 1..N, see view.h for how a GPU is identified),
 //    named "host · rank r · pid p", with
 //      - tid 1 "markers": marks, drops, truncation, findings about this rank;
@@ -22,8 +23,6 @@
 #include <string>
 #include <vector>
 
-#include "anomalies.h"
-#include "stragglers.h"
 #include "view.h"
 
 namespace nccl_inspector::analysis {
@@ -38,9 +37,7 @@ struct TraceOptions {
   std::uint64_t channel_ops_max = 50000;  // per-channel sub-tracks only up to this many ops (0: never)
   bool flows = true;
   bool counters = true;
-  bool findings = true;
-  StragglerOptions straggler;
-  AnomalyOptions anomaly;
+  bool findings = true;            // run the registered analyses (their default options) for markers
 };
 
 struct TraceStats {

@@ -3,6 +3,7 @@
 #include <map>
 #include <tuple>
 
+#include "analysis.h"
 #include "summary.h"
 
 namespace nccl_inspector::analysis {
@@ -79,5 +80,34 @@ ValidateResult validate_files(const std::vector<std::string>& files, int threads
   add_health_section(v.report, res, &sink->health);
   return v;
 }
+
+// ---- the registered analysis
+
+namespace {
+
+class ValidateAnalysis : public Analysis {
+ public:
+  std::string_view name() const override { return "validate"; }
+  std::string_view help() const override { return "check files against the schema; exit 1 on invalid input"; }
+  Input input() const override { return Input::kFiles; }
+  void options(std::vector<OptionSpec>& o) override {
+    o.push_back({"--strict", "also fail on truncated files", &strict_});
+  }
+  AnalysisResult run_files(const FilesInput& in) override {
+    ValidateResult v = validate_files(in.files, in.threads, in.ro, strict_);
+    AnalysisResult r;
+    r.report = std::move(v.report);
+    r.note = std::string(v.valid ? "valid" : "INVALID") + (v.truncated ? " (with truncated files)" : "");
+    r.exit = v.valid ? kExitOk : kExitInvalid;
+    return r;
+  }
+
+ private:
+  bool strict_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Analysis> make_validate_analysis() { return std::make_unique<ValidateAnalysis>(); }
 
 }  // namespace nccl_inspector::analysis

@@ -8,6 +8,7 @@
 #include "anomalies.h"
 #include "compare.h"
 #include "fixtures.h"
+#include "iterations.h"
 #include "reader.h"
 #include "stragglers.h"
 #include "summary.h"

@@ -1,0 +1,141 @@
+// The shape every analysis has, and the registry that lists them once.
+//
+// An analysis declares its name and help (the CLI subcommand), its options (the
+// CLI's flags), what it reads (Input) and how it runs. Analyses that run on the
+// ops already read (stragglers, anomalies, iterations) also run inside `report`
+// and `trace`: their result tables become a report section and their markers go
+// into the report's findings table and onto the trace's findings tracks.
+// Analyses that read files their own way (summary, validate, export, compare)
+// appear in the CLI only.
+//
+// A new analysis: one file that defines a class derived from Analysis and
+// `std::unique_ptr<Analysis> make_<name>_analysis()`, and one line in
+// NI_ANALYSES (registry.cpp).
+#pragma once
+
+#include <any>
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "reader.h"
+#include "table.h"
+
+namespace nccl_inspector::analysis {
+
+// Exit codes of the CLI, which an analysis's result carries.
+enum Exit : int { kExitOk = 0, kExitInvalid = 1, kExitUsage = 2, kExitRegression = 3 };
+
+// What an analysis reads before it runs.
+enum class Input {
+  kOps,        // every op (run(AnalysisInput)); runs in report and trace too
+  kOpsDetail,  // the same with HCA use and the slowest channel per op
+  kFiles,      // the discovered files of the `inputs` positional (run_files)
+  kOwnInputs,  // no `inputs` positional: the analysis's own positionals (run_files)
+};
+
+// One option, declared once; the CLI turns it into a flag or a positional.
+struct OptionSpec {
+  std::string names;  // "--z", "--group-by" or a positional's name ("base")
+  std::string help;
+  std::variant<bool*, double*, std::size_t*, std::string*, std::vector<std::string>*> target;
+  bool show_default = false;
+  bool required = false;
+};
+
+// A finding as the report's findings table and the trace's markers show it.
+struct Marker {
+  // The findings table (report): kind, communicator, where, when, magnitude, evidence.
+  std::string kind;
+  std::string comm_label;
+  std::string where, when, evidence;
+  double magnitude = 0;
+  bool in_table = true;
+  // The trace: an instant on the findings process (or a slice when `window`), and
+  // a copy on the rank's markers track when rank >= 0 (not for windows).
+  bool in_trace = true;
+  std::string track;       // the findings process's track, e.g. "outliers"
+  std::uint64_t comm = 0;  // 0: not tied to one communicator
+  int rank = -1;
+  std::int64_t start_ns = 0;  // 0: no time (not drawn) unless at_first_op
+  std::int64_t end_ns = 0;
+  bool window = false;       // a time range (change windows): a slice on lanes of its track
+  bool at_first_op = false;  // drawn at the rank's first op shown in that communicator
+  std::string trace_name;    // "" : "<kind>: <comm_label> <where>"
+  std::string trace_args;    // "" : kind/where/when/magnitude/evidence
+  // The report's busbw-over-time chart of `comm`: a band (windows) or a point.
+  enum class Chart : unsigned char { kNone, kBand, kPoint } chart = Chart::kNone;
+};
+
+struct AnalysisResult {
+  Report report;                // result tables (the CLI renders them)
+  std::vector<Marker> markers;  // findings (report table, trace markers)
+  std::any detail;              // the typed result, for the views that draw it
+  int exit = kExitOk;           // the CLI's exit code
+  std::string error;            // printed instead of the report (exit must be non-zero)
+  std::string note;             // printed on stderr after the report
+  // Nothing left to write: the analysis wrote its output (export) or printed why there is none.
+  bool done = false;
+};
+
+// What an analysis that runs on ops gets: the ops read and the read result.
+struct AnalysisInput {
+  const CollectSink& data;
+  const ReadResult& res;
+};
+
+// What an analysis that reads files gets (Input::kFiles / kOwnInputs).
+struct FilesInput {
+  std::vector<std::string> files;  // discovered from `inputs` (kFiles)
+  int threads = 1;
+  ReadOptions ro;
+  std::string output;  // --output as given ("" : stdout)
+};
+
+class Analysis {
+ public:
+  virtual ~Analysis() = default;
+  virtual std::string_view name() const = 0;  // the CLI subcommand
+  virtual std::string_view help() const = 0;
+  virtual Input input() const = 0;
+  virtual std::string_view default_format() const { return "table"; }
+  // Declares its options; the targets must outlive the parse and the run.
+  virtual void options(std::vector<OptionSpec>&) {}
+  // After parsing, before reading: a usage error ("" : none).
+  virtual std::string check(const std::string& /*format*/) { return {}; }
+  // Input::kOps / kOpsDetail.
+  virtual AnalysisResult run(const AnalysisInput&);
+  // Input::kFiles / kOwnInputs.
+  virtual AnalysisResult run_files(const FilesInput&);
+  // Whether the report shows the result tables as a section of their own (the
+  // built-in analyses have custom sections there).
+  virtual bool tables_in_report() const { return true; }
+};
+
+// Every registered analysis, new instances with default options, in CLI order.
+std::vector<std::unique_ptr<Analysis>> make_analyses();
+
+// Analyses added at run time, after the registered ones: the seam a test uses to
+// show that an analysis reaches the report and the trace through the registry alone.
+using AnalysisFactory = std::unique_ptr<Analysis> (*)();
+std::vector<AnalysisFactory>& extra_analyses();
+
+// The results of every analysis that runs on ops (Input::kOps / kOpsDetail), by
+// default options, for the report and the trace: in registry order.
+struct RanAnalysis {
+  std::unique_ptr<Analysis> analysis;
+  AnalysisResult result;
+};
+std::vector<RanAnalysis> run_op_analyses(const CollectSink& data, const ReadResult& res);
+
+// Shared by the analyses that read: prints the problem on stderr and returns false
+// when there is nothing to analyse (or notes skipped damage and returns true).
+bool check_read(const ReadResult& res);
+// Expands inputs; prints the error and returns false on a missing path / no files.
+bool discover(const std::vector<std::string>& inputs, std::vector<std::string>& files);
+
+}  // namespace nccl_inspector::analysis

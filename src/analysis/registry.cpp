@@ -1,0 +1,89 @@
+// The registry: every analysis, listed once. The CLI makes a subcommand of each,
+// in this order; `report` and `trace` run those that work on ops.
+#include <iostream>
+
+#include "analysis.h"
+
+namespace nccl_inspector::analysis {
+
+// One line per analysis: X(name) stands for the factory make_<name>_analysis()
+// its own file defines.
+#define NI_ANALYSES(X) \
+  X(summary)           \
+  X(validate)          \
+  X(export)            \
+  X(stragglers)        \
+  X(anomalies)         \
+  X(compare)           \
+  X(iterations)
+
+#define NI_DECLARE(n) std::unique_ptr<Analysis> make_##n##_analysis();
+NI_ANALYSES(NI_DECLARE)
+#undef NI_DECLARE
+
+std::vector<AnalysisFactory>& extra_analyses() {
+  static std::vector<AnalysisFactory> v;
+  return v;
+}
+
+std::vector<std::unique_ptr<Analysis>> make_analyses() {
+  std::vector<std::unique_ptr<Analysis>> v;
+#define NI_MAKE(n) v.push_back(make_##n##_analysis());
+  NI_ANALYSES(NI_MAKE)
+#undef NI_MAKE
+  for (auto* extra : extra_analyses()) v.push_back(extra());
+  return v;
+}
+
+std::vector<RanAnalysis> run_op_analyses(const CollectSink& data, const ReadResult& res) {
+  std::vector<RanAnalysis> out;
+  for (auto& a : make_analyses()) {
+    if (a->input() != Input::kOps && a->input() != Input::kOpsDetail) continue;
+    AnalysisResult r = a->run(AnalysisInput{data, res});
+    out.push_back({std::move(a), std::move(r)});
+  }
+  return out;
+}
+
+AnalysisResult Analysis::run(const AnalysisInput&) {
+  AnalysisResult r;
+  r.exit = kExitUsage;
+  r.error = std::string(name()) + " does not run on ops";
+  return r;
+}
+
+AnalysisResult Analysis::run_files(const FilesInput&) {
+  AnalysisResult r;
+  r.exit = kExitUsage;
+  r.error = std::string(name()) + " does not read files";
+  return r;
+}
+
+bool check_read(const ReadResult& res) {
+  if (res.ops == 0) {
+    std::cerr << "nccl-inspector: no op records in " << res.files.size() << " file(s)";
+    std::size_t unknown = 0;
+    for (const auto& f : res.files) unknown += f.format == FileFormat::kUnknown;
+    if (unknown == res.files.size())
+      std::cerr << " (unknown format: not nccl-inspector or upstream Inspector v4.0 logs)";
+    std::cerr << "; try: nccl-inspector validate\n";
+    return false;
+  }
+  if (res.truncated_files || res.corrupt_files || res.bad_lines)
+    std::cerr << "nccl-inspector: note: " << res.truncated_files << " truncated file(s), "
+              << res.corrupt_files << " corrupt file(s), " << res.bad_lines
+              << " bad line(s) skipped (see the health section)\n";
+  return true;
+}
+
+bool discover(const std::vector<std::string>& inputs, std::vector<std::string>& files) {
+  Discovery d = discover_files(inputs);
+  if (!d.error.empty()) {
+    std::cerr << "nccl-inspector: " << d.error << "\n";
+    return false;
+  }
+  files = std::move(d.files);
+  return true;
+}
+
+}  // namespace nccl_inspector::analysis

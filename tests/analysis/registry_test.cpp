@@ -1,0 +1,134 @@
+// The registry (analysis.h): an analysis reaches the report and the trace through
+// its registration alone, and every registered analysis is a CLI subcommand.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "analysis.h"
+#include "fixtures.h"
+#include "reader.h"
+#include "report.h"
+#include "trace.h"
+#include "view.h"
+
+namespace ana = nccl_inspector::analysis;
+
+namespace {
+
+// An analysis no file registers: one table row and one marker per communicator,
+// at the communicator's first op.
+class ProbeAnalysis : public ana::Analysis {
+ public:
+  std::string_view name() const override { return "probe"; }
+  std::string_view help() const override { return "probe of the registry"; }
+  ana::Input input() const override { return ana::Input::kOps; }
+  ana::AnalysisResult run(const ana::AnalysisInput& in) override {
+    ana::AnalysisResult r;
+    ana::Section& s = r.report.add("probe", "Probe table");
+    s.table.columns = {"comm", "first_rank"};
+    std::map<std::uint64_t, const ana::OpRecord*> first;
+    for (const auto& op : in.data.ops)
+      if (op.has_start() &&
+          (!first.count(op.comm_hash) || op.start_wall_ns < first[op.comm_hash]->start_wall_ns))
+        first[op.comm_hash] = &op;
+    for (const auto& [comm, op] : first) {
+      s.table.rows.push_back({ana::hex_hash(comm), static_cast<int>(op->rank)});
+      ana::Marker m;
+      m.kind = "probe";
+      m.where = "rank " + std::to_string(op->rank);
+      m.evidence = "first op of its communicator";
+      m.track = "probe track";
+      m.comm = comm;
+      m.rank = op->rank;
+      m.start_ns = op->start_wall_ns;
+      r.markers.push_back(std::move(m));
+    }
+    return r;
+  }
+};
+
+std::unique_ptr<ana::Analysis> make_probe() {
+  return std::make_unique<ProbeAnalysis>();
+}
+
+struct Views {
+  std::string report, trace;
+};
+
+Views views_of(const ana::ViewSink& v, const ana::ReadResult& res) {
+  Views out;
+  std::ostringstream r;
+  ana::ReportOptions ro;
+  ro.plotly_js = "/* Plotly */";
+  ana::write_report(v, res, nullptr, nullptr, ro, r);
+  out.report = r.str();
+  std::ostringstream t;
+  std::string err;
+  ana::write_trace(v, res, ana::TraceOptions{}, t, err);
+  EXPECT_EQ(err, "");
+  out.trace = t.str();
+  return out;
+}
+
+std::string cli_out(const std::string& args, int& rc) {
+  std::string out;
+  FILE* p = ::popen((std::string(NI_CLI) + " " + args + " 2>&1").c_str(), "r");
+  if (!p) return out;
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int st = ::pclose(p);
+  rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return out;
+}
+
+}  // namespace
+
+TEST(Registry, AnalysisReachesReportAndTraceThroughRegistration) {
+  const auto dir = ni_test::temp_dir("registry_probe");
+  ni_test::JobSpec js;
+  js.iterations = 20;
+  ni_test::write_job(dir, js);
+  ana::ReadOptions ro;
+  ro.progress = 0;
+  ana::ReadResult res;
+  auto v = ana::read_merged<ana::ViewSink>(ana::discover_files({dir}).files, ro, 2, res);
+  ASSERT_GT(res.ops, 0u);
+
+  const Views before = views_of(*v, res);
+  EXPECT_EQ(before.report.find("\"id\":\"probe\""), std::string::npos);
+  EXPECT_EQ(before.trace.find("finding,probe"), std::string::npos);
+
+  ana::extra_analyses().push_back(&make_probe);
+  const Views after = views_of(*v, res);
+  ana::extra_analyses().pop_back();
+
+  // The report: a section with its table, and its markers in the findings table.
+  EXPECT_NE(after.report.find("\"id\":\"probe\",\"nav\":\"probe\""), std::string::npos);
+  EXPECT_NE(after.report.find("\"title\":\"Probe table\""), std::string::npos);
+  EXPECT_NE(after.report.find("[\"probe\",\"\",\"rank "), std::string::npos);
+  // The trace: instants on a findings track of its own, named after it.
+  EXPECT_NE(after.trace.find("\"cat\":\"finding,probe\""), std::string::npos);
+  EXPECT_NE(after.trace.find("\"args\":{\"name\":\"probe track\"}"), std::string::npos);
+  EXPECT_GT(after.trace.size(), before.trace.size());
+}
+
+TEST(Registry, EveryAnalysisIsASubcommand) {
+  int rc = -1;
+  const std::string help = cli_out("--help", rc);
+  EXPECT_EQ(rc, 0) << help;
+  for (const auto& a : ana::make_analyses()) {
+    const std::string name(a->name());
+    EXPECT_NE(help.find(name), std::string::npos) << name;
+    const std::string sub = cli_out(name + " --help", rc);
+    EXPECT_EQ(rc, 0) << name << ": " << sub;
+    EXPECT_NE(sub.find(std::string(a->help())), std::string::npos) << name << ": " << sub;
+    std::vector<ana::OptionSpec> specs;
+    a->options(specs);
+    for (const auto& o : specs) EXPECT_NE(sub.find(o.names), std::string::npos) << name << " " << o.names;
+  }
+}
