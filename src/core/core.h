@@ -12,7 +12,7 @@
 
 #include <cstdint>
 
-#include "plugin/abi/common.h"
+#include "include/nccl_inspector/nccl.h"
 #include "src/core/record.h"
 
 namespace ni::core {

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "plugin/abi/common.h"
+#include "include/nccl_inspector/nccl.h"
 #include "src/core/config.h"
 #include "src/core/record.h"
 

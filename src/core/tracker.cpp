@@ -32,6 +32,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "plugin/abi/common.h"  // NetPlugin payloads: decoded by the adapters instead, next commit
 #include "src/core/clock.h"
 #include "src/core/names.h"
 #include "src/core/tracker.h"
