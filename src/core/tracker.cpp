@@ -32,7 +32,6 @@
 #include <emmintrin.h>
 #endif
 
-#include "plugin/abi/common.h"  // NetPlugin payloads: decoded by the adapters instead, next commit
 #include "src/core/clock.h"
 #include "src/core/names.h"
 #include "src/core/tracker.h"
@@ -891,7 +890,7 @@ void* start_proxy_step(void* ctx, void* parent, int step) noexcept {
   return encode(h);
 }
 
-void* start_net_plugin(void* ctx, void* parent, int64_t plugin_id, const void* data) noexcept {
+void* start_net_plugin(void* ctx, void* parent, const NetTransfer& t) noexcept {
   (void)ctx;
   Runtime* rt = runtime();
   if (rt == nullptr) return nullptr;
@@ -899,7 +898,7 @@ void* start_net_plugin(void* ctx, void* parent, int64_t plugin_id, const void* d
   Handle out;
   out.tag = Tag::kNetPlugin;
   if (p.tag == Tag::kFiltered) return filtered_handle();
-  if (p.tag != Tag::kProxyStep || data == nullptr) return encode(out);
+  if (p.tag != Tag::kProxyStep || !t.present) return encode(out);
   Context* c = nullptr;
   NetSlot* n = net_of(rt, p, &c);
   if (n == nullptr) return encode(out);
@@ -907,25 +906,8 @@ void* start_net_plugin(void* ctx, void* parent, int64_t plugin_id, const void* d
   Handle oh;
   OpSlot* s = op_of_net(rt, *n, &oc, &oh);
   if (s == nullptr) return encode(out);
-  uint32_t dev = UINT32_MAX;
-  uint64_t len = 0;
-  int qp = -1;
-  // The payload is NCCL scratch memory valid only during this call: read now.
-  if (plugin_id == nccl_abi::kNetIbIdV1) {
-    const auto* ib = static_cast<const nccl_abi::NetIbDescrV1*>(data);
-    if (ib->type == nccl_abi::kNetIbQp && ib->qp.device >= 0) {
-      dev = static_cast<uint32_t>(ib->qp.device) & 0xFFFFu;
-      len = ib->qp.length;
-      qp = ib->qp.qpNum;
-    }
-  } else if (plugin_id == nccl_abi::kNetSockIdV1) {
-    const auto* so = static_cast<const nccl_abi::NetSockDescrV1*>(data);
-    if (so->type == nccl_abi::kNetSocket) {
-      dev = 0xFFFE;
-      len = so->sock.length;
-    }
-  }
-  if (dev == UINT32_MAX) return encode(out);
+  const uint32_t dev = t.device;
+  if (dev == NetTransfer::kNoDevice) return encode(out);
   for (auto& hs : s->hca) {
     // Relaxed: the entry is claimed by the CAS below; its counters are read after completion's acquire.
     uint32_t cur = hs.dev.load(std::memory_order_relaxed);
@@ -935,9 +917,9 @@ void* start_net_plugin(void* ctx, void* parent, int64_t plugin_id, const void* d
     } else if (cur != dev) {
       continue;
     }
-    hs.bytes.fetch_add(len, std::memory_order_relaxed);  // statistic, as above
-    hs.wrs.fetch_add(1, std::memory_order_relaxed);      // statistic, as above
-    if (qp >= 0) hs.qp_bits.fetch_or(1ull << (static_cast<uint32_t>(qp) % 64), std::memory_order_relaxed);
+    hs.bytes.fetch_add(t.bytes, std::memory_order_relaxed);  // statistic, as above
+    hs.wrs.fetch_add(1, std::memory_order_relaxed);          // statistic, as above
+    if (t.qp >= 0) hs.qp_bits.fetch_or(1ull << (static_cast<uint32_t>(t.qp) % 64), std::memory_order_relaxed);  // as above
     return encode(out);
   }
   return encode(out);  // more HCAs than entries: not attributed
