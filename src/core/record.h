@@ -10,6 +10,9 @@
 
 namespace ni {
 
+// The cache line the record, the op slots and the rings are laid out in.
+inline constexpr size_t kCacheLine = 64;
+
 enum class OpKind : uint8_t { kColl = 0, kP2p = 1, kCe = 2 };
 
 // Collective / P2P functions, covering every name NCCL's descriptors use.

@@ -1,5 +1,8 @@
-// Runtime lifetime (first init .. last finalize), communicator contexts,
-// per-thread rings, statistics and logging: the cold half of the core.
+// The runtime (runtime.h): its lifetime (first init .. last finalize),
+// communicator contexts, and the consumer's cold queries (consumer.h):
+// statistics, communicators, clock estimates, configuration and logging.
+// Draining records and the reclaimer are in completion.cpp, the ring registry
+// in ring.cpp.
 #include "src/core/runtime.h"
 
 #include <unistd.h>
@@ -13,17 +16,13 @@
 #include "src/core/clock.h"
 #include "src/core/cuda_device.h"
 #include "src/core/names.h"
+#include "src/core/ring.h"
 #include "src/core/tracker.h"
 
 namespace ni::core {
 
-thread_local constinit ThreadRing* tls_ring = nullptr;
-thread_local constinit uint64_t tls_gen = 0;
-
-// The live runtime (see runtime() in tracker.h).
+// The live runtime (see runtime() in runtime.h).
 std::atomic<Runtime*> g_rt{nullptr};
-
-size_t reclaim_ops(Context& c, uint64_t older_than_ticks) noexcept;
 
 namespace {
 
@@ -54,8 +53,6 @@ struct UnloadGuard {
 } g_unload_guard;
 uint64_t g_generation = 0;  // guarded by g_mu
 
-// Used when no runtime exists (counts nothing that is ever read).
-ThreadRing g_dummy_ring;
 
 
 void* encode_ctx(const Runtime& rt, uint32_t id) noexcept {
@@ -123,67 +120,6 @@ Runtime::~Runtime() {
     delete t;
     t = n;
   }
-}
-
-ThreadRing* this_thread() noexcept {
-  Runtime* rt = runtime();
-  if (rt == nullptr) return &g_dummy_ring;
-  if (tls_ring != nullptr && tls_gen == rt->generation) return tls_ring;
-  // First event of this thread in this runtime: register (once per thread).
-  auto* tr = new (std::nothrow) ThreadRing;
-  if (tr == nullptr) return &g_dummy_ring;
-  {
-    std::lock_guard<std::mutex> lk(rt->ring_mu);
-    tr->next = rt->rings;
-    rt->rings = tr;
-  }
-  rt->n_rings.fetch_add(1, std::memory_order_relaxed);  // statistic
-  tls_ring = tr;
-  tls_gen = rt->generation;
-  return tr;
-}
-
-namespace {
-SpscRing<OpRecord>* ring_of(Runtime* rt, ThreadRing* tr) noexcept {
-  // Only this thread writes the pointer; relaxed read of our own store.
-  SpscRing<OpRecord>* ring = tr->ring.load(std::memory_order_relaxed);
-  if (ring != nullptr) [[likely]] return ring;
-  ring = new (std::nothrow) SpscRing<OpRecord>(static_cast<size_t>(rt->cfg.ring_records));
-  if (ring != nullptr && ring->capacity() == 0) {
-    delete ring;
-    ring = nullptr;
-  }
-  // Release pairs with the dump thread's acquire load in drain_records().
-  if (ring != nullptr) tr->ring.store(ring, std::memory_order_release);
-  return ring;
-}
-}  // namespace
-
-OpRecord* publish_begin_slow(ThreadRing** out) noexcept {
-  Runtime* rt = runtime();
-  if (rt == nullptr) return nullptr;
-  ThreadRing* tr = tls_ring != nullptr && tls_gen == rt->generation ? tls_ring : this_thread();
-  *out = tr;
-  if (tr == &g_dummy_ring) return nullptr;
-  SpscRing<OpRecord>* ring = ring_of(rt, tr);
-  OpRecord* slot = ring ? ring->try_reserve() : nullptr;
-  if (slot == nullptr) bump(tr->counters.dropped_ring_full);
-  return slot;
-}
-
-void publish_wake(Runtime* rt, SpscRing<OpRecord>* ring) noexcept {
-  // One wake per drain cycle: the dump thread clears the flag (release)
-  // after draining; acq_rel here pairs with that store.
-  if (ring->refresh_fill() >= rt->high_water_mark && rt->wake_pending.exchange(1, std::memory_order_acq_rel) == 0)
-    rt->sink->wake();
-}
-
-void publish(const OpRecord& r) noexcept {
-  ThreadRing* tr = nullptr;
-  OpRecord* slot = publish_begin(&tr);
-  if (slot == nullptr) return;
-  *slot = r;
-  publish_commit(tr);
 }
 
 // ===================================================================== init
@@ -329,7 +265,7 @@ void comm_finalize(void* ctx) noexcept {
 
 }  // namespace ni::core
 
-// ============================================================ sink-facing API
+// ====================================================== consumer queries (consumer.h)
 
 namespace ni {
 
@@ -338,92 +274,6 @@ using core::Context;
 using core::Runtime;
 using core::runtime;
 using core::ThreadRing;
-
-namespace {
-// The consumer's half of completion (the dump thread, before any sink sees
-// the record): what the producer left out to keep the hot path short.
-void finish_record(OpRecord& r) noexcept {
-  if (r.flags & kFlagEnqueueTicks) {
-    r.flags = static_cast<uint16_t>(r.flags & ~kFlagEnqueueTicks);
-    r.enqueue_ns = clk::ticks_to_ns(r.enqueue_ns);
-  }
-  if ((r.flags & kFlagChannelSums) == 0) return;
-  r.flags = static_cast<uint16_t>(r.flags & ~kFlagChannelSums);
-  const uint64_t stopped = r.busy_ns;  // see complete()
-  r.channels_started = static_cast<uint8_t>(__builtin_popcountll(r.channel_mask));
-  r.channels_stopped = static_cast<uint8_t>(__builtin_popcountll(stopped));
-  if (r.channel_mask & ~stopped) r.flags |= kFlagPartialChannels;
-  int n = __builtin_popcountll(r.channel_mask);
-  if (n > kRecordChannels) n = kRecordChannels;  // the producer never sets the flag then
-  uint64_t hi = 0, busy = 0;
-  uint32_t maxd = 0, mind = n > 0 ? UINT32_MAX : 0;
-  for (int i = 0; i < n; ++i) {
-    const uint64_t end = static_cast<uint64_t>(r.channels[i].start_off_ns) + r.channels[i].dur_ns;
-    const uint32_t d = r.channels[i].dur_ns;
-    hi = end > hi ? end : hi;
-    busy += d;
-    maxd = d > maxd ? d : maxd;
-    mind = d < mind ? d : mind;
-  }
-  r.end_ns = r.start_ns + hi;
-  r.busy_ns = busy;
-  r.max_channel_ns = maxd;
-  r.min_channel_ns = mind;
-}
-}  // namespace
-
-size_t drain_records(const std::function<void(const OpRecord*, size_t)>& fn) {
-  Runtime* rt = runtime();
-  if (rt == nullptr) return 0;
-  // Clear first (release pairs with publish()'s acq_rel exchange): a push
-  // that lands after this line may wake us again.
-  rt->wake_pending.store(0, std::memory_order_release);
-  std::vector<ThreadRing*> rings;
-  {
-    std::lock_guard<std::mutex> lk(rt->ring_mu);
-    for (ThreadRing* t = rt->rings; t; t = t->next) rings.push_back(t);
-  }
-  size_t total = 0;
-  for (ThreadRing* t : rings) {
-    // Acquire pairs with the release store in publish().
-    SpscRing<OpRecord>* r = t->ring.load(std::memory_order_acquire);
-    if (r == nullptr) continue;
-    // The ring's peak fill as the consumer sees it (just before a drain).
-    // Relaxed load/store: the consumer (one at a time) is this field's only writer.
-    const uint64_t fill = r->size();
-    if (fill > t->counters.high_water.load(std::memory_order_relaxed))
-      t->counters.high_water.store(fill, std::memory_order_relaxed);
-    total += r->drain([&](OpRecord* p, size_t n) {
-      for (size_t i = 0; i < n; ++i) finish_record(p[i]);  // the consumer's half of completion
-      fn(p, n);
-    });
-  }
-  return total;
-}
-
-size_t reclaim_stale_ops(uint64_t now_mono_ns) {
-  Runtime* rt = runtime();
-  if (rt == nullptr) return 0;
-  const uint64_t timeout_ns = static_cast<uint64_t>(rt->cfg.op_timeout_ms) * 1000000ull;
-  if (now_mono_ns < timeout_ns) return 0;
-  // Convert the cut-off to ticks through the current calibration.
-  const uint64_t now_t = clk::read_ticks();
-  const uint64_t now_ns = clk::ticks_to_ns(now_t);
-  const uint64_t age_ns = now_ns > now_mono_ns - timeout_ns ? now_ns - (now_mono_ns - timeout_ns) : 0;
-  // relaxed: any recent slope will do for a cut-off
-  const uint64_t mult = clk::g_cal.mult.load(std::memory_order_relaxed);
-  const uint64_t age_ticks = mult ? static_cast<uint64_t>((static_cast<unsigned __int128>(age_ns) << 32) / mult) : 0;
-  const uint64_t cutoff = now_t > age_ticks ? now_t - age_ticks : 0;
-  size_t n = 0;
-  // relaxed: ids only grow; each context is published by its own release store
-  const uint32_t nc = rt->n_contexts.load(std::memory_order_relaxed);
-  for (uint32_t i = 0; i < nc; ++i) {
-    Context* c = context_of(rt, i);
-    // acquire: pairs with the release store in comm_init
-    if (c != nullptr && c->live.load(std::memory_order_acquire)) n += core::reclaim_ops(*c, cutoff);
-  }
-  return n;
-}
 
 CoreStats stats() {
   CoreStats s;
