@@ -124,6 +124,78 @@ Runtime::~Runtime() {
 
 // ===================================================================== init
 
+namespace {
+
+// A context for a new comm: a finalized one reused (its pools and generations
+// continue, so stale handles into it stay detectable) or a new one; nullptr
+// (logged) when none can be had. Under g_mu.
+Context* acquire_context_locked(Runtime* rt) {
+  if (!rt->recycled.empty()) {
+    const uint32_t id = rt->recycled.back();
+    rt->recycled.pop_back();
+    return context_of(rt, id);
+  }
+  // relaxed: ids only grow; each context is published by its own release store
+  const uint32_t id = rt->n_contexts.load(std::memory_order_relaxed);
+  if (id >= kMaxContexts) {
+    logf(rt, nccl_abi::kLogWarn, "NCCL Inspector: more than %u communicators; this one is not recorded",
+         kMaxContexts);
+    return nullptr;
+  }
+  auto fresh = std::make_unique<Context>();
+  fresh->id = id;
+  if (!fresh->ops.init(static_cast<uint32_t>(rt->cfg.pool_ops), fresh.get()) ||
+      !fresh->net_slots.init(static_cast<uint32_t>(rt->cfg.enable_net ? rt->cfg.pool_ops * 4 : 64), fresh.get())) {
+    logf(rt, nccl_abi::kLogWarn, "NCCL Inspector: out of memory; communicator not recorded");
+    return nullptr;
+  }
+  Context* c = fresh.release();
+  // Release pairs with context_of()'s acquire.
+  rt->contexts[id].store(c, std::memory_order_release);
+  rt->n_contexts.store(id + 1, std::memory_order_release);  // pairs with the acquire load in comms()
+  return c;
+}
+
+// Sets a (new or recycled) context up for the comm of `a`. Its fields are
+// published to callbacks by the release store of `live` in comm_init.
+void reset_context(Context& c, const Runtime& rt, const InitArgs& a) {
+  c.abi = a.abi;
+  c.nranks = a.nranks;
+  c.nnodes = a.nnodes;
+  // relaxed: published by the release store of live (comm_init)
+  c.comm_hash.store(a.comm_hash, std::memory_order_relaxed);
+  c.rank.store(a.rank, std::memory_order_relaxed);  // as above
+  c.kernel_ch = a.abi >= 3;
+  c.net = rt.cfg.enable_net;
+  c.quiet_transport = static_cast<uint8_t>(c.net || c.nnodes == 1 ? Transport::kIntraNode : Transport::kUnknown);
+  c.sample_counter.store(0, std::memory_order_relaxed);  // as above
+  c.clk_min.store(INT64_MAX, std::memory_order_relaxed);  // as above
+  c.clk_typical.store(0, std::memory_order_relaxed);      // as above
+  c.clk_samples.store(0, std::memory_order_relaxed);      // as above
+  const uint32_t pn = a.nranks > 0 ? static_cast<uint32_t>(a.nranks < 4096 ? a.nranks : 4096) : 1;
+  if (c.p2p_seq_n != pn) {
+    c.p2p_seq.reset(new (std::nothrow) std::atomic<uint32_t>[2 * pn]);
+    c.p2p_seq_n = c.p2p_seq ? pn : 0;
+  }
+  for (uint32_t i = 0; i < 2 * c.p2p_seq_n; ++i) c.p2p_seq[i].store(0, std::memory_order_relaxed);  // as above
+}
+
+CommInfo comm_info_of(uint32_t id, const InitArgs& a, const CudaDevice& dev) {
+  CommInfo info;
+  info.comm_id = id;
+  info.comm_hash = a.comm_hash;
+  info.name = a.comm_name ? a.comm_name : "";  // NCCL does not copy the user's name: we do
+  info.rank = a.rank;
+  info.nranks = a.nranks;
+  info.nnodes = a.nnodes;
+  info.abi_version = a.abi;
+  info.cuda_device = dev.ordinal;
+  info.pci_bus_id = dev.pci_bus_id;
+  return info;
+}
+
+}  // namespace
+
 void* comm_init(const InitArgs& a) noexcept {
   try {
     // The comm's GPU, asked before taking g_mu: it goes through the dynamic
@@ -163,64 +235,10 @@ void* comm_init(const InitArgs& a) noexcept {
       return nullptr;
     }
 
-    // A context: reuse a finalized one (its pools and generations continue,
-    // so stale handles into it stay detectable) or create one.
-    Context* c = nullptr;
-    uint32_t id = 0;
-    if (!rt->recycled.empty()) {
-      id = rt->recycled.back();
-      rt->recycled.pop_back();
-      c = context_of(rt, id);
-    } else {
-      // relaxed: ids only grow; each context is published by its own release store
-      id = rt->n_contexts.load(std::memory_order_relaxed);
-      if (id >= kMaxContexts) {
-        logf(rt, nccl_abi::kLogWarn, "NCCL Inspector: more than %u communicators; this one is not recorded",
-             kMaxContexts);
-        return nullptr;
-      }
-      auto fresh = std::make_unique<Context>();
-      fresh->id = id;
-      if (!fresh->ops.init(static_cast<uint32_t>(rt->cfg.pool_ops), fresh.get()) ||
-          !fresh->net_slots.init(static_cast<uint32_t>(rt->cfg.enable_net ? rt->cfg.pool_ops * 4 : 64), fresh.get())) {
-        logf(rt, nccl_abi::kLogWarn, "NCCL Inspector: out of memory; communicator not recorded");
-        return nullptr;
-      }
-      c = fresh.release();
-      // Release pairs with context_of()'s acquire.
-      rt->contexts[id].store(c, std::memory_order_release);
-      rt->n_contexts.store(id + 1, std::memory_order_release);  // pairs with the acquire load in comms()
-    }
-    c->abi = a.abi;
-    c->nranks = a.nranks;
-    c->nnodes = a.nnodes;
-    // relaxed: published by the release store of live below
-    c->comm_hash.store(a.comm_hash, std::memory_order_relaxed);
-    c->rank.store(a.rank, std::memory_order_relaxed);
-    c->kernel_ch = a.abi >= 3;
-    c->net = rt->cfg.enable_net;
-    c->quiet_transport = static_cast<uint8_t>(c->net || c->nnodes == 1 ? Transport::kIntraNode : Transport::kUnknown);
-    c->sample_counter.store(0, std::memory_order_relaxed);  // relaxed: published by the release store of live below
-    c->clk_min.store(INT64_MAX, std::memory_order_relaxed);
-    c->clk_typical.store(0, std::memory_order_relaxed);
-    c->clk_samples.store(0, std::memory_order_relaxed);
-    const uint32_t pn = a.nranks > 0 ? static_cast<uint32_t>(a.nranks < 4096 ? a.nranks : 4096) : 1;
-    if (c->p2p_seq_n != pn) {
-      c->p2p_seq.reset(new (std::nothrow) std::atomic<uint32_t>[2 * pn]);
-      c->p2p_seq_n = c->p2p_seq ? pn : 0;
-    }
-    // relaxed: published by the release store of live below
-    for (uint32_t i = 0; i < 2 * c->p2p_seq_n; ++i) c->p2p_seq[i].store(0, std::memory_order_relaxed);
-    CommInfo info;
-    info.comm_id = id;
-    info.comm_hash = a.comm_hash;
-    info.name = a.comm_name ? a.comm_name : "";  // NCCL does not copy the user's name: we do
-    info.rank = a.rank;
-    info.nranks = a.nranks;
-    info.nnodes = a.nnodes;
-    info.abi_version = a.abi;
-    info.cuda_device = dev.ordinal;
-    info.pci_bus_id = dev.pci_bus_id;
+    Context* c = acquire_context_locked(rt);
+    if (c == nullptr) return nullptr;
+    reset_context(*c, *rt, a);
+    const CommInfo info = comm_info_of(c->id, a, dev);
     {
       std::lock_guard<std::mutex> ilk(rt->info_mu);
       c->info = info;
@@ -238,7 +256,7 @@ void* comm_init(const InitArgs& a) noexcept {
          "NCCL Inspector: bound profiler ABI v%d; comm %s hash 0x%016llx rank %d/%d nodes %d, event mask 0x%x",
          a.abi, info.name.empty() ? "(unnamed)" : info.name.c_str(),
          static_cast<unsigned long long>(a.comm_hash), a.rank, a.nranks, a.nnodes, mask);
-    return encode_ctx(*rt, id);
+    return encode_ctx(*rt, c->id);
   } catch (...) {
     return nullptr;  // never let an exception reach NCCL
   }
