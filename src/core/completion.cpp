@@ -15,10 +15,12 @@
 //     each record in place (finish_record()) before any sink sees it.
 //
 // Hot path (docs/architecture.md): no locks, no allocation; complete_body()
-// is compiled into complete_from_handle(), whose common case needs no call
-// besides the ring's.
+// and its writers are compiled into complete_from_handle(), whose common path
+// makes no call (the ring's publishing is inline, ring.h).
 #include <bit>
 #include <cstring>
+#include <functional>
+#include <mutex>
 #include <vector>
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -31,7 +33,7 @@
 
 namespace ni::core {
 
-// ================================================================ 2. record
+// ====================================================== step 2: the record
 
 namespace {
 
@@ -279,7 +281,7 @@ __attribute__((always_inline)) inline bool complete_body(Context& c, uint32_t sl
 
 }  // namespace
 
-// ================================================================= 1. claim
+// ============================================ step 1: who claims (and step 2)
 
 __attribute__((noinline)) int complete_from_handle(uint64_t op_v, OpSlot& s) noexcept {
   // Relaxed: set when the chunk joined the pool, before any handle into it existed.
@@ -311,7 +313,7 @@ size_t reclaim_ops(Context& c, uint64_t older_than_ticks) noexcept {
 
 }  // namespace ni::core
 
-// ================================================================ 3. finish
+// ====================================================== step 3: the finish
 
 namespace ni {
 
@@ -357,7 +359,7 @@ void finish_record(OpRecord& r) noexcept {
 size_t drain_records(const std::function<void(const OpRecord*, size_t)>& fn) {
   Runtime* rt = runtime();
   if (rt == nullptr) return 0;
-  // Clear first (release pairs with publish()'s acq_rel exchange): a push
+  // Clear first (release pairs with publish_wake()'s acq_rel exchange): a push
   // that lands after this line may wake us again.
   rt->wake_pending.store(0, std::memory_order_release);
   std::vector<ThreadRing*> rings;
@@ -367,7 +369,7 @@ size_t drain_records(const std::function<void(const OpRecord*, size_t)>& fn) {
   }
   size_t total = 0;
   for (ThreadRing* t : rings) {
-    // Acquire pairs with the release store in publish().
+    // Acquire pairs with the release store of the ring pointer in ring_of() (ring.cpp).
     SpscRing<OpRecord>* r = t->ring.load(std::memory_order_acquire);
     if (r == nullptr) continue;
     // The ring's peak fill as the consumer sees it (just before a drain).
@@ -383,6 +385,8 @@ size_t drain_records(const std::function<void(const OpRecord*, size_t)>& fn) {
   return total;
 }
 
+// The reclaimer as the consumer runs it (step 1 for ops whose count-down
+// never reaches zero): the configured timeout, converted to a tick cut-off.
 size_t reclaim_stale_ops(uint64_t now_mono_ns) {
   Runtime* rt = runtime();
   if (rt == nullptr) return 0;

@@ -1,7 +1,9 @@
 // The fixed-size record the plugin's capture core produces for every completed
 // operation, and the enums it uses. This is the contract between src/core
 // (producer, hot path) and src/output (consumer, dump thread): a plain POD,
-// copied into a per-thread SPSC ring by value.
+// built in place in a slot of the completing thread's SPSC ring (no copy on
+// the way in; completion.cpp) and finished in place by the consumer before a
+// sink sees it.
 #pragma once
 
 #include <cstddef>

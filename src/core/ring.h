@@ -98,8 +98,8 @@ class SpscRing {
   size_t drain(Fn&& fn, size_t max = SIZE_MAX) noexcept(noexcept(fn(static_cast<T*>(nullptr), size_t{}))) {
     // Own index: only the consumer writes tail_.
     const uint64_t tail = tail_.load(std::memory_order_relaxed);
-    // Pairs with the release store of head_ in try_push(): every slot below
-    // head is fully written.
+    // Pairs with the release store of head_ in try_push()/commit(): every slot
+    // below head is fully written.
     const uint64_t head = head_.load(std::memory_order_acquire);
     uint64_t n = head - tail;
     if (n > max) n = max;
@@ -108,8 +108,8 @@ class SpscRing {
     const uint64_t run1 = (first + n <= capacity()) ? n : capacity() - first;
     fn(&slots_[first], static_cast<size_t>(run1));
     if (run1 < n) fn(&slots_[0], static_cast<size_t>(n - run1));
-    // Pairs with the acquire load of tail_ in try_push(): the slots are
-    // read and may be overwritten now.
+    // Pairs with the acquire loads of tail_ in try_push()/try_reserve()/
+    // refresh_fill(): the slots are read and may be overwritten now.
     tail_.store(tail + n, std::memory_order_release);
     return static_cast<size_t>(n);
   }
@@ -124,7 +124,7 @@ class SpscRing {
   size_t size() const noexcept {
     // Pairs with the release store in drain().
     const uint64_t t = tail_.load(std::memory_order_acquire);
-    // Pairs with the release store in try_push().
+    // Pairs with the release store in try_push()/commit().
     const uint64_t h = head_.load(std::memory_order_acquire);
     return h >= t ? static_cast<size_t>(h - t) : 0;
   }
@@ -147,8 +147,8 @@ namespace ni::core {
 // (Runtime::rings) at the thread's first event; freed with the runtime.
 struct alignas(kCacheLine) ThreadRing {  // own cache lines: no false sharing between threads
   ThreadCounters counters;
-  // Created at the first push; published with release, read with acquire by
-  // the dump thread.
+  // Created at the thread's first record (ring.cpp); published with release,
+  // read with acquire by the consumer (drain_records, stats).
   std::atomic<SpscRing<OpRecord>*> ring{nullptr};
   ThreadRing* next = nullptr;  // the registry (Runtime::rings), guarded by Runtime::ring_mu
   ~ThreadRing() { delete ring.load(std::memory_order_relaxed); }

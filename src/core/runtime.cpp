@@ -344,7 +344,7 @@ std::vector<CommInfo> comms() {
   Runtime* rt = runtime();
   if (rt == nullptr) return out;
   std::lock_guard<std::mutex> lk(rt->info_mu);
-  const uint32_t nc = rt->n_contexts.load(std::memory_order_acquire);  // pairs with the release store in comm_init
+  const uint32_t nc = rt->n_contexts.load(std::memory_order_acquire);  // pairs with the release store in acquire_context_locked()
   for (uint32_t i = 0; i < nc; ++i) {
     Context* c = context_of(rt, i);
     if (c == nullptr || !c->live.load(std::memory_order_relaxed)) continue;  // relaxed: a hint, as in clock_estimate

@@ -1,7 +1,7 @@
 // The capture core's in-flight state: handles, pooled op and network slots,
 // per-comm contexts, the per-thread counters, and the declarations the event
 // path (tracker.cpp) and the completion of an op (completion.cpp) share. Only
-// src/core/*.cpp include this (with ring.h for the per-thread rings).
+// the core's own files include it (ring.h does, for ThreadCounters).
 //
 // Handles are not pointers: a handle is a 64-bit value encoding
 // (tag, global slot index, generation, channel or event type). Decoding it never
