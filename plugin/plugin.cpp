@@ -326,7 +326,8 @@ void* start_v4_common(void* ctx, const D* d, uint64_t type) noexcept {
     case kColl: return core::start_coll(ctx, d->parentObj, d->rank, coll_v4(d));
     case kP2p: return core::start_p2p(ctx, d->parentObj, d->rank, p2p_v4(d));
     case kKernelCh: return core::start_kernel_ch(ctx, d->parentObj, d->kernelCh.channelId, d->kernelCh.pTimer, true);
-    case kNetPlugin: return core::start_net_plugin(ctx, d->parentObj, net_transfer_of(d->netPlugin.id, d->netPlugin.data));
+    case kNetPlugin:
+      return core::start_net_plugin(ctx, d->parentObj, net_transfer_of(d->netPlugin.id, d->netPlugin.data));
     default: return start_proxy_common(ctx, d, type);
   }
 }

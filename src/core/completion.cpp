@@ -120,7 +120,8 @@ inline void zero_after_start(OpRecord& r) noexcept {
 // The record's first line is the start's cache line as it is (same layout);
 // the rest up to the channel list is zeroed (the ring slot holds an older
 // record) and filled by the writers below.
-__attribute__((always_inline)) inline void write_header(OpRecord& r, const OpSlot& s, bool reclaimed) noexcept {
+__attribute__((always_inline)) inline void write_header(OpRecord& r, const OpSlot& s,
+                                                        bool reclaimed) noexcept {
   std::memcpy(static_cast<void*>(&r), &s.start, sizeof(OpStart));
   r.reserved_[0] = r.reserved_[1] = 0;  // OpStart::pad_
   zero_after_start(r);
@@ -167,7 +168,8 @@ __attribute__((always_inline)) inline void write_channel_times(OpRecord& r, cons
 
 // An op without channels: its network time (first ProxyOp start to last
 // stop) or else its enqueue (start to stop), in CPU time.
-__attribute__((always_inline)) inline void write_cpu_times(OpRecord& r, const Context& c, const OpSlot& s) noexcept {
+__attribute__((always_inline)) inline void write_cpu_times(OpRecord& r, const Context& c,
+                                                           const OpSlot& s) noexcept {
   // Relaxed: written before this op's last acq_rel decrement of `remaining`, which the claim follows.
   const uint64_t net_first = c.net ? s.net_first.load(std::memory_order_relaxed) : UINT64_MAX;
   const uint64_t net_last = c.net ? s.net_last.load(std::memory_order_relaxed) : 0;  // as above
@@ -184,17 +186,20 @@ __attribute__((always_inline)) inline void write_cpu_times(OpRecord& r, const Co
 }
 
 // The HCAs the op's NetPlugin events named (only when network events were asked for).
-__attribute__((always_inline)) inline void write_hcas(OpRecord& r, const Context& c, const OpSlot& s) noexcept {
+__attribute__((always_inline)) inline void write_hcas(OpRecord& r, const Context& c,
+                                                      const OpSlot& s) noexcept {
   int nh = 0;
   if (c.net) [[unlikely]] {
     for (auto& h : s.hca) {
-      // Relaxed: written before the children's acq_rel decrements of `remaining` (the claim follows them).
+      // Relaxed: written before the children's acq_rel decrements of
+      // `remaining`, which the claim follows.
       const uint32_t dev = h.dev.load(std::memory_order_relaxed);
       if (dev == UINT32_MAX) continue;
       r.hcas[nh].device = static_cast<uint16_t>(dev);
       r.hcas[nh].bytes = h.bytes.load(std::memory_order_relaxed);  // as above
       r.hcas[nh].wrs = h.wrs.load(std::memory_order_relaxed);      // as above
-      r.hcas[nh].qps = static_cast<uint16_t>(std::popcount(h.qp_bits.load(std::memory_order_relaxed)));  // as above
+      const uint64_t qps = h.qp_bits.load(std::memory_order_relaxed);  // as above
+      r.hcas[nh].qps = static_cast<uint16_t>(std::popcount(qps));
       ++nh;
     }
   }
@@ -205,7 +210,8 @@ __attribute__((always_inline)) inline void write_hcas(OpRecord& r, const Context
 // tracked otherwise).
 __attribute__((always_inline)) inline void write_network(OpRecord& r, const Context& c, const OpSlot& s,
                                                          uint64_t mask) noexcept {
-  // Relaxed: statistics written before the children's acq_rel decrements of `remaining` (the claim follows them).
+  // Relaxed: statistics written before the children's acq_rel decrements of
+  // `remaining`, which the claim follows.
   const uint32_t nops = c.net ? s.net_ops.load(std::memory_order_relaxed) : 0;
   r.net_ops = nops;
   if (nops != 0) [[unlikely]] {

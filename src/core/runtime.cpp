@@ -177,7 +177,8 @@ void reset_context(Context& c, const Runtime& rt, const InitArgs& a) {
     c.p2p_seq.reset(new (std::nothrow) std::atomic<uint32_t>[2 * pn]);
     c.p2p_seq_n = c.p2p_seq ? pn : 0;
   }
-  for (uint32_t i = 0; i < 2 * c.p2p_seq_n; ++i) c.p2p_seq[i].store(0, std::memory_order_relaxed);  // as above
+  // Relaxed: as above.
+  for (uint32_t i = 0; i < 2 * c.p2p_seq_n; ++i) c.p2p_seq[i].store(0, std::memory_order_relaxed);
 }
 
 CommInfo comm_info_of(uint32_t id, const InitArgs& a, const CudaDevice& dev) {
@@ -344,7 +345,8 @@ std::vector<CommInfo> comms() {
   Runtime* rt = runtime();
   if (rt == nullptr) return out;
   std::lock_guard<std::mutex> lk(rt->info_mu);
-  const uint32_t nc = rt->n_contexts.load(std::memory_order_acquire);  // pairs with the release store in acquire_context_locked()
+  // Acquire pairs with the release store in acquire_context_locked().
+  const uint32_t nc = rt->n_contexts.load(std::memory_order_acquire);
   for (uint32_t i = 0; i < nc; ++i) {
     Context* c = context_of(rt, i);
     if (c == nullptr || !c->live.load(std::memory_order_relaxed)) continue;  // relaxed: a hint, as in clock_estimate

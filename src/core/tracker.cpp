@@ -664,7 +664,8 @@ void* start_net_plugin(void* ctx, void* parent, const NetTransfer& t) noexcept {
     }
     hs.bytes.fetch_add(t.bytes, std::memory_order_relaxed);  // statistic, as above
     hs.wrs.fetch_add(1, std::memory_order_relaxed);          // statistic, as above
-    if (t.qp >= 0) hs.qp_bits.fetch_or(1ull << (static_cast<uint32_t>(t.qp) % 64), std::memory_order_relaxed);  // as above
+    // Relaxed: as above.
+    if (t.qp >= 0) hs.qp_bits.fetch_or(1ull << (static_cast<uint32_t>(t.qp) % 64), std::memory_order_relaxed);
     return encode(out);
   }
   return encode(out);  // more HCAs than entries: not attributed

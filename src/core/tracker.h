@@ -594,7 +594,8 @@ inline Context* context_from_arg(Runtime* rt, void* ctx) noexcept {
   auto v = reinterpret_cast<uintptr_t>(ctx);
   if (v == 0) return nullptr;  // disabled comm: silently nothing
   uint32_t id1 = static_cast<uint32_t>(v & 0xFFFFu);
-  if (((v >> 16) & 0xFFFFu) != (rt->generation & 0xFFFFu) || id1 == 0 || id1 > kMaxContexts) return null_context();
+  if (((v >> 16) & 0xFFFFu) != (rt->generation & 0xFFFFu) || id1 == 0 || id1 > kMaxContexts)
+    return null_context();
   Context* c = context_of(rt, id1 - 1);
   // Relaxed: a finalized comm's late callbacks are only counted.
   if (c == nullptr || c->live.load(std::memory_order_relaxed) == 0) return null_context();
