@@ -2,7 +2,11 @@
 // profiler plugin ABI. Written from ../shared/docs/profiler-abi.md §1–§3 and
 // §5 (facts: enum values, sizes, offsets); no NCCL header is included or
 // copied. Everything lives in namespace nccl_abi so it can never clash with an
-// application that also includes nccl.h.
+// application that also includes nccl.h. What the capture core needs as well
+// (the logger, event-type bits, state numbers, limits) is in
+// include/nccl_inspector/nccl.h, included here; the rest (result codes,
+// descriptor codes, NetPlugin payloads, the table and init shapes) is for the
+// adapters alone.
 #pragma once
 
 #include <cstddef>

@@ -1,6 +1,8 @@
 // The version-neutral entry points of the capture core. The plugin's
 // per-version adapters (plugin/plugin.cpp) convert each ABI's descriptor field
-// by field into these calls; nothing here knows any ABI layout.
+// by field into these calls; nothing here knows any ABI layout. The NCCL
+// vocabulary the core shares with them (logger, event bits, states, limits) is
+// include/nccl_inspector/nccl.h.
 //
 // Threads: every function may be called concurrently from any thread (app,
 // launcher, CUDA callback, progress, socket helper). Every function is
