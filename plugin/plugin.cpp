@@ -91,6 +91,30 @@ core::ProxyOpStart proxy_op_of(const ProxyOpT& p) noexcept {
   return s;
 }
 
+// A NetPlugin event's payload (v3+), decoded by the network plugin's id: each
+// id names one payload layout (plugin/abi/common.h), read only through its own
+// declaration. The payload is NCCL scratch memory valid only during the call.
+core::NetTransfer net_transfer_of(int64_t plugin_id, const void* data) noexcept {
+  core::NetTransfer t;
+  t.present = data != nullptr;
+  if (data == nullptr) return t;
+  if (plugin_id == kNetIbIdV1) {
+    const auto* ib = static_cast<const NetIbDescrV1*>(data);
+    if (ib->type == kNetIbQp && ib->qp.device >= 0) {
+      t.device = static_cast<uint32_t>(ib->qp.device) & 0xFFFFu;
+      t.bytes = ib->qp.length;
+      t.qp = ib->qp.qpNum;
+    }
+  } else if (plugin_id == kNetSockIdV1) {
+    const auto* so = static_cast<const NetSockDescrV1*>(data);
+    if (so->type == kNetSocket) {
+      t.device = core::NetTransfer::kSocket;
+      t.bytes = so->sock.length;
+    }
+  }
+  return t;
+}
+
 // Events every version shares: ProxyOp, ProxyStep, ProxyCtrl.
 template <typename D>
 void* start_proxy_common(void* ctx, const D* d, uint64_t type) noexcept {
@@ -225,7 +249,9 @@ Result start_v3(void* ctx, void** h, EventDescrV3* d) noexcept {
       break;
     }
     case kKernelCh: *h = core::start_kernel_ch(ctx, d->parentObj, d->kernelCh.channelId, 0, false); break;
-    case kNetPlugin: *h = core::start_net_plugin(ctx, d->parentObj, d->netPlugin.id, d->netPlugin.data); break;
+    case kNetPlugin:
+      *h = core::start_net_plugin(ctx, d->parentObj, net_transfer_of(d->netPlugin.id, d->netPlugin.data));
+      break;
     default: *h = start_proxy_common(ctx, d, d->type); break;
   }
   return kSuccess;
@@ -257,8 +283,7 @@ __attribute__((noinline)) Result record_v4_rest(void* h, EventState state, State
         a.ptimer = args->kernelCh.pTimer;
         a.has_ptimer = true;
         break;
-      case kNetPluginUpdate: a.net_data = args->netPlugin.data; break;
-      default: break;
+      default: break;  // NetPluginUpdate (21) among them: the core keeps nothing from its payload
     }
   }
   core::record_state(h, state, a);
@@ -301,7 +326,8 @@ void* start_v4_common(void* ctx, const D* d, uint64_t type) noexcept {
     case kColl: return core::start_coll(ctx, d->parentObj, d->rank, coll_v4(d));
     case kP2p: return core::start_p2p(ctx, d->parentObj, d->rank, p2p_v4(d));
     case kKernelCh: return core::start_kernel_ch(ctx, d->parentObj, d->kernelCh.channelId, d->kernelCh.pTimer, true);
-    case kNetPlugin: return core::start_net_plugin(ctx, d->parentObj, d->netPlugin.id, d->netPlugin.data);
+    case kNetPlugin:
+      return core::start_net_plugin(ctx, d->parentObj, net_transfer_of(d->netPlugin.id, d->netPlugin.data));
     default: return start_proxy_common(ctx, d, type);
   }
 }

@@ -1,6 +1,8 @@
 // The version-neutral entry points of the capture core. The plugin's
 // per-version adapters (plugin/plugin.cpp) convert each ABI's descriptor field
-// by field into these calls; nothing here knows any ABI layout.
+// by field into these calls; nothing here knows any ABI layout. The NCCL
+// vocabulary the core shares with them (logger, event bits, states, limits) is
+// include/nccl_inspector/nccl.h.
 //
 // Threads: every function may be called concurrently from any thread (app,
 // launcher, CUDA callback, progress, socket helper). Every function is
@@ -12,7 +14,7 @@
 
 #include <cstdint>
 
-#include "plugin/abi/common.h"
+#include "include/nccl_inspector/nccl.h"
 #include "src/core/record.h"
 
 namespace ni::core {
@@ -80,12 +82,24 @@ struct ProxyOpStart {
   bool is_send = false;
 };
 
+// What a NetPlugin event's payload says about one network transfer, decoded
+// by the adapter (the payload's layout depends on the network plugin's id and
+// version; the core knows none of them). The payload is NCCL scratch memory
+// valid only during the call, so it is read there and never kept.
+struct NetTransfer {
+  static constexpr uint32_t kNoDevice = UINT32_MAX;  // a payload we cannot attribute
+  static constexpr uint32_t kSocket = 0xFFFE;        // the socket transport's one "device"
+  bool present = false;             // the event carried a payload at all
+  uint32_t device = kNoDevice;      // IB device index (16 bits), kSocket, or kNoDevice
+  uint64_t bytes = 0;
+  int32_t qp = -1;                  // IB queue pair number; -1 unknown
+};
+
 // Neutral state arguments. Each adapter fills only what its ABI defines for
 // the state at hand; everything else stays zero/false.
 struct StateArgs {
   uint64_t trans_size = 0;  // ProxyStep 9/11/12 (v4+), ProxyOp 0-7 cumulative (v1-v3)
   uint64_t ptimer = 0;      // KernelChStop (22)
-  const void* net_data = nullptr;  // NetPluginUpdate (21)
   bool has_trans_size = false;
   bool has_ptimer = false;
 };
@@ -101,7 +115,7 @@ void* start_kernel_ch(void* ctx, void* parent, uint8_t channel, uint64_t ptimer,
 int start_kernel_ch_gpu(void** h, void* parent, uint32_t channel, uint64_t ptimer) noexcept;
 void* start_proxy_op(void* ctx, void* parent, const ProxyOpStart& s) noexcept;
 void* start_proxy_step(void* ctx, void* parent, int step) noexcept;
-void* start_net_plugin(void* ctx, void* parent, int64_t plugin_id, const void* data) noexcept;
+void* start_net_plugin(void* ctx, void* parent, const NetTransfer& t) noexcept;
 // Group, GroupApi, CollApi, P2pApi, KernelLaunch, ProxyCtrl.
 void* start_marker(void* ctx, EvType type, bool graph_captured) noexcept;
 // Any other type bit (a newer NCCL): counted, NULL handle.

@@ -1,7 +1,9 @@
 // The fixed-size record the plugin's capture core produces for every completed
 // operation, and the enums it uses. This is the contract between src/core
 // (producer, hot path) and src/output (consumer, dump thread): a plain POD,
-// copied into a per-thread SPSC ring by value.
+// built in place in a slot of the completing thread's SPSC ring (no copy on
+// the way in; completion.cpp) and finished in place by the consumer before a
+// sink sees it.
 #pragma once
 
 #include <cstddef>
@@ -9,6 +11,9 @@
 #include <type_traits>
 
 namespace ni {
+
+// The cache line the record, the op slots and the rings are laid out in.
+inline constexpr size_t kCacheLine = 64;
 
 enum class OpKind : uint8_t { kColl = 0, kP2p = 1, kCe = 2 };
 

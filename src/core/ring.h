@@ -1,13 +1,14 @@
-// Lock-free single-producer / single-consumer ring of fixed-size records, and
-// the registry of per-thread rings the dump thread walks.
+// The per-thread rings: a lock-free single-producer / single-consumer ring of
+// fixed-size records (SpscRing), and the registry of every thread's ring that
+// the consumer walks (ThreadRing, this_thread(), publishing; ring.cpp).
 //
-// Contract
+// SpscRing contract
 // - Producer: exactly one thread (the thread that owns the ring) calls
-//   try_push(). It never blocks; a full ring returns false and the caller
-//   counts a drop.
+//   try_push() or try_reserve()/commit(). It never blocks; a full ring
+//   returns false/nullptr and the caller counts a drop.
 // - Consumer: exactly one thread at a time (the dump thread, or a test, or the
-//   final drain once the dump thread is joined) calls drain(). It copies records
-//   out in bulk and then publishes the new tail.
+//   final drain once the dump thread is joined) calls drain(). It hands the
+//   records out in bulk and then publishes the new tail.
 // - Indices are 64-bit and never wrap in practice; slot = index & mask.
 #pragma once
 
@@ -18,9 +19,11 @@
 #include <new>
 #include <type_traits>
 
-namespace ni {
+#include "src/core/record.h"
+#include "src/core/runtime.h"
+#include "src/core/tracker.h"  // ThreadCounters
 
-inline constexpr size_t kCacheLine = 64;
+namespace ni {
 
 template <typename T>
 class SpscRing {
@@ -95,8 +98,8 @@ class SpscRing {
   size_t drain(Fn&& fn, size_t max = SIZE_MAX) noexcept(noexcept(fn(static_cast<T*>(nullptr), size_t{}))) {
     // Own index: only the consumer writes tail_.
     const uint64_t tail = tail_.load(std::memory_order_relaxed);
-    // Pairs with the release store of head_ in try_push(): every slot below
-    // head is fully written.
+    // Pairs with the release store of head_ in try_push()/commit(): every slot
+    // below head is fully written.
     const uint64_t head = head_.load(std::memory_order_acquire);
     uint64_t n = head - tail;
     if (n > max) n = max;
@@ -105,8 +108,8 @@ class SpscRing {
     const uint64_t run1 = (first + n <= capacity()) ? n : capacity() - first;
     fn(&slots_[first], static_cast<size_t>(run1));
     if (run1 < n) fn(&slots_[0], static_cast<size_t>(n - run1));
-    // Pairs with the acquire load of tail_ in try_push(): the slots are
-    // read and may be overwritten now.
+    // Pairs with the acquire loads of tail_ in try_push()/try_reserve()/
+    // refresh_fill(): the slots are read and may be overwritten now.
     tail_.store(tail + n, std::memory_order_release);
     return static_cast<size_t>(n);
   }
@@ -121,7 +124,7 @@ class SpscRing {
   size_t size() const noexcept {
     // Pairs with the release store in drain().
     const uint64_t t = tail_.load(std::memory_order_acquire);
-    // Pairs with the release store in try_push().
+    // Pairs with the release store in try_push()/commit().
     const uint64_t h = head_.load(std::memory_order_acquire);
     return h >= t ? static_cast<size_t>(h - t) : 0;
   }
@@ -135,3 +138,54 @@ class SpscRing {
 };
 
 }  // namespace ni
+
+namespace ni::core {
+
+// ------------------------------------------------------------ the registry
+
+// One thread's ring and counters, registered in its runtime's list
+// (Runtime::rings) at the thread's first event; freed with the runtime.
+struct alignas(kCacheLine) ThreadRing {  // own cache lines: no false sharing between threads
+  ThreadCounters counters;
+  // Created at the thread's first record (ring.cpp); published with release,
+  // read with acquire by the consumer (drain_records, stats).
+  std::atomic<SpscRing<OpRecord>*> ring{nullptr};
+  ThreadRing* next = nullptr;  // the registry (Runtime::rings), guarded by Runtime::ring_mu
+  ~ThreadRing() { delete ring.load(std::memory_order_relaxed); }
+};
+
+// This thread's ring record (registered on first use).
+__attribute__((noinline)) ThreadRing* this_thread() noexcept;
+
+// This thread's ring record in the runtime of generation tls_gen.
+extern thread_local constinit ThreadRing* tls_ring;
+extern thread_local constinit uint64_t tls_gen;
+__attribute__((noinline)) OpRecord* publish_begin_slow(ThreadRing** tr) noexcept;
+__attribute__((noinline)) void publish_wake(Runtime* rt, SpscRing<OpRecord>* ring) noexcept;
+
+// In-place publishing: a slot of this thread's ring to fill (nullptr when
+// full, the drop counted), then publish_commit(). Inline: the common case is
+// a registered thread with a ring that has room.
+inline OpRecord* publish_begin(ThreadRing** out) noexcept {
+  Runtime* rt = runtime();
+  ThreadRing* tr = tls_ring;
+  if (rt == nullptr || tr == nullptr || tls_gen != rt->generation) [[unlikely]] return publish_begin_slow(out);
+  // Only this thread writes the pointer; relaxed read of our own store.
+  SpscRing<OpRecord>* ring = tr->ring.load(std::memory_order_relaxed);
+  if (ring == nullptr) [[unlikely]] return publish_begin_slow(out);
+  *out = tr;
+  OpRecord* slot = ring->try_reserve();
+  if (slot == nullptr) [[unlikely]] bump(tr->counters.dropped_ring_full);
+  return slot;
+}
+
+inline void publish_commit(ThreadRing* tr) noexcept {
+  Runtime* rt = runtime();
+  SpscRing<OpRecord>* ring = tr->ring.load(std::memory_order_relaxed);  // our own store
+  // The fill from the producer's cached view of the consumer is an upper
+  // bound; only when it crosses the mark do we read the consumer's index
+  // (another core's cache line) to confirm.
+  if (ring->commit() >= rt->high_water_mark && rt->sink) [[unlikely]] publish_wake(rt, ring);
+}
+
+}  // namespace ni::core

@@ -1,5 +1,8 @@
-// Runtime lifetime (first init .. last finalize), communicator contexts,
-// per-thread rings, statistics and logging: the cold half of the core.
+// The runtime (runtime.h): its lifetime (first init .. last finalize),
+// communicator contexts, and the consumer's cold queries (consumer.h):
+// statistics, communicators, clock estimates, configuration and logging.
+// Draining records and the reclaimer are in completion.cpp, the ring registry
+// in ring.cpp.
 #include "src/core/runtime.h"
 
 #include <unistd.h>
@@ -13,17 +16,13 @@
 #include "src/core/clock.h"
 #include "src/core/cuda_device.h"
 #include "src/core/names.h"
+#include "src/core/ring.h"
 #include "src/core/tracker.h"
 
 namespace ni::core {
 
-thread_local constinit ThreadRing* tls_ring = nullptr;
-thread_local constinit uint64_t tls_gen = 0;
-
-// The live runtime (see runtime() in tracker.h).
+// The live runtime (see runtime() in runtime.h).
 std::atomic<Runtime*> g_rt{nullptr};
-
-size_t reclaim_ops(Context& c, uint64_t older_than_ticks) noexcept;
 
 namespace {
 
@@ -54,8 +53,6 @@ struct UnloadGuard {
 } g_unload_guard;
 uint64_t g_generation = 0;  // guarded by g_mu
 
-// Used when no runtime exists (counts nothing that is ever read).
-ThreadRing g_dummy_ring;
 
 
 void* encode_ctx(const Runtime& rt, uint32_t id) noexcept {
@@ -125,68 +122,80 @@ Runtime::~Runtime() {
   }
 }
 
-ThreadRing* this_thread() noexcept {
-  Runtime* rt = runtime();
-  if (rt == nullptr) return &g_dummy_ring;
-  if (tls_ring != nullptr && tls_gen == rt->generation) return tls_ring;
-  // First event of this thread in this runtime: register (once per thread).
-  auto* tr = new (std::nothrow) ThreadRing;
-  if (tr == nullptr) return &g_dummy_ring;
-  {
-    std::lock_guard<std::mutex> lk(rt->ring_mu);
-    tr->next = rt->rings;
-    rt->rings = tr;
-  }
-  rt->n_rings.fetch_add(1, std::memory_order_relaxed);  // statistic
-  tls_ring = tr;
-  tls_gen = rt->generation;
-  return tr;
-}
+// ===================================================================== init
 
 namespace {
-SpscRing<OpRecord>* ring_of(Runtime* rt, ThreadRing* tr) noexcept {
-  // Only this thread writes the pointer; relaxed read of our own store.
-  SpscRing<OpRecord>* ring = tr->ring.load(std::memory_order_relaxed);
-  if (ring != nullptr) [[likely]] return ring;
-  ring = new (std::nothrow) SpscRing<OpRecord>(static_cast<size_t>(rt->cfg.ring_records));
-  if (ring != nullptr && ring->capacity() == 0) {
-    delete ring;
-    ring = nullptr;
+
+// A context for a new comm: a finalized one reused (its pools and generations
+// continue, so stale handles into it stay detectable) or a new one; nullptr
+// (logged) when none can be had. Under g_mu.
+Context* acquire_context_locked(Runtime* rt) {
+  if (!rt->recycled.empty()) {
+    const uint32_t id = rt->recycled.back();
+    rt->recycled.pop_back();
+    return context_of(rt, id);
   }
-  // Release pairs with the dump thread's acquire load in drain_records().
-  if (ring != nullptr) tr->ring.store(ring, std::memory_order_release);
-  return ring;
+  // relaxed: ids only grow; each context is published by its own release store
+  const uint32_t id = rt->n_contexts.load(std::memory_order_relaxed);
+  if (id >= kMaxContexts) {
+    logf(rt, nccl_abi::kLogWarn, "NCCL Inspector: more than %u communicators; this one is not recorded",
+         kMaxContexts);
+    return nullptr;
+  }
+  auto fresh = std::make_unique<Context>();
+  fresh->id = id;
+  if (!fresh->ops.init(static_cast<uint32_t>(rt->cfg.pool_ops), fresh.get()) ||
+      !fresh->net_slots.init(static_cast<uint32_t>(rt->cfg.enable_net ? rt->cfg.pool_ops * 4 : 64), fresh.get())) {
+    logf(rt, nccl_abi::kLogWarn, "NCCL Inspector: out of memory; communicator not recorded");
+    return nullptr;
+  }
+  Context* c = fresh.release();
+  // Release pairs with context_of()'s acquire.
+  rt->contexts[id].store(c, std::memory_order_release);
+  rt->n_contexts.store(id + 1, std::memory_order_release);  // pairs with the acquire load in comms()
+  return c;
 }
+
+// Sets a (new or recycled) context up for the comm of `a`. Its fields are
+// published to callbacks by the release store of `live` in comm_init.
+void reset_context(Context& c, const Runtime& rt, const InitArgs& a) {
+  c.abi = a.abi;
+  c.nranks = a.nranks;
+  c.nnodes = a.nnodes;
+  // relaxed: published by the release store of live (comm_init)
+  c.comm_hash.store(a.comm_hash, std::memory_order_relaxed);
+  c.rank.store(a.rank, std::memory_order_relaxed);  // as above
+  c.kernel_ch = a.abi >= 3;
+  c.net = rt.cfg.enable_net;
+  c.quiet_transport = static_cast<uint8_t>(c.net || c.nnodes == 1 ? Transport::kIntraNode : Transport::kUnknown);
+  c.sample_counter.store(0, std::memory_order_relaxed);  // as above
+  c.clk_min.store(INT64_MAX, std::memory_order_relaxed);  // as above
+  c.clk_typical.store(0, std::memory_order_relaxed);      // as above
+  c.clk_samples.store(0, std::memory_order_relaxed);      // as above
+  const uint32_t pn = a.nranks > 0 ? static_cast<uint32_t>(a.nranks < 4096 ? a.nranks : 4096) : 1;
+  if (c.p2p_seq_n != pn) {
+    c.p2p_seq.reset(new (std::nothrow) std::atomic<uint32_t>[2 * pn]);
+    c.p2p_seq_n = c.p2p_seq ? pn : 0;
+  }
+  // Relaxed: as above.
+  for (uint32_t i = 0; i < 2 * c.p2p_seq_n; ++i) c.p2p_seq[i].store(0, std::memory_order_relaxed);
+}
+
+CommInfo comm_info_of(uint32_t id, const InitArgs& a, const CudaDevice& dev) {
+  CommInfo info;
+  info.comm_id = id;
+  info.comm_hash = a.comm_hash;
+  info.name = a.comm_name ? a.comm_name : "";  // NCCL does not copy the user's name: we do
+  info.rank = a.rank;
+  info.nranks = a.nranks;
+  info.nnodes = a.nnodes;
+  info.abi_version = a.abi;
+  info.cuda_device = dev.ordinal;
+  info.pci_bus_id = dev.pci_bus_id;
+  return info;
+}
+
 }  // namespace
-
-OpRecord* publish_begin_slow(ThreadRing** out) noexcept {
-  Runtime* rt = runtime();
-  if (rt == nullptr) return nullptr;
-  ThreadRing* tr = tls_ring != nullptr && tls_gen == rt->generation ? tls_ring : this_thread();
-  *out = tr;
-  if (tr == &g_dummy_ring) return nullptr;
-  SpscRing<OpRecord>* ring = ring_of(rt, tr);
-  OpRecord* slot = ring ? ring->try_reserve() : nullptr;
-  if (slot == nullptr) bump(tr->counters.dropped_ring_full);
-  return slot;
-}
-
-void publish_wake(Runtime* rt, SpscRing<OpRecord>* ring) noexcept {
-  // One wake per drain cycle: the dump thread clears the flag (release)
-  // after draining; acq_rel here pairs with that store.
-  if (ring->refresh_fill() >= rt->high_water_mark && rt->wake_pending.exchange(1, std::memory_order_acq_rel) == 0)
-    rt->sink->wake();
-}
-
-void publish(const OpRecord& r) noexcept {
-  ThreadRing* tr = nullptr;
-  OpRecord* slot = publish_begin(&tr);
-  if (slot == nullptr) return;
-  *slot = r;
-  publish_commit(tr);
-}
-
-// ===================================================================== init
 
 void* comm_init(const InitArgs& a) noexcept {
   try {
@@ -227,64 +236,10 @@ void* comm_init(const InitArgs& a) noexcept {
       return nullptr;
     }
 
-    // A context: reuse a finalized one (its pools and generations continue,
-    // so stale handles into it stay detectable) or create one.
-    Context* c = nullptr;
-    uint32_t id = 0;
-    if (!rt->recycled.empty()) {
-      id = rt->recycled.back();
-      rt->recycled.pop_back();
-      c = context_of(rt, id);
-    } else {
-      // relaxed: ids only grow; each context is published by its own release store
-      id = rt->n_contexts.load(std::memory_order_relaxed);
-      if (id >= kMaxContexts) {
-        logf(rt, nccl_abi::kLogWarn, "NCCL Inspector: more than %u communicators; this one is not recorded",
-             kMaxContexts);
-        return nullptr;
-      }
-      auto fresh = std::make_unique<Context>();
-      fresh->id = id;
-      if (!fresh->ops.init(static_cast<uint32_t>(rt->cfg.pool_ops), fresh.get()) ||
-          !fresh->net_slots.init(static_cast<uint32_t>(rt->cfg.enable_net ? rt->cfg.pool_ops * 4 : 64), fresh.get())) {
-        logf(rt, nccl_abi::kLogWarn, "NCCL Inspector: out of memory; communicator not recorded");
-        return nullptr;
-      }
-      c = fresh.release();
-      // Release pairs with context_of()'s acquire.
-      rt->contexts[id].store(c, std::memory_order_release);
-      rt->n_contexts.store(id + 1, std::memory_order_release);  // pairs with the acquire load in comms()
-    }
-    c->abi = a.abi;
-    c->nranks = a.nranks;
-    c->nnodes = a.nnodes;
-    // relaxed: published by the release store of live below
-    c->comm_hash.store(a.comm_hash, std::memory_order_relaxed);
-    c->rank.store(a.rank, std::memory_order_relaxed);
-    c->kernel_ch = a.abi >= 3;
-    c->net = rt->cfg.enable_net;
-    c->quiet_transport = static_cast<uint8_t>(c->net || c->nnodes == 1 ? Transport::kIntraNode : Transport::kUnknown);
-    c->sample_counter.store(0, std::memory_order_relaxed);  // relaxed: published by the release store of live below
-    c->clk_min.store(INT64_MAX, std::memory_order_relaxed);
-    c->clk_typical.store(0, std::memory_order_relaxed);
-    c->clk_samples.store(0, std::memory_order_relaxed);
-    const uint32_t pn = a.nranks > 0 ? static_cast<uint32_t>(a.nranks < 4096 ? a.nranks : 4096) : 1;
-    if (c->p2p_seq_n != pn) {
-      c->p2p_seq.reset(new (std::nothrow) std::atomic<uint32_t>[2 * pn]);
-      c->p2p_seq_n = c->p2p_seq ? pn : 0;
-    }
-    // relaxed: published by the release store of live below
-    for (uint32_t i = 0; i < 2 * c->p2p_seq_n; ++i) c->p2p_seq[i].store(0, std::memory_order_relaxed);
-    CommInfo info;
-    info.comm_id = id;
-    info.comm_hash = a.comm_hash;
-    info.name = a.comm_name ? a.comm_name : "";  // NCCL does not copy the user's name: we do
-    info.rank = a.rank;
-    info.nranks = a.nranks;
-    info.nnodes = a.nnodes;
-    info.abi_version = a.abi;
-    info.cuda_device = dev.ordinal;
-    info.pci_bus_id = dev.pci_bus_id;
+    Context* c = acquire_context_locked(rt);
+    if (c == nullptr) return nullptr;
+    reset_context(*c, *rt, a);
+    const CommInfo info = comm_info_of(c->id, a, dev);
     {
       std::lock_guard<std::mutex> ilk(rt->info_mu);
       c->info = info;
@@ -302,7 +257,7 @@ void* comm_init(const InitArgs& a) noexcept {
          "NCCL Inspector: bound profiler ABI v%d; comm %s hash 0x%016llx rank %d/%d nodes %d, event mask 0x%x",
          a.abi, info.name.empty() ? "(unnamed)" : info.name.c_str(),
          static_cast<unsigned long long>(a.comm_hash), a.rank, a.nranks, a.nnodes, mask);
-    return encode_ctx(*rt, id);
+    return encode_ctx(*rt, c->id);
   } catch (...) {
     return nullptr;  // never let an exception reach NCCL
   }
@@ -329,7 +284,7 @@ void comm_finalize(void* ctx) noexcept {
 
 }  // namespace ni::core
 
-// ============================================================ sink-facing API
+// ====================================================== consumer queries (consumer.h)
 
 namespace ni {
 
@@ -338,92 +293,6 @@ using core::Context;
 using core::Runtime;
 using core::runtime;
 using core::ThreadRing;
-
-namespace {
-// The consumer's half of completion (the dump thread, before any sink sees
-// the record): what the producer left out to keep the hot path short.
-void finish_record(OpRecord& r) noexcept {
-  if (r.flags & kFlagEnqueueTicks) {
-    r.flags = static_cast<uint16_t>(r.flags & ~kFlagEnqueueTicks);
-    r.enqueue_ns = clk::ticks_to_ns(r.enqueue_ns);
-  }
-  if ((r.flags & kFlagChannelSums) == 0) return;
-  r.flags = static_cast<uint16_t>(r.flags & ~kFlagChannelSums);
-  const uint64_t stopped = r.busy_ns;  // see complete()
-  r.channels_started = static_cast<uint8_t>(__builtin_popcountll(r.channel_mask));
-  r.channels_stopped = static_cast<uint8_t>(__builtin_popcountll(stopped));
-  if (r.channel_mask & ~stopped) r.flags |= kFlagPartialChannels;
-  int n = __builtin_popcountll(r.channel_mask);
-  if (n > kRecordChannels) n = kRecordChannels;  // the producer never sets the flag then
-  uint64_t hi = 0, busy = 0;
-  uint32_t maxd = 0, mind = n > 0 ? UINT32_MAX : 0;
-  for (int i = 0; i < n; ++i) {
-    const uint64_t end = static_cast<uint64_t>(r.channels[i].start_off_ns) + r.channels[i].dur_ns;
-    const uint32_t d = r.channels[i].dur_ns;
-    hi = end > hi ? end : hi;
-    busy += d;
-    maxd = d > maxd ? d : maxd;
-    mind = d < mind ? d : mind;
-  }
-  r.end_ns = r.start_ns + hi;
-  r.busy_ns = busy;
-  r.max_channel_ns = maxd;
-  r.min_channel_ns = mind;
-}
-}  // namespace
-
-size_t drain_records(const std::function<void(const OpRecord*, size_t)>& fn) {
-  Runtime* rt = runtime();
-  if (rt == nullptr) return 0;
-  // Clear first (release pairs with publish()'s acq_rel exchange): a push
-  // that lands after this line may wake us again.
-  rt->wake_pending.store(0, std::memory_order_release);
-  std::vector<ThreadRing*> rings;
-  {
-    std::lock_guard<std::mutex> lk(rt->ring_mu);
-    for (ThreadRing* t = rt->rings; t; t = t->next) rings.push_back(t);
-  }
-  size_t total = 0;
-  for (ThreadRing* t : rings) {
-    // Acquire pairs with the release store in publish().
-    SpscRing<OpRecord>* r = t->ring.load(std::memory_order_acquire);
-    if (r == nullptr) continue;
-    // The ring's peak fill as the consumer sees it (just before a drain).
-    // Relaxed load/store: the consumer (one at a time) is this field's only writer.
-    const uint64_t fill = r->size();
-    if (fill > t->counters.high_water.load(std::memory_order_relaxed))
-      t->counters.high_water.store(fill, std::memory_order_relaxed);
-    total += r->drain([&](OpRecord* p, size_t n) {
-      for (size_t i = 0; i < n; ++i) finish_record(p[i]);  // the consumer's half of completion
-      fn(p, n);
-    });
-  }
-  return total;
-}
-
-size_t reclaim_stale_ops(uint64_t now_mono_ns) {
-  Runtime* rt = runtime();
-  if (rt == nullptr) return 0;
-  const uint64_t timeout_ns = static_cast<uint64_t>(rt->cfg.op_timeout_ms) * 1000000ull;
-  if (now_mono_ns < timeout_ns) return 0;
-  // Convert the cut-off to ticks through the current calibration.
-  const uint64_t now_t = clk::read_ticks();
-  const uint64_t now_ns = clk::ticks_to_ns(now_t);
-  const uint64_t age_ns = now_ns > now_mono_ns - timeout_ns ? now_ns - (now_mono_ns - timeout_ns) : 0;
-  // relaxed: any recent slope will do for a cut-off
-  const uint64_t mult = clk::g_cal.mult.load(std::memory_order_relaxed);
-  const uint64_t age_ticks = mult ? static_cast<uint64_t>((static_cast<unsigned __int128>(age_ns) << 32) / mult) : 0;
-  const uint64_t cutoff = now_t > age_ticks ? now_t - age_ticks : 0;
-  size_t n = 0;
-  // relaxed: ids only grow; each context is published by its own release store
-  const uint32_t nc = rt->n_contexts.load(std::memory_order_relaxed);
-  for (uint32_t i = 0; i < nc; ++i) {
-    Context* c = context_of(rt, i);
-    // acquire: pairs with the release store in comm_init
-    if (c != nullptr && c->live.load(std::memory_order_acquire)) n += core::reclaim_ops(*c, cutoff);
-  }
-  return n;
-}
 
 CoreStats stats() {
   CoreStats s;
@@ -476,7 +345,8 @@ std::vector<CommInfo> comms() {
   Runtime* rt = runtime();
   if (rt == nullptr) return out;
   std::lock_guard<std::mutex> lk(rt->info_mu);
-  const uint32_t nc = rt->n_contexts.load(std::memory_order_acquire);  // pairs with the release store in comm_init
+  // Acquire pairs with the release store in acquire_context_locked().
+  const uint32_t nc = rt->n_contexts.load(std::memory_order_acquire);
   for (uint32_t i = 0; i < nc; ++i) {
     Context* c = context_of(rt, i);
     if (c == nullptr || !c->live.load(std::memory_order_relaxed)) continue;  // relaxed: a hint, as in clock_estimate

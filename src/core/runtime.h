@@ -1,49 +1,28 @@
-// The capture core's side of the contract with src/output (the dump thread).
+// The runtime: everything one library load's capture core owns between the
+// first comm_init and the last comm_finalize (runtime.cpp), and the Sink it
+// starts and stops.
 //
 // Lifetime: the first comm_init of a library load creates the runtime, loads
 // the Config and starts the Sink; comm_finalize of the last live comm stops
 // the Sink (final drain, thread joined) and tears the runtime down, so the
 // library can be dlclosed and dlopened again (profiler-abi.md §6, §11.20).
-//
-// Times in OpRecord: *_ns CPU fields are CLOCK_MONOTONIC nanoseconds (from the
-// TSC, calibrated); start_ns/end_ns are GPU pTimer ns when timing == kGpu
-// (convert with the comm's ClockEstimate), CPU monotonic ns otherwise.
+// The consumer's side of the contract with src/output is consumer.h.
 #pragma once
 
+#include <sys/types.h>
+
+#include <atomic>
 #include <cstdint>
-#include <functional>
 #include <memory>
-#include <string>
+#include <mutex>
 #include <vector>
 
-#include "plugin/abi/common.h"
+#include "include/nccl_inspector/nccl.h"
 #include "src/core/config.h"
+#include "src/core/consumer.h"
 #include "src/core/record.h"
 
 namespace ni {
-
-struct CommInfo {
-  uint32_t comm_id = 0;       // process-local, unique per library load (OpRecord::comm_id)
-  uint64_t comm_hash = 0;     // 0 until known (ABI v1-v3 learn it from the first op)
-  std::string name;           // "" when NCCL gave none
-  int rank = -1;
-  int nranks = 0;
-  int nnodes = 0;
-  int abi_version = 0;
-  int cuda_device = -1;       // CUDA device ordinal at init; -1 unknown (see cuda_device.h)
-  std::string pci_bus_id;     // the device's PCI bus id ("0000:1b:00.0"); "" unknown
-};
-
-// GPU pTimer -> CPU monotonic: mono_ns = ptimer + offset_ns. The estimate is
-// the tightest bound seen (CPU observation of a KernelCh start is never earlier
-// than the GPU start), so it only moves down as samples arrive.
-struct ClockEstimate {
-  uint32_t comm_id = 0;
-  bool valid = false;
-  int64_t offset_ns = 0;
-  uint64_t uncertainty_ns = 0;  // spread between the best and a typical sample
-  uint64_t samples = 0;
-};
 
 struct CoreStats {
   uint64_t ops_completed = 0;     // records produced (pushed or dropped at the ring)
@@ -87,28 +66,56 @@ class Sink {
 // Prometheus sink; tests: a memory sink).
 std::unique_ptr<Sink> make_sink();
 
-// ---- called by the Sink's thread (single consumer at a time)
-// Moves every record out of every thread ring; fn gets contiguous runs.
-size_t drain_records(const std::function<void(const OpRecord*, size_t)>& fn);
-// Completes ops stuck longer than the configured timeout (marks them
-// reclaimed); their records land in the calling thread's ring. Returns count.
-size_t reclaim_stale_ops(uint64_t now_mono_ns);
-CoreStats stats();
-std::vector<CommInfo> comms();
-ClockEstimate clock_estimate(uint32_t comm_id);
-// CPU monotonic now (same clock as OpRecord's CPU fields).
-uint64_t mono_now_ns() noexcept;
-// Refines the TSC calibration against CLOCK_MONOTONIC (call every so often).
-void refine_clock() noexcept;
-// The configuration in force (valid between start and stop).
-const Config& config();
-// Logs through NCCL's logger when one was given (v4+), else to stderr when
-// NCCL_DEBUG asks for it. Cold path.
-void log(nccl_abi::LogLevel level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-
-// ---- marks (ncclInspectorMark): a kind == kMark OpRecord whose label is
-// stored NUL-terminated in the bytes of `channels` (up to kMarkLabelMax-1).
-inline constexpr OpKind kMarkKind = static_cast<OpKind>(3);
-inline constexpr size_t kMarkLabelMax = sizeof(OpRecord::channels);
-
 }  // namespace ni
+
+namespace ni::core {
+
+struct Context;     // one communicator (tracker.h)
+struct ThreadRing;  // one thread's ring and counters (ring.h)
+
+inline constexpr int kCtxBits = 12;  // context ids (the init context argument, not handles)
+inline constexpr uint32_t kMaxContexts = 1u << kCtxBits;
+
+// One per library load (or per fork that initialises comms). Created by the
+// first comm_init, retired by the last comm_finalize and freed one generation
+// later (runtime.cpp), so a straggling callback never touches freed memory.
+struct Runtime {
+  Config cfg;
+  uint64_t generation = 0;
+  pid_t pid = 0;
+  std::unique_ptr<Sink> sink;
+  nccl_abi::DebugLogger logfn = nullptr;
+  std::atomic<Context*> contexts[kMaxContexts] = {};
+  std::atomic<uint32_t> n_contexts{0};  // ids handed out so far
+  std::vector<uint32_t> recycled;       // finalized context ids, guarded by g_mu (runtime.cpp)
+  std::atomic<int> live{0};             // live comms; written under g_mu, read anywhere
+  std::mutex ring_mu;                   // guards the ring list
+  // Guards Context::info. A leaf lock: never held while taking another, so
+  // the dump thread (which reads comm info) never waits on g_mu, which the
+  // finalize thread holds while it stops and joins that dump thread.
+  std::mutex info_mu;
+  ThreadRing* rings = nullptr;          // the ring registry (ring.h)
+  std::atomic<uint64_t> n_rings{0};
+  std::atomic<uint32_t> wake_pending{0};
+  uint64_t high_water_mark = 0;         // records; a push past it wakes the sink
+  Runtime() = default;
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+  ~Runtime();  // frees contexts and rings; only once no callback can run
+};
+
+// The current runtime, or nullptr outside [first init, last finalize].
+extern std::atomic<Runtime*> g_rt;
+inline Runtime* runtime() noexcept {
+  // Acquire pairs with the release stores in comm_init (creation) and
+  // teardown (reset to nullptr).
+  return g_rt.load(std::memory_order_acquire);
+}
+
+inline Context* context_of(Runtime* rt, uint32_t id) noexcept {
+  if (rt == nullptr || id >= kMaxContexts) return nullptr;
+  // Pairs with the release store when the context is created.
+  return rt->contexts[id].load(std::memory_order_acquire);
+}
+
+}  // namespace ni::core

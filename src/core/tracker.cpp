@@ -18,30 +18,27 @@
 //    op is not written before its network steps are accounted;
 //  - without KernelCh and network events the op completes at its stop, with
 //    the enqueue time (said so: timing "enqueue_cpu").
-// Whoever moves `remaining` to zero claims the op with a CAS on `claim`
-// ((generation << 1) | claimed) and writes its record; the dump thread's
-// reclaimer claims ops that never get there (remaining stuck) after the
-// configured timeout, and finalize claims what is left of its comm. The
-// generation in the CAS makes a claim with a stale view of a recycled slot fail.
+// Whoever moves `remaining` to zero completes the op (complete_from_handle):
+// the claim, the record and what happens to it until a sink gets it are in
+// completion.cpp, as is the reclaimer, which completes ops that never get
+// there.
 #include <unistd.h>
 
-#include <algorithm>
 #include <bit>
-#include <cstring>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 #include "src/core/clock.h"
 #include "src/core/names.h"
+#include "src/core/ring.h"
 #include "src/core/tracker.h"
 
 namespace ni::core {
 
+Context* null_context() noexcept {
+  bump(this_thread()->counters.fault_null_context);
+  return nullptr;
+}
 
 namespace {
-
-using nccl_abi::EventState;
 
 inline ThreadCounters& counters() noexcept { return this_thread()->counters; }
 
@@ -98,14 +95,6 @@ bool hold(OpSlot& s) noexcept {
   return false;
 }
 
-}  // namespace
-bool complete(Context& c, uint32_t slot, uint32_t gen, OpSlot& s, bool reclaimed) noexcept;
-namespace {
-
-// Completes the op of handle op_v, taking its context from the slot (only
-// whoever completes needs it). Defined after complete_body().
-int complete_from_handle(uint64_t op_v, OpSlot& s) noexcept;
-
 // Subtracts one; the caller that reaches zero completes the op. Returns 0, so
 // that callers can end with it (a tail call when it completes).
 inline int release(uint64_t op_v, OpSlot& s) noexcept {
@@ -116,250 +105,6 @@ inline int release(uint64_t op_v, OpSlot& s) noexcept {
   return 0;
 }
 inline int release(const Handle& oh, OpSlot& s) noexcept { return release(hv(encode(oh)), s); }
-
-__attribute__((always_inline)) inline void free_op(Context& c, uint32_t slot, OpSlot& s) noexcept {
-  // Release pairs with the acquire gen loads in op_of(): after this, old
-  // handles no longer validate.
-  // The claim (complete()) makes this thread the only writer of gen: a plain
-  // load and store, no locked instruction.
-  s.gen.store(s.gen.load(std::memory_order_relaxed) + 1, std::memory_order_release);
-  s.in_use.store(0, std::memory_order_relaxed);  // reclaimer hint only; gen is the truth
-  // The KernelCh line is zero while the slot is free, so that the next op's
-  // start does not write it (it stays in the progress thread's cache).
-  // Relaxed: published to the next owner by the pool's release push below.
-  s.started_mask.store(0, std::memory_order_relaxed);
-  s.stopped_mask.store(0, std::memory_order_relaxed);
-  s.ch_lo.store(UINT64_MAX, std::memory_order_relaxed);
-  s.ch_mode.store(kChOpen, std::memory_order_relaxed);
-  c.ops.free(slot);
-}
-
-
-inline uint32_t sat32(uint64_t v) noexcept { return v > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(v); }
-
-}  // namespace
-
-namespace {
-// Per-channel times for v3 (proxy-observed ticks) and for ops with more
-// channels than a record lists.
-__attribute__((noinline)) void channel_times_slow(OpRecord& r, OpSlot& s, uint64_t mask, bool gpu) noexcept {
-  uint64_t lo = UINT64_MAX, hi = 0, busy = 0;
-  uint32_t maxd = 0, mind = UINT32_MAX;
-  int i = 0;
-  for (uint64_t m = mask; m != 0; m &= m - 1) {
-    const int ch = std::countr_zero(m);
-    // Relaxed: as the masks in complete().
-    uint64_t a = s.ch_start[ch].load(std::memory_order_relaxed);
-    uint64_t b = s.ch_stop[ch].load(std::memory_order_relaxed);
-    if (!gpu) {
-      a = clk::ticks_to_ns(a);
-      b = b ? clk::ticks_to_ns(b) : 0;
-    }
-    if (b < a) b = a;  // never stopped (or no stop stamp): zero length
-    lo = a < lo ? a : lo;
-    hi = b > hi ? b : hi;
-    const uint32_t d = sat32(b - a);
-    busy += d;
-    maxd = d > maxd ? d : maxd;
-    mind = d < mind ? d : mind;
-    if (i < kRecordChannels) {
-      // Absolute start for now; made relative to `lo` below.
-      r.channels[i].start_off_ns = static_cast<uint32_t>(a);
-      r.channels[i].dur_ns = d;
-      ++i;
-    }
-  }
-  for (int k = 0; k < i; ++k) r.channels[k].start_off_ns -= static_cast<uint32_t>(lo);  // modulo 2^32: exact
-  r.start_ns = lo;
-  r.end_ns = hi;
-  r.busy_ns = busy;
-  r.max_channel_ns = maxd;
-  r.min_channel_ns = mind == UINT32_MAX ? 0 : mind;
-  r.timing = static_cast<uint8_t>(gpu ? TimingSource::kGpu : TimingSource::kProxyCpu);
-  if (std::popcount(mask) > kRecordChannels) r.flags |= kFlagChannelsTruncated;
-}
-}  // namespace
-
-namespace {
-// Zeroes the record from the end of its first line to its channel list (the
-// ring slot holds an older record), with plain 16-byte stores: a string
-// instruction would cost one instruction per 8 bytes.
-inline void zero_after_start(OpRecord& r) noexcept {
-  char* p = reinterpret_cast<char*>(&r) + sizeof(OpStart);
-  constexpr size_t n = offsetof(OpRecord, channels) - sizeof(OpStart);
-  static_assert(n == 128);
-#if defined(__SSE2__)
-  const __m128i z = _mm_setzero_si128();
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 0), z);
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 16), z);
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 32), z);
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 48), z);
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 64), z);
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 80), z);
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 96), z);
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 112), z);
-#else
-  std::memset(p, 0, n);
-#endif
-}
-}  // namespace
-
-// Builds the record in place in this thread's ring slot and publishes it;
-// frees the op slot. (Compiled into complete() and into the hot release path.)
-__attribute__((always_inline)) inline bool complete_body(Context& c, uint32_t slot, uint32_t gen, OpSlot& s,
-                                                         bool reclaimed) noexcept {
-  // Exactly once per generation: the reclaimer and the last child may race
-  // here, and the reclaimer may hold an older generation. acq_rel: acquire
-  // pairs with reset_slot()'s release store (the header is visible).
-  uint64_t expected = static_cast<uint64_t>(gen) << 1;
-  if (!s.claim.compare_exchange_strong(expected, expected | 1, std::memory_order_acq_rel, std::memory_order_relaxed))
-    return false;
-  ThreadRing* tr = nullptr;
-  OpRecord* out = publish_begin(&tr);
-  if (reclaimed && tr != nullptr) bump(tr->counters.reclaimed);
-  if (out == nullptr) {  // ring full: the drop is counted; the op is released
-    free_op(c, slot, s);
-    return true;
-  }
-  OpRecord& r = *out;
-  // The header: the start's cache line as it is (same layout), the rest zeroed
-  // (this ring slot holds an older record) and filled below.
-  std::memcpy(static_cast<void*>(&r), &s.start, sizeof(OpStart));
-  r.reserved_[0] = r.reserved_[1] = 0;  // OpStart::pad_
-  zero_after_start(r);
-  r.net_first_peer = -1;
-  if (reclaimed) {
-    r.flags |= kFlagReclaimed;
-    r.complete_ns = clk::now_ns();
-  }
-
-  // Relaxed: the progress thread wrote the masks and stamps before its
-  // acq_rel release of the kernel side (or of each channel in gate mode),
-  // which the claim above follows. A reclaimed op may see them mid-update.
-  const uint64_t started = s.started_mask.load(std::memory_order_relaxed);
-  const uint64_t stopped = s.stopped_mask.load(std::memory_order_relaxed);
-  const uint64_t mask = started | stopped;
-  r.channel_mask = mask;
-
-  if (mask != 0) {
-    // Per-channel times. v4+: GPU pTimer ns. v3: ticks observed by the proxy.
-    const bool gpu = c.abi >= 4;
-    const int n = std::popcount(mask);
-    // Relaxed loads: as the masks above.
-    if (gpu && n <= kRecordChannels && !reclaimed) [[likely]] {
-      // Each channel's offset from the earliest start (kept by the KernelCh
-      // starts) and its length; the counts, sums and extremes are left to
-      // the consumer (finish_record(), kFlagChannelSums), with the stopped
-      // channels in busy_ns meanwhile (a channel stops only once started:
-      // channel_mask is the started ones).
-      r.busy_ns = stopped;
-      const uint64_t lo = s.ch_lo.load(std::memory_order_relaxed);  // as the masks
-      ChannelTime* out_ch = r.channels;
-      const std::atomic<uint64_t>* starts = s.ch_start;
-      const std::atomic<uint64_t>* stops = s.ch_stop;
-      for (uint64_t m = mask; m != 0; m &= m - 1, ++out_ch) {
-        const size_t ch = static_cast<size_t>(__builtin_ctzll(m));
-        const uint64_t a = starts[ch].load(std::memory_order_relaxed);
-        uint64_t b = stops[ch].load(std::memory_order_relaxed);
-        b = b < a ? a : b;  // never stopped (or no stop stamp): zero length
-        out_ch->start_off_ns = static_cast<uint32_t>(a - lo);
-        out_ch->dur_ns = static_cast<uint32_t>(std::min<uint64_t>(b - a, UINT32_MAX));
-      }
-      r.start_ns = lo;
-      r.flags |= kFlagChannelSums;
-      r.timing = static_cast<uint8_t>(TimingSource::kGpu);
-    } else {
-      channel_times_slow(r, s, mask, gpu);
-    }
-  } else {
-    // Relaxed: written before this op's last acq_rel decrement of `remaining`, which the claim follows.
-    const uint64_t net_first = c.net ? s.net_first.load(std::memory_order_relaxed) : UINT64_MAX;
-    const uint64_t net_last = c.net ? s.net_last.load(std::memory_order_relaxed) : 0;
-    if (net_first != UINT64_MAX && net_last >= net_first) {
-      r.start_ns = clk::ticks_to_ns(net_first);
-      r.end_ns = clk::ticks_to_ns(net_last);
-      r.timing = static_cast<uint8_t>(TimingSource::kNetCpu);
-    } else {
-      const uint64_t stop_t = s.stop_ticks.load(std::memory_order_relaxed);
-      r.start_ns = clk::ticks_to_ns(s.start_ticks.load(std::memory_order_relaxed));
-      r.end_ns = stop_t ? clk::ticks_to_ns(stop_t) : r.start_ns;
-      r.timing = static_cast<uint8_t>(stop_t ? TimingSource::kEnqueueCpu : TimingSource::kNone);
-    }
-  }
-
-  if ((r.flags & kFlagChannelSums) == 0) {
-    r.channels_started = static_cast<uint8_t>(std::popcount(started));
-    r.channels_stopped = static_cast<uint8_t>(std::popcount(stopped));
-    if (started & ~stopped) r.flags |= kFlagPartialChannels;
-  }
-
-  // Network (only when asked for: no ProxyOp is tracked otherwise).
-  const uint32_t nops = c.net ? s.net_ops.load(std::memory_order_relaxed) : 0;
-  r.net_ops = nops;
-  if (nops != 0) [[unlikely]] {
-    // Relaxed: statistics written before the children's acq_rel decrements of `remaining` (claim follows them).
-    r.net_send_bytes = s.net_send_bytes.load(std::memory_order_relaxed);
-    r.net_recv_bytes = s.net_recv_bytes.load(std::memory_order_relaxed);
-    r.net_steps = s.net_steps.load(std::memory_order_relaxed);
-    r.net_gpu_wait_ns = clk::ticks_to_ns(s.net_gpu_wait.load(std::memory_order_relaxed)) - clk::ticks_to_ns(0);
-    r.net_wait_ns = clk::ticks_to_ns(s.net_wait.load(std::memory_order_relaxed)) - clk::ticks_to_ns(0);
-    r.net_flush_ns = clk::ticks_to_ns(s.net_flush.load(std::memory_order_relaxed)) - clk::ticks_to_ns(0);
-    const uint64_t f = s.net_first.load(std::memory_order_relaxed);
-    const uint64_t l = s.net_last.load(std::memory_order_relaxed);
-    r.net_first_ns = f == UINT64_MAX ? 0 : clk::ticks_to_ns(f);
-    r.net_last_ns = l ? clk::ticks_to_ns(l) : 0;
-    const uint32_t peers = s.net_peers_hash.load(std::memory_order_relaxed);
-    r.net_peers_hash = peers;
-    r.net_peer_count = static_cast<uint16_t>(std::popcount(peers));
-    r.net_first_peer = s.net_first_peer.load(std::memory_order_relaxed);
-    r.transport = static_cast<uint8_t>(Transport::kNetwork);
-  } else {
-    // No proxy traffic means intra-node (NVLink/P2P/SHM) only when we asked
-    // for network events, or when the whole comm is on one node.
-    r.transport = mask != 0 ? c.quiet_transport : static_cast<uint8_t>(Transport::kUnknown);
-  }
-  int nh = 0;
-  if (c.net) [[unlikely]] {
-    for (auto& h : s.hca) {
-      // Relaxed: as above (written before the children's acq_rel decrements).
-      const uint32_t dev = h.dev.load(std::memory_order_relaxed);
-      if (dev == UINT32_MAX) continue;
-      r.hcas[nh].device = static_cast<uint16_t>(dev);
-      r.hcas[nh].bytes = h.bytes.load(std::memory_order_relaxed);
-      r.hcas[nh].wrs = h.wrs.load(std::memory_order_relaxed);
-      r.hcas[nh].qps = static_cast<uint16_t>(std::popcount(h.qp_bits.load(std::memory_order_relaxed)));
-      ++nh;
-    }
-  }
-  r.n_hcas = static_cast<uint8_t>(nh);
-  if (r.kind == static_cast<uint8_t>(OpKind::kCe)) {
-    // Relaxed: as above.
-    const uint64_t ce = s.ce_bytes.load(std::memory_order_relaxed);
-    if (ce != 0) r.net_send_bytes = ce;  // CE batches' total bytes moved
-  }
-  free_op(c, slot, s);
-  publish_commit(tr);
-  return true;
-}
-
-bool complete(Context& c, uint32_t slot, uint32_t gen, OpSlot& s, bool reclaimed) noexcept {
-  return complete_body(c, slot, gen, s, reclaimed);
-}
-
-namespace {
-__attribute__((noinline)) int complete_from_handle(uint64_t op_v, OpSlot& s) noexcept {
-  // Relaxed: set when the chunk joined the pool, before any handle into it existed.
-  Context* c = s.ctx.load(std::memory_order_relaxed);
-  if (c == nullptr) [[unlikely]] {  // a slot of a chunk given back: no live op
-    bump(counters().fault_stale_handle);
-    return 0;
-  }
-  complete_body(*c, slot_of(op_v), gen_of(op_v), s, false);
-  return 0;
-}
-}  // namespace
-
-namespace {
 
 // Initialises a freshly allocated slot. The handle is returned to NCCL only
 // after this, so plain writes to s.start are published by NCCL's own
@@ -405,7 +150,7 @@ __attribute__((always_inline)) inline void reset_slot(Context& c, OpSlot& s, OpK
   s.net_ops.store(0, std::memory_order_relaxed);
   s.ce_bytes.store(0, std::memory_order_relaxed);
   s.remaining.store(remaining, std::memory_order_relaxed);
-  // Release pairs with the acquire of a successful claim in complete(): the
+  // Release pairs with the acquire of a successful claim in complete_body(): the
   // header written above is visible to whoever completes this generation.
   s.claim.store(static_cast<uint64_t>(s.gen.load(std::memory_order_relaxed) & kGenMask) << 1,
                 std::memory_order_release);
@@ -890,7 +635,7 @@ void* start_proxy_step(void* ctx, void* parent, int step) noexcept {
   return encode(h);
 }
 
-void* start_net_plugin(void* ctx, void* parent, int64_t plugin_id, const void* data) noexcept {
+void* start_net_plugin(void* ctx, void* parent, const NetTransfer& t) noexcept {
   (void)ctx;
   Runtime* rt = runtime();
   if (rt == nullptr) return nullptr;
@@ -898,7 +643,7 @@ void* start_net_plugin(void* ctx, void* parent, int64_t plugin_id, const void* d
   Handle out;
   out.tag = Tag::kNetPlugin;
   if (p.tag == Tag::kFiltered) return filtered_handle();
-  if (p.tag != Tag::kProxyStep || data == nullptr) return encode(out);
+  if (p.tag != Tag::kProxyStep || !t.present) return encode(out);
   Context* c = nullptr;
   NetSlot* n = net_of(rt, p, &c);
   if (n == nullptr) return encode(out);
@@ -906,25 +651,8 @@ void* start_net_plugin(void* ctx, void* parent, int64_t plugin_id, const void* d
   Handle oh;
   OpSlot* s = op_of_net(rt, *n, &oc, &oh);
   if (s == nullptr) return encode(out);
-  uint32_t dev = UINT32_MAX;
-  uint64_t len = 0;
-  int qp = -1;
-  // The payload is NCCL scratch memory valid only during this call: read now.
-  if (plugin_id == nccl_abi::kNetIbIdV1) {
-    const auto* ib = static_cast<const nccl_abi::NetIbDescrV1*>(data);
-    if (ib->type == nccl_abi::kNetIbQp && ib->qp.device >= 0) {
-      dev = static_cast<uint32_t>(ib->qp.device) & 0xFFFFu;
-      len = ib->qp.length;
-      qp = ib->qp.qpNum;
-    }
-  } else if (plugin_id == nccl_abi::kNetSockIdV1) {
-    const auto* so = static_cast<const nccl_abi::NetSockDescrV1*>(data);
-    if (so->type == nccl_abi::kNetSocket) {
-      dev = 0xFFFE;
-      len = so->sock.length;
-    }
-  }
-  if (dev == UINT32_MAX) return encode(out);
+  const uint32_t dev = t.device;
+  if (dev == NetTransfer::kNoDevice) return encode(out);
   for (auto& hs : s->hca) {
     // Relaxed: the entry is claimed by the CAS below; its counters are read after completion's acquire.
     uint32_t cur = hs.dev.load(std::memory_order_relaxed);
@@ -934,9 +662,10 @@ void* start_net_plugin(void* ctx, void* parent, int64_t plugin_id, const void* d
     } else if (cur != dev) {
       continue;
     }
-    hs.bytes.fetch_add(len, std::memory_order_relaxed);  // statistic, as above
-    hs.wrs.fetch_add(1, std::memory_order_relaxed);      // statistic, as above
-    if (qp >= 0) hs.qp_bits.fetch_or(1ull << (static_cast<uint32_t>(qp) % 64), std::memory_order_relaxed);
+    hs.bytes.fetch_add(t.bytes, std::memory_order_relaxed);  // statistic, as above
+    hs.wrs.fetch_add(1, std::memory_order_relaxed);          // statistic, as above
+    // Relaxed: as above.
+    if (t.qp >= 0) hs.qp_bits.fetch_or(1ull << (static_cast<uint32_t>(t.qp) % 64), std::memory_order_relaxed);
     return encode(out);
   }
   return encode(out);  // more HCAs than entries: not attributed
@@ -1170,7 +899,7 @@ void record_slow(Runtime* rt, void* handle, int state, const StateArgs& a) noexc
 }
 }  // namespace
 
-// ====================================================== helpers for runtime
+// ====================================================== comm identity (v1-v3)
 
 void learn_identity(Context& c, uint64_t hash, int rank) noexcept {
   uint64_t zero = 0;
@@ -1179,24 +908,6 @@ void learn_identity(Context& c, uint64_t hash, int rank) noexcept {
       c.comm_hash.compare_exchange_strong(zero, hash, std::memory_order_relaxed)) {
     if (c.rank.load(std::memory_order_relaxed) < 0) c.rank.store(rank, std::memory_order_relaxed);
   }
-}
-
-// Completes (as reclaimed) every in-flight op of `c` started before
-// `older_than_ticks` (UINT64_MAX: all of them). Returns the count.
-size_t reclaim_ops(Context& c, uint64_t older_than_ticks) noexcept {
-  size_t n = 0;
-  c.ops.for_each([&](uint32_t i, OpSlot& s) {
-    // Acquire pairs with reset_slot()'s release store.
-    if (s.in_use.load(std::memory_order_acquire) == 0) return;
-    const uint64_t claim = s.claim.load(std::memory_order_acquire);  // pairs with reset_slot()'s release store
-    if (claim & 1) return;  // already being completed
-    // Relaxed: written before reset_slot()'s release store of in_use (acquired above).
-    if (older_than_ticks != UINT64_MAX && s.start_ticks.load(std::memory_order_relaxed) >= older_than_ticks) return;
-    // complete() claims with this generation: if the slot moved on to a
-    // newer op meanwhile, the claim fails and nothing happens.
-    if (complete(c, i, static_cast<uint32_t>(claim >> 1), s, true)) ++n;
-  });
-  return n;
 }
 
 }  // namespace ni::core

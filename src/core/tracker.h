@@ -1,5 +1,7 @@
-// Internal structures of the capture core: handles, pooled op objects,
-// per-comm contexts and per-thread rings. Only src/core/*.cpp include this.
+// The capture core's in-flight state: handles, pooled op and network slots,
+// per-comm contexts, the per-thread counters, and the declarations the event
+// path (tracker.cpp) and the completion of an op (completion.cpp) share. Only
+// the core's own files include it (ring.h does, for ThreadCounters).
 //
 // Handles are not pointers: a handle is a 64-bit value encoding
 // (tag, global slot index, generation, channel or event type). Decoding it never
@@ -15,14 +17,12 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <string>
 #include <thread>
-#include <vector>
 
+#include "include/nccl_inspector/nccl.h"
 #include "src/core/config.h"
 #include "src/core/core.h"
 #include "src/core/record.h"
-#include "src/core/ring.h"
 #include "src/core/runtime.h"
 
 namespace ni::core {
@@ -42,10 +42,8 @@ enum class Tag : uint8_t {
   kKernelChCpu = 9,  // as kKernelCh, for ABI v3 (no GPU timer): its stop ends the channel
 };
 
-inline constexpr int kCtxBits = 12;      // context ids (the init context argument, not handles)
 inline constexpr int kSlotBits = 20;     // global slot index (all contexts share one table per slot type)
 inline constexpr int kGenBits = 32;
-inline constexpr uint32_t kMaxContexts = 1u << kCtxBits;
 inline constexpr uint32_t kMaxSlots = 1u << kSlotBits;
 inline constexpr uint32_t kGenMask = 0xFFFFFFFFu;
 
@@ -557,7 +555,7 @@ struct Context {
   std::atomic<uint64_t> clk_samples{0};
 };
 
-// ------------------------------------------------------------- thread rings
+// ------------------------------------------------------------ thread counters
 
 // Per-thread counters: written only by the owning thread (relaxed), read by
 // the dump thread (relaxed) for statistics. Exception: high_water is written
@@ -584,66 +582,11 @@ __attribute__((always_inline)) inline void bump(std::atomic<uint64_t>& c) noexce
   c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
-struct alignas(kCacheLine) ThreadRing {  // own cache lines: no false sharing between threads
-  ThreadCounters counters;
-  // Created at the first push; published with release, read with acquire by
-  // the dump thread.
-  std::atomic<SpscRing<OpRecord>*> ring{nullptr};
-  ThreadRing* next = nullptr;  // registry list, guarded by the registry mutex
-  ~ThreadRing() { delete ring.load(std::memory_order_relaxed); }
-};
+// ------------------------------------------------------- context arguments
 
-// This thread's ring record (registered on first use).
-__attribute__((noinline)) ThreadRing* this_thread() noexcept;
-// Push a completed record into this thread's ring; counts a drop when full.
-void publish(const OpRecord& r) noexcept;
-
-// This thread's ring record in the runtime of generation tls_gen (runtime.cpp).
-extern thread_local constinit ThreadRing* tls_ring;
-extern thread_local constinit uint64_t tls_gen;
-__attribute__((noinline)) OpRecord* publish_begin_slow(ThreadRing** tr) noexcept;
-__attribute__((noinline)) void publish_wake(struct Runtime* rt, SpscRing<OpRecord>* ring) noexcept;
-
-// ------------------------------------------------------------------ runtime
-
-struct Runtime {
-  Config cfg;
-  uint64_t generation = 0;
-  pid_t pid = 0;
-  std::unique_ptr<Sink> sink;
-  nccl_abi::DebugLogger logfn = nullptr;
-  std::atomic<Context*> contexts[kMaxContexts] = {};
-  std::atomic<uint32_t> n_contexts{0};  // ids handed out so far
-  std::vector<uint32_t> recycled;       // finalized context ids, guarded by mu
-  std::atomic<int> live{0};             // live comms; written under g_mu, read anywhere
-  std::mutex ring_mu;                   // guards the ring list
-  // Guards Context::info. A leaf lock: never held while taking another, so
-  // the dump thread (which reads comm info) never waits on g_mu, which the
-  // finalize thread holds while it stops and joins that dump thread.
-  std::mutex info_mu;
-  ThreadRing* rings = nullptr;
-  std::atomic<uint64_t> n_rings{0};
-  std::atomic<uint32_t> wake_pending{0};
-  uint64_t high_water_mark = 0;         // records; a push past it wakes the sink
-  Runtime() = default;
-  Runtime(const Runtime&) = delete;
-  Runtime& operator=(const Runtime&) = delete;
-  ~Runtime();  // frees contexts and rings; only once no callback can run
-};
-
-// The current runtime, or nullptr outside [first init, last finalize].
-extern std::atomic<Runtime*> g_rt;
-inline Runtime* runtime() noexcept {
-  // Acquire pairs with the release stores in comm_init (creation) and
-  // teardown (reset to nullptr).
-  return g_rt.load(std::memory_order_acquire);
-}
-
-inline Context* context_of(Runtime* rt, uint32_t id) noexcept {
-  if (rt == nullptr || id >= kMaxContexts) return nullptr;
-  // Pairs with the release store when the context is created.
-  return rt->contexts[id].load(std::memory_order_acquire);
-}
+// Counts a callback whose context is not a live comm of this runtime
+// (tracker.cpp); returns nullptr for the caller to return.
+__attribute__((noinline, cold)) Context* null_context() noexcept;
 
 // The context an init handed NCCL (id + runtime generation, never a pointer),
 // or nullptr (counted) when it is not a live comm of this runtime.
@@ -651,42 +594,23 @@ inline Context* context_from_arg(Runtime* rt, void* ctx) noexcept {
   auto v = reinterpret_cast<uintptr_t>(ctx);
   if (v == 0) return nullptr;  // disabled comm: silently nothing
   uint32_t id1 = static_cast<uint32_t>(v & 0xFFFFu);
-  if (((v >> 16) & 0xFFFFu) != (rt->generation & 0xFFFFu) || id1 == 0 || id1 > kMaxContexts) {
-    bump(this_thread()->counters.fault_null_context);
-    return nullptr;
-  }
+  if (((v >> 16) & 0xFFFFu) != (rt->generation & 0xFFFFu) || id1 == 0 || id1 > kMaxContexts)
+    return null_context();
   Context* c = context_of(rt, id1 - 1);
   // Relaxed: a finalized comm's late callbacks are only counted.
-  if (c == nullptr || c->live.load(std::memory_order_relaxed) == 0) {
-    bump(this_thread()->counters.fault_null_context);
-    return nullptr;
-  }
+  if (c == nullptr || c->live.load(std::memory_order_relaxed) == 0) return null_context();
   return c;
 }
 
-// In-place publishing: a slot of this thread's ring to fill (nullptr when
-// full, the drop counted), then publish_commit(). Inline: the common case is
-// a registered thread with a ring that has room.
-inline OpRecord* publish_begin(ThreadRing** out) noexcept {
-  Runtime* rt = runtime();
-  ThreadRing* tr = tls_ring;
-  if (rt == nullptr || tr == nullptr || tls_gen != rt->generation) [[unlikely]] return publish_begin_slow(out);
-  // Only this thread writes the pointer; relaxed read of our own store.
-  SpscRing<OpRecord>* ring = tr->ring.load(std::memory_order_relaxed);
-  if (ring == nullptr) [[unlikely]] return publish_begin_slow(out);
-  *out = tr;
-  OpRecord* slot = ring->try_reserve();
-  if (slot == nullptr) [[unlikely]] bump(tr->counters.dropped_ring_full);
-  return slot;
-}
+// -------------------------------------------------------------- completion
 
-inline void publish_commit(ThreadRing* tr) noexcept {
-  Runtime* rt = runtime();
-  SpscRing<OpRecord>* ring = tr->ring.load(std::memory_order_relaxed);  // our own store
-  // The fill from the producer's cached view of the consumer is an upper
-  // bound; only when it crosses the mark do we read the consumer's index
-  // (another core's cache line) to confirm.
-  if (ring->commit() >= rt->high_water_mark && rt->sink) [[unlikely]] publish_wake(rt, ring);
-}
+// Defined in completion.cpp, which holds an op's whole way from its claim to a
+// record a sink can use.
+// The op of handle op_v reached zero: claim it, write its record into this
+// thread's ring and free its slot. Returns 0 (an event can end with it).
+int complete_from_handle(uint64_t op_v, OpSlot& s) noexcept;
+// Completes (as reclaimed) every in-flight op of `c` started before
+// `older_than_ticks` (UINT64_MAX: all of them). Returns the count.
+size_t reclaim_ops(Context& c, uint64_t older_than_ticks) noexcept;
 
 }  // namespace ni::core

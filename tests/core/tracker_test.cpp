@@ -518,6 +518,60 @@ TEST_F(Tracker, NetworkStepsGiveBytesAndTimeSplit) {
   unsetenv("NCCL_INSPECTOR_ENABLE_NET");
 }
 
+// The adapters decode NetPlugin payloads by the network plugin's id: a socket
+// payload is attributed to the socket "device", an unknown id to nothing.
+TEST_F(Tracker, NetPluginSocketPayloadAndUnknownIds) {
+  setenv("NCCL_INSPECTOR_ENABLE_NET", "1", 1);
+  CommV5 c;
+  void* op = c.coll(c.coll_api(), "AllReduce", 1 << 20, "ncclFloat32", 1, 0);
+  c.stop(op);
+  void* k = c.kch(op, 0, 100);
+  EventDescrV5 po{};
+  po.type = kProxyOp;
+  po.parentObj = op;
+  po.proxyOp.pid = getpid();
+  po.proxyOp.peer = 1;
+  po.proxyOp.isSend = 1;
+  void* p = c.start(po);
+  ASSERT_NE(p, nullptr);
+  EventDescrV5 ps{};
+  ps.type = kProxyStep;
+  ps.parentObj = p;
+  void* sh = c.start(ps);
+  NetSockDescrV1 so{};
+  so.type = kNetSocket;
+  so.sock.op = kSocketSend;
+  so.sock.length = 500;
+  NetIbDescrV1 ib{};  // a valid IB payload, but under an id we do not know
+  ib.type = kNetIbQp;
+  ib.qp.device = 2;
+  ib.qp.length = 7000;
+  const int64_t ids[] = {kNetSockIdV1, kNetTypeIb | 2};
+  const void* payloads[] = {&so, &ib};
+  for (int i = 0; i < 2; ++i) {
+    EventDescrV5 np{};
+    np.type = kNetPlugin;
+    np.parentObj = sh;
+    np.netPlugin.id = ids[i];
+    np.netPlugin.data = const_cast<void*>(payloads[i]);
+    void* nh = c.start(np);
+    EXPECT_NE(nh, nullptr);
+    c.stop(nh);
+  }
+  c.stop(sh);
+  c.stop(p);
+  c.kstop(k, 900);
+  auto recs = sink()->take();
+  ASSERT_EQ(recs.size(), 1u);
+  const OpRecord& r = recs[0];
+  ASSERT_EQ(r.n_hcas, 1);
+  EXPECT_EQ(r.hcas[0].device, 0xFFFE);
+  EXPECT_EQ(r.hcas[0].bytes, 500u);
+  EXPECT_EQ(r.hcas[0].wrs, 1u);
+  EXPECT_EQ(r.hcas[0].qps, 0);
+  unsetenv("NCCL_INSPECTOR_ENABLE_NET");
+}
+
 TEST_F(Tracker, CeCollectivesOnV6) {
   int mask = 0;
   void* ctx = nullptr;

@@ -48,174 +48,196 @@ struct Comm {
   int abi = 5;
 };
 
-void run(Input& in) {
-  setenv("NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES", "0", 1);
-  setenv("NCCL_INSPECTOR_ENABLE_NET", (in.u8() & 1) ? "1" : "0", 1);
-  setenv("NCCL_INSPECTOR_POOL_OPS", "64", 1);
-  setenv("NCCL_INSPECTOR_RING_RECORDS", "64", 1);
+// One fuzz input played as NCCL would play it: the comms and the handles NCCL
+// would hold, and one function per kind of step. Each step reads the input in
+// the same order as it always has, so the corpus keeps its meaning.
+struct Player {
+  Input& in;
   std::vector<Comm> comms;
   std::vector<void*> handles;  // everything NCCL would hold
   uint8_t netbuf[64] = {};
-  auto pick = [&]() -> void* {
+
+  void* pick() {
     if (handles.empty()) return nullptr;
     return handles[in.u8() % handles.size()];
-  };
-  auto comm = [&]() -> Comm* {
+  }
+  Comm* comm() {
     if (comms.empty()) return nullptr;
     return &comms[in.u8() % comms.size()];
-  };
-  for (int steps = 0; steps < 4000 && !in.empty(); ++steps) {
-    const uint8_t op = in.u8() % 16;
-    Comm* c = comm();
+  }
+
+  void init_comm() {
+    if (comms.size() >= 4) return;
+    Comm n;
+    n.abi = 3 + in.u8() % 4;  // 3..6
+    if (n.abi == 3) ncclProfiler_v3.init(&n.ctx, &n.mask);
+    else if (n.abi == 6) ncclProfiler_v6.init(&n.ctx, in.u64(), &n.mask, "f", 1, 1 + in.u8() % 16, in.u8() % 16, nullptr);
+    else { n.abi = 5; ncclProfiler_v5.init(&n.ctx, in.u64(), &n.mask, nullptr, 1, 1 + in.u8() % 16, in.u8() % 16, nullptr); }
+    comms.push_back(n);
+  }
+
+  void finalize_comm(Comm* c) {
+    if (!c) return;
+    (c->abi == 3 ? ncclProfiler_v3.finalize : ncclProfiler_v5.finalize)(c->ctx);
+    comms.erase(comms.begin() + (c - comms.data()));
+  }
+
+  void start_op_v3(Comm* c, uint8_t op) {
+    void* h = nullptr;
+    EventDescrV3 d{};
+    d.type = op == 2 ? kColl : kP2p;
+    d.parentObj = pick();
+    d.coll.func = kFuncs[in.u8() % 9];
+    d.coll.datatype = kTypes[in.u8() % 6];
+    d.coll.count = in.u64() >> (in.u8() % 64);
+    d.coll.nMaxChannels = in.u8();
+    d.coll.commHash = in.u64();
+    ncclProfiler_v3.startEvent(c->ctx, &h, &d);
+    handles.push_back(h);
+  }
+
+  void start_op_v5(Comm* c, uint8_t op) {
+    void* h = nullptr;
+    EventDescrV5 d{};
+    d.type = op == 2 ? kColl : kP2p;
+    d.parentObj = pick();
+    if (op == 2) {
+      d.coll.func = kFuncs[in.u8() % 9];
+      d.coll.datatype = kTypes[in.u8() % 6];
+      d.coll.count = in.u64() >> (in.u8() % 64);
+      d.coll.nChannels = in.u8() % 70;
+      d.coll.seqNumber = in.u64();
+    } else {
+      d.p2p.func = kFuncs[in.u8() % 9];
+      d.p2p.datatype = kTypes[in.u8() % 6];
+      d.p2p.count = in.u64() >> (in.u8() % 64);
+      d.p2p.nChannels = in.u8() % 70;
+      d.p2p.peer = static_cast<int>(in.u8()) - 8;
+    }
+    ncclProfiler_v5.startEvent(c->ctx, &h, &d);
+    handles.push_back(h);
+  }
+
+  void start_kernel_ch(Comm* c) {
+    if (!c) return;
+    void* h = nullptr;
+    EventDescrV5 d{};
+    d.type = kKernelCh;
+    d.parentObj = pick();
+    d.kernelCh.channelId = in.u8() % 72;
+    d.kernelCh.pTimer = in.u64();
+    ncclProfiler_v5.startEvent(c->ctx, &h, &d);
+    handles.push_back(h);
+  }
+
+  // KernelChStop, or any state with any args.
+  void record_any() {
+    StateArgsV5 a{};
+    a.kernelCh.pTimer = in.u64();
+    int st = in.u8() % 32;
+    ncclProfiler_v5.recordEventState(pick(), static_cast<EventState>(st), (in.u8() & 1) ? &a : nullptr);
+  }
+
+  // A ProxyOp, sometimes foreign.
+  void start_proxy_op(Comm* c) {
+    if (!c) return;
+    void* h = nullptr;
+    EventDescrV5 d{};
+    d.type = kProxyOp;
+    d.parentObj = pick();
+    d.proxyOp.pid = (in.u8() & 7) ? getpid() : getpid() + 1;
+    d.proxyOp.peer = in.u8() % 16;
+    d.proxyOp.isSend = in.u8() & 1;
+    ncclProfiler_v5.startEvent((in.u8() & 7) ? c->ctx : reinterpret_cast<void*>(in.u64()), &h, &d);
+    handles.push_back(h);
+  }
+
+  void start_proxy_step(Comm* c) {
+    if (!c) return;
+    void* h = nullptr;
+    EventDescrV5 d{};
+    d.type = kProxyStep;
+    d.parentObj = pick();
+    d.proxyStep.step = in.u8();
+    ncclProfiler_v5.startEvent(c->ctx, &h, &d);
+    handles.push_back(h);
+  }
+
+  // Step states with sizes.
+  void record_step() {
+    StateArgsV5 a{};
+    a.proxyStep.transSize = in.u64() >> 40;
+    ncclProfiler_v5.recordEventState(pick(), static_cast<EventState>(8 + in.u8() % 13), &a);
+  }
+
+  // A NetPlugin event with an IB or socket payload.
+  void start_net_plugin(Comm* c) {
+    if (!c) return;
+    for (auto& b : netbuf) b = in.u8();
+    netbuf[0] = 1;
+    void* h = nullptr;
+    EventDescrV5 d{};
+    d.type = kNetPlugin;
+    d.parentObj = pick();
+    d.netPlugin.id = (in.u8() & 1) ? kNetIbIdV1 : kNetSockIdV1;
+    d.netPlugin.data = netbuf;
+    ncclProfiler_v5.startEvent(c->ctx, &h, &d);
+    handles.push_back(h);
+  }
+
+  // A garbage handle value (never from NCCL; must still be safe).
+  void garbage_handle() {
+    void* g = reinterpret_cast<void*>(in.u64());
+    ncclProfiler_v5.stopEvent(g);
+    handles.push_back(g);
+  }
+
+  // API markers and CE events on v6.
+  void start_v6(Comm* c) {
+    if (!c) return;
+    void* h = nullptr;
+    EventDescrV6 d{};
+    d.type = 1ull << (8 + in.u8() % 8);
+    d.parentObj = pick();
+    // Only the union member of the chosen type is filled, as NCCL does.
+    if (d.type == kCeColl) {
+      d.ceColl.func = kFuncs[in.u8() % 9];
+      d.ceColl.datatype = kTypes[in.u8() % 6];
+      d.ceColl.count = in.u64() >> 40;
+    } else if (d.type == kCeBatch) {
+      d.ceCollBatch.totalBytes = in.u64() >> 40;
+    } else if (d.type == kCollApi) {
+      d.collApi.func = kFuncs[in.u8() % 9];
+      d.collApi.graphCaptured = in.u8() & 1;
+    } else if (d.type == kP2pApi) {
+      d.p2pApi.func = kFuncs[in.u8() % 9];
+    }
+    ncclProfiler_v6.startEvent(c->ctx, &h, &d);
+    handles.push_back(h);
+  }
+
+  void step(uint8_t op, Comm* c) {
     switch (op) {
-      case 0: {  // init
-        if (comms.size() >= 4) break;
-        Comm n;
-        n.abi = 3 + in.u8() % 4;  // 3..6
-        if (n.abi == 3) ncclProfiler_v3.init(&n.ctx, &n.mask);
-        else if (n.abi == 6) ncclProfiler_v6.init(&n.ctx, in.u64(), &n.mask, "f", 1, 1 + in.u8() % 16, in.u8() % 16, nullptr);
-        else { n.abi = 5; ncclProfiler_v5.init(&n.ctx, in.u64(), &n.mask, nullptr, 1, 1 + in.u8() % 16, in.u8() % 16, nullptr); }
-        comms.push_back(n);
-        break;
-      }
-      case 1: {  // finalize
-        if (!c) break;
-        (c->abi == 3 ? ncclProfiler_v3.finalize : ncclProfiler_v5.finalize)(c->ctx);
-        comms.erase(comms.begin() + (c - comms.data()));
-        break;
-      }
+      case 0: init_comm(); break;
+      case 1: finalize_comm(c); break;
       case 2:
-      case 3: {  // Coll / P2p start
+      case 3:  // Coll / P2p start
         if (!c) break;
-        void* h = nullptr;
-        if (c->abi == 3) {
-          EventDescrV3 d{};
-          d.type = op == 2 ? kColl : kP2p;
-          d.parentObj = pick();
-          d.coll.func = kFuncs[in.u8() % 9];
-          d.coll.datatype = kTypes[in.u8() % 6];
-          d.coll.count = in.u64() >> (in.u8() % 64);
-          d.coll.nMaxChannels = in.u8();
-          d.coll.commHash = in.u64();
-          ncclProfiler_v3.startEvent(c->ctx, &h, &d);
-        } else {
-          EventDescrV5 d{};
-          d.type = op == 2 ? kColl : kP2p;
-          d.parentObj = pick();
-          if (op == 2) {
-            d.coll.func = kFuncs[in.u8() % 9];
-            d.coll.datatype = kTypes[in.u8() % 6];
-            d.coll.count = in.u64() >> (in.u8() % 64);
-            d.coll.nChannels = in.u8() % 70;
-            d.coll.seqNumber = in.u64();
-          } else {
-            d.p2p.func = kFuncs[in.u8() % 9];
-            d.p2p.datatype = kTypes[in.u8() % 6];
-            d.p2p.count = in.u64() >> (in.u8() % 64);
-            d.p2p.nChannels = in.u8() % 70;
-            d.p2p.peer = static_cast<int>(in.u8()) - 8;
-          }
-          ncclProfiler_v5.startEvent(c->ctx, &h, &d);
-        }
-        handles.push_back(h);
+        if (c->abi == 3) start_op_v3(c, op);
+        else start_op_v5(c, op);
         break;
-      }
-      case 4: {  // KernelCh start
-        if (!c) break;
-        void* h = nullptr;
-        EventDescrV5 d{};
-        d.type = kKernelCh;
-        d.parentObj = pick();
-        d.kernelCh.channelId = in.u8() % 72;
-        d.kernelCh.pTimer = in.u64();
-        ncclProfiler_v5.startEvent(c->ctx, &h, &d);
-        handles.push_back(h);
-        break;
-      }
-      case 5: {  // record KernelChStop / any state with any args
-        StateArgsV5 a{};
-        a.kernelCh.pTimer = in.u64();
-        int st = in.u8() % 32;
-        ncclProfiler_v5.recordEventState(pick(), static_cast<EventState>(st), (in.u8() & 1) ? &a : nullptr);
-        break;
-      }
+      case 4: start_kernel_ch(c); break;
+      case 5: record_any(); break;
       case 6:
       case 7:  // stop (possibly twice, possibly NULL)
         ncclProfiler_v5.stopEvent(pick());
         break;
-      case 8: {  // ProxyOp, sometimes foreign
-        if (!c) break;
-        void* h = nullptr;
-        EventDescrV5 d{};
-        d.type = kProxyOp;
-        d.parentObj = pick();
-        d.proxyOp.pid = (in.u8() & 7) ? getpid() : getpid() + 1;
-        d.proxyOp.peer = in.u8() % 16;
-        d.proxyOp.isSend = in.u8() & 1;
-        ncclProfiler_v5.startEvent((in.u8() & 7) ? c->ctx : reinterpret_cast<void*>(in.u64()), &h, &d);
-        handles.push_back(h);
-        break;
-      }
-      case 9: {  // ProxyStep
-        if (!c) break;
-        void* h = nullptr;
-        EventDescrV5 d{};
-        d.type = kProxyStep;
-        d.parentObj = pick();
-        d.proxyStep.step = in.u8();
-        ncclProfiler_v5.startEvent(c->ctx, &h, &d);
-        handles.push_back(h);
-        break;
-      }
-      case 10: {  // step states with sizes
-        StateArgsV5 a{};
-        a.proxyStep.transSize = in.u64() >> 40;
-        ncclProfiler_v5.recordEventState(pick(), static_cast<EventState>(8 + in.u8() % 13), &a);
-        break;
-      }
-      case 11: {  // NetPlugin with an IB or socket payload
-        if (!c) break;
-        for (auto& b : netbuf) b = in.u8();
-        netbuf[0] = 1;
-        void* h = nullptr;
-        EventDescrV5 d{};
-        d.type = kNetPlugin;
-        d.parentObj = pick();
-        d.netPlugin.id = (in.u8() & 1) ? kNetIbIdV1 : kNetSockIdV1;
-        d.netPlugin.data = netbuf;
-        ncclProfiler_v5.startEvent(c->ctx, &h, &d);
-        handles.push_back(h);
-        break;
-      }
-      case 12: {  // a garbage handle value (never from NCCL; must still be safe)
-        void* g = reinterpret_cast<void*>(in.u64());
-        ncclProfiler_v5.stopEvent(g);
-        handles.push_back(g);
-        break;
-      }
-      case 13: {  // API markers and CE events on v6
-        if (!c) break;
-        void* h = nullptr;
-        EventDescrV6 d{};
-        d.type = 1ull << (8 + in.u8() % 8);
-        d.parentObj = pick();
-        // Only the union member of the chosen type is filled, as NCCL does.
-        if (d.type == kCeColl) {
-          d.ceColl.func = kFuncs[in.u8() % 9];
-          d.ceColl.datatype = kTypes[in.u8() % 6];
-          d.ceColl.count = in.u64() >> 40;
-        } else if (d.type == kCeBatch) {
-          d.ceCollBatch.totalBytes = in.u64() >> 40;
-        } else if (d.type == kCollApi) {
-          d.collApi.func = kFuncs[in.u8() % 9];
-          d.collApi.graphCaptured = in.u8() & 1;
-        } else if (d.type == kP2pApi) {
-          d.p2pApi.func = kFuncs[in.u8() % 9];
-        }
-        ncclProfiler_v6.startEvent(c->ctx, &h, &d);
-        handles.push_back(h);
-        break;
-      }
+      case 8: start_proxy_op(c); break;
+      case 9: start_proxy_step(c); break;
+      case 10: record_step(); break;
+      case 11: start_net_plugin(c); break;
+      case 12: garbage_handle(); break;
+      case 13: start_v6(c); break;
       case 14:
         ncclInspectorMark((in.u8() & 1) ? "m" : nullptr);
         break;
@@ -223,15 +245,28 @@ void run(Input& in) {
         if (ni::MemorySink::current_ && !comms.empty()) ni::MemorySink::current_->take();
         break;
     }
-    if (handles.size() > 512) handles.erase(handles.begin(), handles.begin() + 256);
+  }
+};
+
+void run(Input& in) {
+  setenv("NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES", "0", 1);
+  setenv("NCCL_INSPECTOR_ENABLE_NET", (in.u8() & 1) ? "1" : "0", 1);
+  setenv("NCCL_INSPECTOR_POOL_OPS", "64", 1);
+  setenv("NCCL_INSPECTOR_RING_RECORDS", "64", 1);
+  Player p{in};
+  for (int steps = 0; steps < 4000 && !in.empty(); ++steps) {
+    const uint8_t op = in.u8() % 16;
+    Comm* c = p.comm();
+    p.step(op, c);
+    if (p.handles.size() > 512) p.handles.erase(p.handles.begin(), p.handles.begin() + 256);
   }
   // Invariant: everything that completed is in the sink or counted as dropped.
-  if (!comms.empty()) {
+  if (!p.comms.empty()) {
     ni::MemorySink::current_->take();
     ni::CoreStats s = ni::stats();
     (void)s;
   }
-  for (auto& c : comms) (c.abi == 3 ? ncclProfiler_v3.finalize : ncclProfiler_v5.finalize)(c.ctx);
+  for (auto& c : p.comms) (c.abi == 3 ? ncclProfiler_v3.finalize : ncclProfiler_v5.finalize)(c.ctx);
 }
 
 }  // namespace

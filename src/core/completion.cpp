@@ -1,0 +1,420 @@
+// One op's completion, in one place: from the moment its count-down reaches
+// zero (or the reclaimer gives up on it) to a record a sink can use.
+//
+//  1. claim: whoever takes `remaining` to zero (complete_from_handle(), called
+//     from tracker.cpp's release()) or the reclaimer (reclaim_ops(), at the
+//     op timeout or the comm's finalize) claims the op with a CAS on `claim`
+//     ((generation << 1) | claimed): exactly once per generation; a claim
+//     with a stale view of a recycled slot fails;
+//  2. record: the claimer builds the record in place in its own thread's ring
+//     slot (ring.h) from the op slot, frees the slot and publishes the record.
+//     To keep this short on the event path, it writes each channel's offset
+//     and length and leaves the sums, extremes and counts (kFlagChannelSums)
+//     and the enqueue time's conversion (kFlagEnqueueTicks) to step 3;
+//  3. finish: the consumer (the dump thread) drains the rings and finishes
+//     each record in place (finish_record()) before any sink sees it.
+//
+// Hot path (docs/architecture.md): no locks, no allocation; complete_body()
+// and its writers are compiled into complete_from_handle(), whose common path
+// makes no call (the ring's publishing is inline, ring.h).
+#include <bit>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <vector>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "src/core/clock.h"
+#include "src/core/consumer.h"
+#include "src/core/ring.h"
+#include "src/core/tracker.h"
+
+namespace ni::core {
+
+// ====================================================== step 2: the record
+
+namespace {
+
+__attribute__((always_inline)) inline void free_op(Context& c, uint32_t slot, OpSlot& s) noexcept {
+  // Release pairs with the acquire gen loads in op_of(): after this, old
+  // handles no longer validate.
+  // The claim (complete_body()) makes this thread the only writer of gen: a plain
+  // load and store, no locked instruction.
+  s.gen.store(s.gen.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  s.in_use.store(0, std::memory_order_relaxed);  // reclaimer hint only; gen is the truth
+  // The KernelCh line is zero while the slot is free, so that the next op's
+  // start does not write it (it stays in the progress thread's cache).
+  // Relaxed: published to the next owner by the pool's release push below.
+  s.started_mask.store(0, std::memory_order_relaxed);
+  s.stopped_mask.store(0, std::memory_order_relaxed);
+  s.ch_lo.store(UINT64_MAX, std::memory_order_relaxed);
+  s.ch_mode.store(kChOpen, std::memory_order_relaxed);
+  c.ops.free(slot);
+}
+
+inline uint32_t sat32(uint64_t v) noexcept { return v > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(v); }
+
+// Per-channel times for v3 (proxy-observed ticks) and for ops with more
+// channels than a record lists.
+__attribute__((noinline)) void channel_times_slow(OpRecord& r, OpSlot& s, uint64_t mask, bool gpu) noexcept {
+  uint64_t lo = UINT64_MAX, hi = 0, busy = 0;
+  uint32_t maxd = 0, mind = UINT32_MAX;
+  int i = 0;
+  for (uint64_t m = mask; m != 0; m &= m - 1) {
+    const int ch = std::countr_zero(m);
+    // Relaxed: as the masks in complete_body().
+    uint64_t a = s.ch_start[ch].load(std::memory_order_relaxed);
+    uint64_t b = s.ch_stop[ch].load(std::memory_order_relaxed);
+    if (!gpu) {
+      a = clk::ticks_to_ns(a);
+      b = b ? clk::ticks_to_ns(b) : 0;
+    }
+    if (b < a) b = a;  // never stopped (or no stop stamp): zero length
+    lo = a < lo ? a : lo;
+    hi = b > hi ? b : hi;
+    const uint32_t d = sat32(b - a);
+    busy += d;
+    maxd = d > maxd ? d : maxd;
+    mind = d < mind ? d : mind;
+    if (i < kRecordChannels) {
+      // Absolute start for now; made relative to `lo` below.
+      r.channels[i].start_off_ns = static_cast<uint32_t>(a);
+      r.channels[i].dur_ns = d;
+      ++i;
+    }
+  }
+  for (int k = 0; k < i; ++k) r.channels[k].start_off_ns -= static_cast<uint32_t>(lo);  // modulo 2^32: exact
+  r.start_ns = lo;
+  r.end_ns = hi;
+  r.busy_ns = busy;
+  r.max_channel_ns = maxd;
+  r.min_channel_ns = mind == UINT32_MAX ? 0 : mind;
+  r.timing = static_cast<uint8_t>(gpu ? TimingSource::kGpu : TimingSource::kProxyCpu);
+  if (std::popcount(mask) > kRecordChannels) r.flags |= kFlagChannelsTruncated;
+}
+
+// Zeroes the record from the end of its first line to its channel list (the
+// ring slot holds an older record), with plain 16-byte stores: a string
+// instruction would cost one instruction per 8 bytes.
+inline void zero_after_start(OpRecord& r) noexcept {
+  char* p = reinterpret_cast<char*>(&r) + sizeof(OpStart);
+  constexpr size_t n = offsetof(OpRecord, channels) - sizeof(OpStart);
+  static_assert(n == 128);
+#if defined(__SSE2__)
+  const __m128i z = _mm_setzero_si128();
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 0), z);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 16), z);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 32), z);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 48), z);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 64), z);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 80), z);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 96), z);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 112), z);
+#else
+  std::memset(p, 0, n);
+#endif
+}
+
+// The record's first line is the start's cache line as it is (same layout);
+// the rest up to the channel list is zeroed (the ring slot holds an older
+// record) and filled by the writers below.
+__attribute__((always_inline)) inline void write_header(OpRecord& r, const OpSlot& s,
+                                                        bool reclaimed) noexcept {
+  std::memcpy(static_cast<void*>(&r), &s.start, sizeof(OpStart));
+  r.reserved_[0] = r.reserved_[1] = 0;  // OpStart::pad_
+  zero_after_start(r);
+  r.net_first_peer = -1;
+  if (reclaimed) {
+    r.flags |= kFlagReclaimed;
+    r.complete_ns = clk::now_ns();
+  }
+}
+
+// The channels' times. v4+: GPU pTimer ns; v3: ticks observed by the proxy.
+__attribute__((always_inline)) inline void write_channel_times(OpRecord& r, const Context& c, OpSlot& s,
+                                                               uint64_t mask, uint64_t stopped,
+                                                               bool reclaimed) noexcept {
+  const bool gpu = c.abi >= 4;
+  const int n = std::popcount(mask);
+  if (!(gpu && n <= kRecordChannels && !reclaimed)) [[unlikely]] {
+    channel_times_slow(r, s, mask, gpu);
+    return;
+  }
+  // Each channel's offset from the earliest start (kept by the KernelCh
+  // starts) and its length; the counts, sums and extremes are left to the
+  // consumer (finish_record(), kFlagChannelSums), with the stopped channels
+  // in busy_ns meanwhile (a channel stops only once started: channel_mask is
+  // the started ones).
+  r.busy_ns = stopped;
+  // Relaxed loads: as the masks in complete_body().
+  const uint64_t lo = s.ch_lo.load(std::memory_order_relaxed);
+  ChannelTime* out_ch = r.channels;
+  const std::atomic<uint64_t>* starts = s.ch_start;
+  const std::atomic<uint64_t>* stops = s.ch_stop;
+  for (uint64_t m = mask; m != 0; m &= m - 1, ++out_ch) {
+    const size_t ch = static_cast<size_t>(__builtin_ctzll(m));
+    const uint64_t a = starts[ch].load(std::memory_order_relaxed);  // as above
+    uint64_t b = stops[ch].load(std::memory_order_relaxed);         // as above
+    b = b < a ? a : b;  // never stopped (or no stop stamp): zero length
+    out_ch->start_off_ns = static_cast<uint32_t>(a - lo);
+    out_ch->dur_ns = static_cast<uint32_t>(b - a > UINT32_MAX ? UINT32_MAX : b - a);
+  }
+  r.start_ns = lo;
+  r.flags |= kFlagChannelSums;
+  r.timing = static_cast<uint8_t>(TimingSource::kGpu);
+}
+
+// An op without channels: its network time (first ProxyOp start to last
+// stop) or else its enqueue (start to stop), in CPU time.
+__attribute__((always_inline)) inline void write_cpu_times(OpRecord& r, const Context& c,
+                                                           const OpSlot& s) noexcept {
+  // Relaxed: written before this op's last acq_rel decrement of `remaining`, which the claim follows.
+  const uint64_t net_first = c.net ? s.net_first.load(std::memory_order_relaxed) : UINT64_MAX;
+  const uint64_t net_last = c.net ? s.net_last.load(std::memory_order_relaxed) : 0;  // as above
+  if (net_first != UINT64_MAX && net_last >= net_first) {
+    r.start_ns = clk::ticks_to_ns(net_first);
+    r.end_ns = clk::ticks_to_ns(net_last);
+    r.timing = static_cast<uint8_t>(TimingSource::kNetCpu);
+  } else {
+    const uint64_t stop_t = s.stop_ticks.load(std::memory_order_relaxed);                   // as above
+    r.start_ns = clk::ticks_to_ns(s.start_ticks.load(std::memory_order_relaxed));          // as above
+    r.end_ns = stop_t ? clk::ticks_to_ns(stop_t) : r.start_ns;
+    r.timing = static_cast<uint8_t>(stop_t ? TimingSource::kEnqueueCpu : TimingSource::kNone);
+  }
+}
+
+// The HCAs the op's NetPlugin events named (only when network events were asked for).
+__attribute__((always_inline)) inline void write_hcas(OpRecord& r, const Context& c,
+                                                      const OpSlot& s) noexcept {
+  int nh = 0;
+  if (c.net) [[unlikely]] {
+    for (auto& h : s.hca) {
+      // Relaxed: written before the children's acq_rel decrements of
+      // `remaining`, which the claim follows.
+      const uint32_t dev = h.dev.load(std::memory_order_relaxed);
+      if (dev == UINT32_MAX) continue;
+      r.hcas[nh].device = static_cast<uint16_t>(dev);
+      r.hcas[nh].bytes = h.bytes.load(std::memory_order_relaxed);  // as above
+      r.hcas[nh].wrs = h.wrs.load(std::memory_order_relaxed);      // as above
+      const uint64_t qps = h.qp_bits.load(std::memory_order_relaxed);  // as above
+      r.hcas[nh].qps = static_cast<uint16_t>(std::popcount(qps));
+      ++nh;
+    }
+  }
+  r.n_hcas = static_cast<uint8_t>(nh);
+}
+
+// Network statistics and the transport (only when asked for: no ProxyOp is
+// tracked otherwise).
+__attribute__((always_inline)) inline void write_network(OpRecord& r, const Context& c, const OpSlot& s,
+                                                         uint64_t mask) noexcept {
+  // Relaxed: statistics written before the children's acq_rel decrements of
+  // `remaining`, which the claim follows.
+  const uint32_t nops = c.net ? s.net_ops.load(std::memory_order_relaxed) : 0;
+  r.net_ops = nops;
+  if (nops != 0) [[unlikely]] {
+    r.net_send_bytes = s.net_send_bytes.load(std::memory_order_relaxed);  // as above
+    r.net_recv_bytes = s.net_recv_bytes.load(std::memory_order_relaxed);  // as above
+    r.net_steps = s.net_steps.load(std::memory_order_relaxed);            // as above
+    r.net_gpu_wait_ns = clk::ticks_to_ns(s.net_gpu_wait.load(std::memory_order_relaxed)) - clk::ticks_to_ns(0);
+    r.net_wait_ns = clk::ticks_to_ns(s.net_wait.load(std::memory_order_relaxed)) - clk::ticks_to_ns(0);
+    r.net_flush_ns = clk::ticks_to_ns(s.net_flush.load(std::memory_order_relaxed)) - clk::ticks_to_ns(0);
+    const uint64_t f = s.net_first.load(std::memory_order_relaxed);  // as above
+    const uint64_t l = s.net_last.load(std::memory_order_relaxed);   // as above
+    r.net_first_ns = f == UINT64_MAX ? 0 : clk::ticks_to_ns(f);
+    r.net_last_ns = l ? clk::ticks_to_ns(l) : 0;
+    const uint32_t peers = s.net_peers_hash.load(std::memory_order_relaxed);  // as above
+    r.net_peers_hash = peers;
+    r.net_peer_count = static_cast<uint16_t>(std::popcount(peers));
+    r.net_first_peer = s.net_first_peer.load(std::memory_order_relaxed);  // as above
+    r.transport = static_cast<uint8_t>(Transport::kNetwork);
+  } else {
+    // No proxy traffic means intra-node (NVLink/P2P/SHM) only when we asked
+    // for network events, or when the whole comm is on one node.
+    r.transport = mask != 0 ? c.quiet_transport : static_cast<uint8_t>(Transport::kUnknown);
+  }
+  write_hcas(r, c, s);
+}
+
+// Claims the op, builds its record in place in this thread's ring slot,
+// frees the op slot and publishes the record. (Compiled into both callers.)
+__attribute__((always_inline)) inline bool complete_body(Context& c, uint32_t slot, uint32_t gen, OpSlot& s,
+                                                         bool reclaimed) noexcept {
+  // Exactly once per generation: the reclaimer and the last child may race
+  // here, and the reclaimer may hold an older generation. acq_rel: acquire
+  // pairs with reset_slot()'s release store (the header is visible).
+  uint64_t expected = static_cast<uint64_t>(gen) << 1;
+  if (!s.claim.compare_exchange_strong(expected, expected | 1, std::memory_order_acq_rel, std::memory_order_relaxed))
+    return false;
+  ThreadRing* tr = nullptr;
+  OpRecord* out = publish_begin(&tr);
+  if (reclaimed && tr != nullptr) bump(tr->counters.reclaimed);
+  if (out == nullptr) {  // ring full: the drop is counted; the op is released
+    free_op(c, slot, s);
+    return true;
+  }
+  OpRecord& r = *out;
+  write_header(r, s, reclaimed);
+  // Relaxed: the progress thread wrote the masks and stamps before its
+  // acq_rel release of the kernel side (or of each channel in gate mode),
+  // which the claim above follows. A reclaimed op may see them mid-update.
+  const uint64_t started = s.started_mask.load(std::memory_order_relaxed);
+  const uint64_t stopped = s.stopped_mask.load(std::memory_order_relaxed);
+  const uint64_t mask = started | stopped;
+  r.channel_mask = mask;
+  if (mask != 0) {
+    write_channel_times(r, c, s, mask, stopped, reclaimed);
+  } else {
+    write_cpu_times(r, c, s);
+  }
+  if ((r.flags & kFlagChannelSums) == 0) {
+    r.channels_started = static_cast<uint8_t>(std::popcount(started));
+    r.channels_stopped = static_cast<uint8_t>(std::popcount(stopped));
+    if (started & ~stopped) r.flags |= kFlagPartialChannels;
+  }
+  write_network(r, c, s, mask);
+  if (r.kind == static_cast<uint8_t>(OpKind::kCe)) {
+    // Relaxed: as the network statistics.
+    const uint64_t ce = s.ce_bytes.load(std::memory_order_relaxed);
+    if (ce != 0) r.net_send_bytes = ce;  // CE batches' total bytes moved
+  }
+  free_op(c, slot, s);
+  publish_commit(tr);
+  return true;
+}
+
+}  // namespace
+
+// ============================================ step 1: who claims (and step 2)
+
+__attribute__((noinline)) int complete_from_handle(uint64_t op_v, OpSlot& s) noexcept {
+  // Relaxed: set when the chunk joined the pool, before any handle into it existed.
+  Context* c = s.ctx.load(std::memory_order_relaxed);
+  if (c == nullptr) [[unlikely]] {  // a slot of a chunk given back: no live op
+    bump(this_thread()->counters.fault_stale_handle);
+    return 0;
+  }
+  complete_body(*c, slot_of(op_v), gen_of(op_v), s, false);
+  return 0;
+}
+
+// The reclaimer (see tracker.h).
+size_t reclaim_ops(Context& c, uint64_t older_than_ticks) noexcept {
+  size_t n = 0;
+  c.ops.for_each([&](uint32_t i, OpSlot& s) {
+    // Acquire pairs with reset_slot()'s release store.
+    if (s.in_use.load(std::memory_order_acquire) == 0) return;
+    const uint64_t claim = s.claim.load(std::memory_order_acquire);  // pairs with reset_slot()'s release store
+    if (claim & 1) return;  // already being completed
+    // Relaxed: written before reset_slot()'s release store of in_use (acquired above).
+    if (older_than_ticks != UINT64_MAX && s.start_ticks.load(std::memory_order_relaxed) >= older_than_ticks) return;
+    // The claim uses this generation: if the slot moved on to a
+    // newer op meanwhile, the claim fails and nothing happens.
+    if (complete_body(c, i, static_cast<uint32_t>(claim >> 1), s, true)) ++n;
+  });
+  return n;
+}
+
+}  // namespace ni::core
+
+// ====================================================== step 3: the finish
+
+namespace ni {
+
+using core::context_of;
+using core::Context;
+using core::Runtime;
+using core::runtime;
+using core::ThreadRing;
+
+namespace {
+// The consumer's half of completion (the dump thread, before any sink sees
+// the record): what the producer left out to keep the hot path short.
+void finish_record(OpRecord& r) noexcept {
+  if (r.flags & kFlagEnqueueTicks) {
+    r.flags = static_cast<uint16_t>(r.flags & ~kFlagEnqueueTicks);
+    r.enqueue_ns = clk::ticks_to_ns(r.enqueue_ns);
+  }
+  if ((r.flags & kFlagChannelSums) == 0) return;
+  r.flags = static_cast<uint16_t>(r.flags & ~kFlagChannelSums);
+  const uint64_t stopped = r.busy_ns;  // see write_channel_times()
+  r.channels_started = static_cast<uint8_t>(__builtin_popcountll(r.channel_mask));
+  r.channels_stopped = static_cast<uint8_t>(__builtin_popcountll(stopped));
+  if (r.channel_mask & ~stopped) r.flags |= kFlagPartialChannels;
+  int n = __builtin_popcountll(r.channel_mask);
+  if (n > kRecordChannels) n = kRecordChannels;  // the producer never sets the flag then
+  uint64_t hi = 0, busy = 0;
+  uint32_t maxd = 0, mind = n > 0 ? UINT32_MAX : 0;
+  for (int i = 0; i < n; ++i) {
+    const uint64_t end = static_cast<uint64_t>(r.channels[i].start_off_ns) + r.channels[i].dur_ns;
+    const uint32_t d = r.channels[i].dur_ns;
+    hi = end > hi ? end : hi;
+    busy += d;
+    maxd = d > maxd ? d : maxd;
+    mind = d < mind ? d : mind;
+  }
+  r.end_ns = r.start_ns + hi;
+  r.busy_ns = busy;
+  r.max_channel_ns = maxd;
+  r.min_channel_ns = mind;
+}
+}  // namespace
+
+size_t drain_records(const std::function<void(const OpRecord*, size_t)>& fn) {
+  Runtime* rt = runtime();
+  if (rt == nullptr) return 0;
+  // Clear first (release pairs with publish_wake()'s acq_rel exchange): a push
+  // that lands after this line may wake us again.
+  rt->wake_pending.store(0, std::memory_order_release);
+  std::vector<ThreadRing*> rings;
+  {
+    std::lock_guard<std::mutex> lk(rt->ring_mu);
+    for (ThreadRing* t = rt->rings; t; t = t->next) rings.push_back(t);
+  }
+  size_t total = 0;
+  for (ThreadRing* t : rings) {
+    // Acquire pairs with the release store of the ring pointer in ring_of() (ring.cpp).
+    SpscRing<OpRecord>* r = t->ring.load(std::memory_order_acquire);
+    if (r == nullptr) continue;
+    // The ring's peak fill as the consumer sees it (just before a drain).
+    // Relaxed load/store: the consumer (one at a time) is this field's only writer.
+    const uint64_t fill = r->size();
+    if (fill > t->counters.high_water.load(std::memory_order_relaxed))
+      t->counters.high_water.store(fill, std::memory_order_relaxed);
+    total += r->drain([&](OpRecord* p, size_t n) {
+      for (size_t i = 0; i < n; ++i) finish_record(p[i]);  // the consumer's half of completion
+      fn(p, n);
+    });
+  }
+  return total;
+}
+
+// The reclaimer as the consumer runs it (step 1 for ops whose count-down
+// never reaches zero): the configured timeout, converted to a tick cut-off.
+size_t reclaim_stale_ops(uint64_t now_mono_ns) {
+  Runtime* rt = runtime();
+  if (rt == nullptr) return 0;
+  const uint64_t timeout_ns = static_cast<uint64_t>(rt->cfg.op_timeout_ms) * 1000000ull;
+  if (now_mono_ns < timeout_ns) return 0;
+  // Convert the cut-off to ticks through the current calibration.
+  const uint64_t now_t = clk::read_ticks();
+  const uint64_t now_ns = clk::ticks_to_ns(now_t);
+  const uint64_t age_ns = now_ns > now_mono_ns - timeout_ns ? now_ns - (now_mono_ns - timeout_ns) : 0;
+  // relaxed: any recent slope will do for a cut-off
+  const uint64_t mult = clk::g_cal.mult.load(std::memory_order_relaxed);
+  const uint64_t age_ticks = mult ? static_cast<uint64_t>((static_cast<unsigned __int128>(age_ns) << 32) / mult) : 0;
+  const uint64_t cutoff = now_t > age_ticks ? now_t - age_ticks : 0;
+  size_t n = 0;
+  // relaxed: ids only grow; each context is published by its own release store
+  const uint32_t nc = rt->n_contexts.load(std::memory_order_relaxed);
+  for (uint32_t i = 0; i < nc; ++i) {
+    Context* c = context_of(rt, i);
+    // acquire: pairs with the release store in comm_init
+    if (c != nullptr && c->live.load(std::memory_order_acquire)) n += core::reclaim_ops(*c, cutoff);
+  }
+  return n;
+}
+
+}  // namespace ni

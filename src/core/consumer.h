@@ -1,0 +1,82 @@
+// The capture core's API for its consumer: what the output's dump thread (or a
+// test's in-memory sink) calls to take records out of the core, and what it
+// needs to turn them into log lines (communicators, clock estimates, the
+// configuration, statistics, logging).
+//
+// Threads: one consumer at a time (the dump thread, or the final drain once it
+// is joined) calls drain_records() and reclaim_stale_ops(); the rest may be
+// called from any thread. None of it is on NCCL's event path.
+//
+// Times in OpRecord: *_ns CPU fields are CLOCK_MONOTONIC nanoseconds (from the
+// TSC, calibrated); start_ns/end_ns are GPU pTimer ns when timing == kGpu
+// (convert with the comm's ClockEstimate), CPU monotonic ns otherwise.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "include/nccl_inspector/nccl.h"
+#include "src/core/config.h"
+#include "src/core/record.h"
+
+namespace ni {
+
+struct CommInfo {
+  uint32_t comm_id = 0;       // process-local, unique per library load (OpRecord::comm_id)
+  uint64_t comm_hash = 0;     // 0 until known (ABI v1-v3 learn it from the first op)
+  std::string name;           // "" when NCCL gave none
+  int rank = -1;
+  int nranks = 0;
+  int nnodes = 0;
+  int abi_version = 0;
+  int cuda_device = -1;       // CUDA device ordinal at init; -1 unknown (see cuda_device.h)
+  std::string pci_bus_id;     // the device's PCI bus id ("0000:1b:00.0"); "" unknown
+};
+
+// GPU pTimer -> CPU monotonic: mono_ns = ptimer + offset_ns. The estimate is
+// the tightest bound seen (CPU observation of a KernelCh start is never earlier
+// than the GPU start), so it only moves down as samples arrive.
+struct ClockEstimate {
+  uint32_t comm_id = 0;
+  bool valid = false;
+  int64_t offset_ns = 0;
+  uint64_t uncertainty_ns = 0;  // spread between the best and a typical sample
+  uint64_t samples = 0;
+};
+
+// The core's counters, summed over the threads' own (defined in runtime.h;
+// the per-thread ones are ThreadCounters, tracker.h).
+struct CoreStats;
+
+// ---- called by the consumer's thread (single consumer at a time;
+// completion.cpp)
+// Moves every record out of every thread ring, finished (see completion.cpp);
+// fn gets contiguous runs.
+size_t drain_records(const std::function<void(const OpRecord*, size_t)>& fn);
+// Completes ops stuck longer than the configured timeout (marks them
+// reclaimed); their records land in the calling thread's ring. Returns count.
+size_t reclaim_stale_ops(uint64_t now_mono_ns);
+
+// ---- any thread (runtime.cpp)
+CoreStats stats();
+std::vector<CommInfo> comms();
+ClockEstimate clock_estimate(uint32_t comm_id);
+// CPU monotonic now (same clock as OpRecord's CPU fields).
+uint64_t mono_now_ns() noexcept;
+// Refines the TSC calibration against CLOCK_MONOTONIC (call every so often).
+void refine_clock() noexcept;
+// The configuration in force (valid between start and stop).
+const Config& config();
+// Logs through NCCL's logger when one was given (v4+), else to stderr when
+// NCCL_DEBUG asks for it. Cold path.
+void log(nccl_abi::LogLevel level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+
+// ---- marks (ncclInspectorMark): a kind == kMark OpRecord whose label is
+// stored NUL-terminated in the bytes of `channels` (up to kMarkLabelMax-1).
+inline constexpr OpKind kMarkKind = static_cast<OpKind>(3);
+inline constexpr size_t kMarkLabelMax = sizeof(OpRecord::channels);
+
+}  // namespace ni
