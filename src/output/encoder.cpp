@@ -10,6 +10,7 @@ namespace ni::out {
 namespace {
 
 namespace sc = nccl_inspector::schema;
+namespace ctr = nccl_inspector::counters;
 
 // ,"name":
 inline void key(Buf& b, std::string_view name) {
@@ -363,41 +364,40 @@ void Encoder::clock(Buf& b, const ClockEstimate& e, uint64_t comm_hash, int64_t 
   finish(b);
 }
 
+std::array<uint64_t, ctr::kCount> counter_values(const StatsSnapshot& s) {
+#define NI_VALUE(id, key, group, origin, ...) NI_COUNTER_IF_CORE(origin, s.core.id, ) NI_COUNTER_IF_OUTPUT(origin, s.id, )
+  return {NI_COUNTERS(NI_VALUE)};
+#undef NI_VALUE
+}
+
+// Rows of counters.h in order; a group's rows go into one object named for it.
 void Encoder::stats(Buf& b, const StatsSnapshot& s, int64_t wall_ns) const {
-  const CoreStats& c = s.core;
   begin(b, sc::kTypeStats);
   kv_int(b, sc::kWallNs, wall_ns);
-  kv_int(b, sc::kRecordsWritten, s.records_written);
-  kv_int(b, sc::kOpsCompleted, c.ops_completed);
-  key(b, sc::kDropped);
-  b.put('{');
-  b.put_json_string(sc::kDropRingFull);
-  b.put(':');
-  b.put_int(c.dropped_ring_full);
-  kv_int(b, sc::kDropPoolExhausted, c.dropped_pool_exhausted);
-  kv_int(b, sc::kDropWriteError, s.dropped_write_error);
-  b.put('}');
-  key(b, sc::kFiltered);
-  b.put(std::string_view("{\"min_size\":"));
-  b.put_int(c.filtered_min_size);
-  kv_int(b, "sampled_out", c.sampled_out);
-  b.put('}');
-  key(b, sc::kFaults);
-  b.put(std::string_view("{\"null_handle\":"));
-  b.put_int(c.fault_null_handle);
-  kv_int(b, "stale_handle", c.fault_stale_handle);
-  kv_int(b, "foreign_pid", c.fault_foreign_pid);
-  kv_int(b, "double_stop", c.fault_double_stop);
-  kv_int(b, "late_child", c.fault_late_child);
-  kv_int(b, "unknown_event", c.fault_unknown_event);
-  kv_int(b, "bad_channel", c.fault_bad_channel);
-  kv_int(b, "null_context", c.fault_null_context);
-  b.put('}');
-  kv_int(b, sc::kRingHighWater, c.ring_high_water);
-  kv_int(b, sc::kRings, c.rings);
-  kv_int(b, sc::kPoolInUse, c.pool_in_use);
-  kv_int(b, sc::kPoolHighWater, c.pool_high_water);
-  kv_int(b, sc::kReclaimedOps, c.reclaimed);
+  const auto values = counter_values(s);
+  ctr::Group open = ctr::Group::kTop;
+  bool first = false;  // the next field is the first of its object
+  for (size_t i = 0; i < ctr::kCount; ++i) {
+    const ctr::Counter& c = ctr::kCounters[i];
+    if (c.group != open) {
+      if (open != ctr::Group::kTop) b.put('}');
+      if (c.group != ctr::Group::kTop) {
+        key(b, ctr::group_key(c.group));
+        b.put('{');
+        first = true;
+      }
+      open = c.group;
+    }
+    if (first) {
+      b.put_json_string(c.key);
+      b.put(':');
+      b.put_int(values[i]);
+      first = false;
+    } else {
+      kv_int(b, c.key, values[i]);
+    }
+  }
+  if (open != ctr::Group::kTop) b.put('}');
   finish(b);
 }
 
@@ -405,8 +405,12 @@ void Encoder::end(Buf& b, const StatsSnapshot& s, int64_t wall_ns) const {
   begin(b, sc::kTypeEnd);
   kv_int(b, sc::kWallNs, wall_ns);
   kv_int(b, sc::kRecordsWritten, s.records_written);
-  kv_int(b, sc::kDroppedTotal,
-         s.core.dropped_ring_full + s.core.dropped_pool_exhausted + s.dropped_write_error);
+  // Every loss, whatever its reason: the sum of the "dropped" group.
+  const auto values = counter_values(s);
+  uint64_t dropped = 0;
+  for (size_t i = 0; i < ctr::kCount; ++i)
+    if (ctr::kCounters[i].group == ctr::Group::kDropped) dropped += values[i];
+  kv_int(b, sc::kDroppedTotal, dropped);
   finish(b);
 }
 

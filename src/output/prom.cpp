@@ -10,6 +10,8 @@
 namespace ni::out {
 namespace {
 
+namespace ctr = nccl_inspector::counters;
+
 // Upper bounds (le) of the latency histogram, seconds; the literal text is
 // what the file shows.
 constexpr double kDurLe[PromWriter::kDurBuckets] = {1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2,
@@ -143,15 +145,15 @@ void PromWriter::add(const OpRecord& r, const CommInfo* comm) {
 
 std::string PromWriter::render(const StatsSnapshot& st, int64_t wall_ns) const {
   Buf b;
-  auto family = [&](const char* name, const char* type, const char* help) {
+  auto family = [&](std::string_view name, std::string_view type, std::string_view help) {
     b.put(std::string_view("# HELP "));
-    b.put(std::string_view(name));
+    b.put(name);
     b.put(' ');
-    b.put(std::string_view(help));
+    b.put(help);
     b.put(std::string_view("\n# TYPE "));
-    b.put(std::string_view(name));
+    b.put(name);
     b.put(' ');
-    b.put(std::string_view(type));
+    b.put(type);
     b.put('\n');
   };
   // Labels of one op series, without braces.
@@ -206,24 +208,27 @@ std::string PromWriter::render(const StatsSnapshot& st, int64_t wall_ns) const {
   put_value(b, static_cast<double>(wall_ns) * 1e-9);
   b.put('\n');
 
-  family("nccl_inspector_records_written_total", "counter", "Op records drained from the rings and written out.");
-  b.put(std::string_view("nccl_inspector_records_written_total{"));
-  b.put(base_labels_);
-  b.put(std::string_view("} "));
-  b.put_int(st.records_written);
-  b.put('\n');
-
-  family("nccl_inspector_dropped_records_total", "counter", "Op records lost, by reason.");
-  const std::pair<const char*, uint64_t> drops[] = {{"ring_full", st.core.dropped_ring_full},
-                                                    {"pool_exhausted", st.core.dropped_pool_exhausted},
-                                                    {"write_error", st.dropped_write_error}};
-  for (const auto& [reason, n] : drops) {
-    b.put(std::string_view("nccl_inspector_dropped_records_total{"));
+  // The exported rows of counters.h; a group's rows share one family,
+  // labelled by reason.
+  const auto values = counter_values(st);
+  std::string_view last_family;
+  for (size_t i = 0; i < ctr::kCount; ++i) {
+    const ctr::Counter& c = ctr::kCounters[i];
+    if (c.prom_name.empty()) continue;
+    if (c.prom_name != last_family) {
+      family(c.prom_name, c.kind == ctr::Kind::kCounter ? "counter" : "gauge", c.prom_help);
+      last_family = c.prom_name;
+    }
+    b.put(c.prom_name);
+    b.put('{');
     b.put(base_labels_);
-    b.put(std::string_view(",reason=\""));
-    b.put(std::string_view(reason));
-    b.put(std::string_view("\"} "));
-    b.put_int(n);
+    if (c.group != ctr::Group::kTop) {
+      b.put(std::string_view(",reason=\""));
+      b.put(c.key);
+      b.put('"');
+    }
+    b.put(std::string_view("} "));
+    b.put_int(values[i]);
     b.put('\n');
   }
 
