@@ -340,6 +340,15 @@ using core::runtime;
 using core::ThreadRing;
 
 namespace {
+// Set during static initialization (runtime.h), which dlopen or program start
+// completes before any comm_init: a plain pointer, read under g_mu.
+constinit SinkFactory g_sink_factory = nullptr;
+}  // namespace
+
+void set_sink_factory(SinkFactory make) noexcept { g_sink_factory = make; }
+std::unique_ptr<Sink> make_sink() { return g_sink_factory != nullptr ? g_sink_factory() : nullptr; }
+
+namespace {
 // The consumer's half of completion (the dump thread, before any sink sees
 // the record): what the producer left out to keep the hot path short.
 void finish_record(OpRecord& r) noexcept {

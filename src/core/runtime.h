@@ -71,8 +71,13 @@ class Sink {
   virtual void stop() = 0;
 };
 
-// Defined by whichever output library is linked (src/output: the file /
-// Prometheus sink; tests: a memory sink).
+// The core defines no Sink and links to no output: whoever links one
+// registers its factory, from a static initializer of an object file linked
+// in whole (src/output: core_source.cpp in the plugin, memory_sink_factory.cpp
+// in the core's tests), so it is in place before the first comm_init. With
+// none registered make_sink() returns null: no output, records stay in the rings.
+using SinkFactory = std::unique_ptr<Sink> (*)();
+void set_sink_factory(SinkFactory make) noexcept;
 std::unique_ptr<Sink> make_sink();
 
 // ---- called by the Sink's thread (single consumer at a time)
