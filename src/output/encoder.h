@@ -58,6 +58,8 @@ struct StatsSnapshot {
 // Every counter's value, in the row order of counters.h (kCounters[i] -> [i]).
 std::array<uint64_t, nccl_inspector::counters::kCount> counter_values(const StatsSnapshot& s);
 
+struct OpTiming;
+
 class Encoder {
  public:
   Encoder() = default;
@@ -82,6 +84,8 @@ class Encoder {
 
  private:
   void mark(Buf& b, const OpRecord& r) const;
+  void op_identity(Buf& b, const OpRecord& r, const CommInfo* comm, int nranks) const;
+  void op_times(Buf& b, const OpRecord& r, const ClockEstimate* clk, const OpTiming& t) const;
   ClockAnchor anchor_;
   bool verbose_ = false;
 };
