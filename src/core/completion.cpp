@@ -381,8 +381,8 @@ size_t drain_records(const std::function<void(const OpRecord*, size_t)>& fn) {
     // The ring's peak fill as the consumer sees it (just before a drain).
     // Relaxed load/store: the consumer (one at a time) is this field's only writer.
     const uint64_t fill = r->size();
-    if (fill > t->counters.high_water.load(std::memory_order_relaxed))
-      t->counters.high_water.store(fill, std::memory_order_relaxed);
+    if (fill > t->counters.ring_high_water.load(std::memory_order_relaxed))
+      t->counters.ring_high_water.store(fill, std::memory_order_relaxed);
     total += r->drain([&](OpRecord* p, size_t n) {
       for (size_t i = 0; i < n; ++i) finish_record(p[i]);  // the consumer's half of completion
       fn(p, n);

@@ -294,6 +294,15 @@ using core::Runtime;
 using core::runtime;
 using core::ThreadRing;
 
+namespace {
+// Set during static initialization (runtime.h), which dlopen or program start
+// completes before any comm_init: a plain pointer, read under g_mu.
+constinit SinkFactory g_sink_factory = nullptr;
+}  // namespace
+
+void set_sink_factory(SinkFactory make) noexcept { g_sink_factory = make; }
+std::unique_ptr<Sink> make_sink() { return g_sink_factory != nullptr ? g_sink_factory() : nullptr; }
+
 CoreStats stats() {
   CoreStats s;
   Runtime* rt = runtime();
@@ -302,24 +311,16 @@ CoreStats stats() {
   for (ThreadRing* t = rt->rings; t; t = t->next) {
     const core::ThreadCounters& c = t->counters;
     auto rd = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };  // statistics only
+    auto hi = [](uint64_t a, uint64_t b) { return a > b ? a : b; };
     // Records produced: pushed into the ring, or dropped there.
     const SpscRing<OpRecord>* ring = t->ring.load(std::memory_order_acquire);  // pairs with the release store in ring_of()
     s.ops_completed += (ring != nullptr ? ring->pushed() : 0) + rd(c.dropped_ring_full);
-    s.dropped_ring_full += rd(c.dropped_ring_full);
-    s.dropped_pool_exhausted += rd(c.dropped_pool);
-    s.filtered_min_size += rd(c.filtered_min_size);
-    s.sampled_out += rd(c.sampled_out);
-    s.reclaimed += rd(c.reclaimed);
-    s.fault_null_handle += rd(c.fault_null_handle);
-    s.fault_stale_handle += rd(c.fault_stale_handle);
-    s.fault_foreign_pid += rd(c.fault_foreign_pid);
-    s.fault_double_stop += rd(c.fault_double_stop);
-    s.fault_late_child += rd(c.fault_late_child);
-    s.fault_unknown_event += rd(c.fault_unknown_event);
-    s.fault_bad_channel += rd(c.fault_bad_channel);
-    s.fault_null_context += rd(c.fault_null_context);
-    uint64_t hw = rd(c.high_water);
-    if (hw > s.ring_high_water) s.ring_high_water = hw;
+    // The thread-kept rows of counters.h: summed, or the max for high-water marks.
+#define NI_TOTAL(id, key, group, origin, ...)              \
+  NI_COUNTER_IF_THREAD_SUM(origin, s.id += rd(c.id);)      \
+  NI_COUNTER_IF_THREAD_MAX(origin, s.id = hi(s.id, rd(c.id));)
+    NI_COUNTERS(NI_TOTAL)
+#undef NI_TOTAL
     s.rings++;
   }
   // relaxed: ids only grow; each context is published by its own release store

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <vector>
 
+#include "include/nccl_inspector/counters.h"
 #include "include/nccl_inspector/nccl.h"
 #include "src/core/config.h"
 #include "src/core/consumer.h"
@@ -25,24 +26,11 @@
 namespace ni {
 
 struct CoreStats {
-  uint64_t ops_completed = 0;     // records produced (pushed or dropped at the ring)
-  uint64_t dropped_ring_full = 0;
-  uint64_t dropped_pool_exhausted = 0;
-  uint64_t filtered_min_size = 0;
-  uint64_t sampled_out = 0;
-  uint64_t reclaimed = 0;         // completed by timeout (records flagged)
-  uint64_t fault_null_handle = 0;
-  uint64_t fault_stale_handle = 0;
-  uint64_t fault_foreign_pid = 0;
-  uint64_t fault_double_stop = 0;
-  uint64_t fault_late_child = 0;
-  uint64_t fault_unknown_event = 0;
-  uint64_t fault_bad_channel = 0;
-  uint64_t fault_null_context = 0;
-  uint64_t ring_high_water = 0;   // max fill seen on any ring
-  uint64_t rings = 0;             // thread rings registered
-  uint64_t pool_in_use = 0;
-  uint64_t pool_high_water = 0;
+  // Every row of include/nccl_inspector/counters.h but the output's own, named
+  // as there (ni::stats() totals them).
+#define NI_CORE_STAT(id, key, group, origin, ...) NI_COUNTER_IF_CORE(origin, uint64_t id = 0;)
+  NI_COUNTERS(NI_CORE_STAT)
+#undef NI_CORE_STAT
 };
 
 // Implemented by src/output. One instance per runtime (library load).
@@ -62,8 +50,13 @@ class Sink {
   virtual void stop() = 0;
 };
 
-// Defined by whichever output library is linked (src/output: the file /
-// Prometheus sink; tests: a memory sink).
+// The core defines no Sink and links to no output: whoever links one
+// registers its factory, from a static initializer of an object file linked
+// in whole (src/output: core_source.cpp in the plugin, memory_sink_factory.cpp
+// in the core's tests), so it is in place before the first comm_init. With
+// none registered make_sink() returns null: no output, records stay in the rings.
+using SinkFactory = std::unique_ptr<Sink> (*)();
+void set_sink_factory(SinkFactory make) noexcept;
 std::unique_ptr<Sink> make_sink();
 
 }  // namespace ni

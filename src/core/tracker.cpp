@@ -179,7 +179,7 @@ __attribute__((always_inline)) inline uint32_t admit(Runtime* rt, Context* c, ui
   }
   uint32_t slot = c->ops.alloc();
   if (slot == UINT32_MAX) {
-    bump(counters().dropped_pool);
+    bump(counters().dropped_pool_exhausted);
     *h = filtered_handle();
     return UINT32_MAX;
   }
@@ -572,7 +572,7 @@ void* start_proxy_op(void* ctx, void* parent, const ProxyOpStart& d) noexcept {
   }
   uint32_t ns = c->net_slots.alloc();
   if (ns == UINT32_MAX) {
-    bump(counters().dropped_pool);
+    bump(counters().dropped_pool_exhausted);
     release(p, *s);
     return filtered_handle();
   }

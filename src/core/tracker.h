@@ -558,23 +558,13 @@ struct Context {
 // ------------------------------------------------------------ thread counters
 
 // Per-thread counters: written only by the owning thread (relaxed), read by
-// the dump thread (relaxed) for statistics. Exception: high_water is written
+// the dump thread (relaxed) for statistics. Exception: ring_high_water is written
 // only by the ring's consumer (drain_records).
 struct ThreadCounters {
-  std::atomic<uint64_t> dropped_ring_full{0};
-  std::atomic<uint64_t> dropped_pool{0};
-  std::atomic<uint64_t> filtered_min_size{0};
-  std::atomic<uint64_t> sampled_out{0};
-  std::atomic<uint64_t> reclaimed{0};
-  std::atomic<uint64_t> fault_null_handle{0};
-  std::atomic<uint64_t> fault_stale_handle{0};
-  std::atomic<uint64_t> fault_foreign_pid{0};
-  std::atomic<uint64_t> fault_double_stop{0};
-  std::atomic<uint64_t> fault_late_child{0};
-  std::atomic<uint64_t> fault_unknown_event{0};
-  std::atomic<uint64_t> fault_bad_channel{0};
-  std::atomic<uint64_t> fault_null_context{0};
-  std::atomic<uint64_t> high_water{0};
+  // One per thread-kept row of include/nccl_inspector/counters.h, named as there.
+#define NI_THREAD_COUNTER(id, key, group, origin, ...) NI_COUNTER_IF_THREAD(origin, std::atomic<uint64_t> id{0};)
+  NI_COUNTERS(NI_THREAD_COUNTER)
+#undef NI_THREAD_COUNTER
 };
 
 __attribute__((always_inline)) inline void bump(std::atomic<uint64_t>& c) noexcept {

@@ -1,6 +1,7 @@
 // The production RecordSource (forwards to the capture core, src/core/runtime.h)
-// and make_sink(), the Sink the plugin's runtime creates. Only the plugin links
-// this file (target ni_output_core); tests use a fake source.
+// and the registration of the Sink the plugin's runtime creates (a DumpSink
+// over it). Only the plugin links this file (target ni_output_core); tests use
+// a fake source.
 #include <memory>
 
 #include "src/output/dump_sink.h"
@@ -27,6 +28,11 @@ std::unique_ptr<RecordSource> make_core_source() { return std::make_unique<CoreS
 
 }  // namespace ni::out
 
-namespace ni {
-std::unique_ptr<Sink> make_sink() { return std::make_unique<out::DumpSink>(out::make_core_source()); }
-}  // namespace ni
+namespace ni::out {
+namespace {
+std::unique_ptr<Sink> make_dump_sink() { return std::make_unique<DumpSink>(make_core_source()); }
+// The core's runtime makes its Sink through this factory (runtime.h); linking
+// this object in is what gives the plugin its output.
+[[maybe_unused]] const bool g_registered = (set_sink_factory(make_dump_sink), true);
+}  // namespace
+}  // namespace ni::out

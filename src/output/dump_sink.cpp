@@ -15,7 +15,6 @@
 namespace ni::out {
 namespace {
 
-constexpr size_t kMemberText = 1u << 20;               // ~1 MiB of JSON per gzip member
 constexpr uint64_t kReclaimEveryNs = 100000000;        // 100 ms
 constexpr uint64_t kClockCheckEveryNs = 100000000;     // 100 ms
 
@@ -127,7 +126,7 @@ bool DumpSink::start_locked(const Config& cfg) {
   uint64_t m1 = src_->now_mono_ns();
   int64_t wall = wall_now_ns();
   uint64_t m2 = src_->now_mono_ns();
-  enc_ = Encoder(ClockAnchor{wall, m1 + (m2 - m1) / 2}, cfg_.dump_verbose);
+  anchor_ = ClockAnchor{wall, m1 + (m2 - m1) / 2};
 
   const GetEnv getenv_fn = opts_.getenv ? opts_.getenv : GetEnv([](const char* n) { return std::getenv(n); });
   meta_.plugin_version = opts_.plugin_version.empty() ? NI_PLUGIN_VERSION : opts_.plugin_version;
@@ -136,29 +135,12 @@ bool DumpSink::start_locked(const Config& cfg) {
   const std::string stamp = start_stamp(wall);
   meta_.job = detect_job(getenv_fn, meta_.host + "-" + std::to_string(meta_.pid) + "-" + stamp);
   meta_.config = config_json_fields(cfg_);
+  make_outputs(stamp);
 
-  Logger logger = [this](nccl_abi::LogLevel l, const std::string& m) { log(l, m); };
-  if (cfg_.json_dump) {
-    LogFileOptions lo;
-    lo.dir = cfg_.dump_dir;
-    lo.base = meta_.host + "-pid" + std::to_string(meta_.pid) + "-" + stamp;
-    lo.level = static_cast<int>(cfg_.compression_level);
-    lo.rotate_bytes = cfg_.rotate_mb > 0 ? static_cast<uint64_t>(cfg_.rotate_mb) << 20 : 0;
-    lo.retry_ns = opts_.retry_ns;
-    gz_ = std::make_unique<GzipLog>(*io_, lo, logger, [this](Buf& b, uint32_t seq) {
-      enc_.meta(b, meta_, seq);
-      int64_t w = enc_.mono_to_wall(src_->now_mono_ns());
-      for (const auto& [id, e] : comms_)
-        if (e.announced) enc_.comm(b, e.info, w);
-    });
-  }
-  if (cfg_.prom_dump) {
-    PromIdentity pid{meta_.job.job_id, meta_.host, meta_.pid, meta_.plugin_version};
-    prom_ = std::make_unique<PromWriter>(*io_, cfg_.prom_dir.empty() ? cfg_.dump_dir : cfg_.prom_dir, pid, logger);
-  }
   // A dump-now file that already exists is not a request made to this process.
   uint64_t now = src_->now_mono_ns();
-  last_stats_ns_ = last_prom_ns_ = last_reclaim_ns_ = now;
+  last_stats_ns_ = last_reclaim_ns_ = now;
+  for (Configured& o : outputs_) o.last_stats_ns = now;
   check_trigger(now);
 
   // The thread is born with every signal blocked: the application's handlers
@@ -174,6 +156,25 @@ bool DumpSink::start_locked(const Config& cfg) {
   }
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   return thread_.joinable();
+}
+
+// Every format whose Config flag is set, in formats() order.
+void DumpSink::make_outputs(const std::string& stamp) {
+  const OutputEnv env{cfg_,
+                      meta_,
+                      anchor_,
+                      stamp,
+                      *io_,
+                      [this](nccl_abi::LogLevel l, const std::string& m) { log(l, m); },
+                      opts_.retry_ns,
+                      [this] { return src_->now_mono_ns(); }};
+  for (const Format& f : formats()) {
+    if (!(cfg_.*f.enabled)) continue;
+    outputs_.push_back(Configured{f.name, f.make(env), 0});
+    Output* o = outputs_.back().out.get();
+    if (counting_ == nullptr && o->keeps_records()) counting_ = o;
+    wants_clock_ = wants_clock_ || o->wants_clock();
+  }
 }
 
 void DumpSink::comm_added(const CommInfo& c) {
@@ -241,20 +242,29 @@ void DumpSink::run() {
     try {
       cycle(final, added, removed);
     } catch (const std::exception& e) {
-      // bad_alloc while encoding: skip this cycle's output, keep the job alive.
-      text_.clear();
-      dropped_write_error_ += text_records_ + sealed_records_;
-      text_records_ = sealed_records_ = 0;
-      if (!thread_failed_logged_) {
-        thread_failed_logged_ = true;
-        log(nccl_abi::kLogWarn, std::string("NCCL Inspector: dump cycle failed: ") + e.what());
-      }
+      fail_cycle(e);
     }
     added.clear();
     removed.clear();
     cycles_.fetch_add(1, std::memory_order_relaxed);
     if (final) break;
   }
+}
+
+void DumpSink::fail_cycle(const std::exception& e) {
+  // bad_alloc while encoding: skip this cycle's output, keep the job alive.
+  for (Configured& o : outputs_) {
+    const uint64_t n = o.out->discard();
+    if (o.out.get() == counting_) dropped_write_error_ += n;
+  }
+  if (!thread_failed_logged_) {
+    thread_failed_logged_ = true;
+    log(nccl_abi::kLogWarn, std::string("NCCL Inspector: dump cycle failed: ") + e.what());
+  }
+}
+
+void DumpSink::announce(const CommInfo& c, int64_t wall) {
+  for (Configured& o : outputs_) o.out->comm(c, wall);
 }
 
 DumpSink::CommEntry* DumpSink::find_comm(uint32_t comm_id) {
@@ -269,8 +279,7 @@ DumpSink::CommEntry* DumpSink::find_comm(uint32_t comm_id) {
       CommEntry e;
       e.info = c;
       comms_.emplace(c.comm_id, e);
-      if (gz_) enc_.comm(text_, c, enc_.mono_to_wall(src_->now_mono_ns()));
-      if (prom_) prom_->set_comm(c);
+      announce(c, anchor_.to_wall(src_->now_mono_ns()));
     }
     it = comms_.find(comm_id);
   }
@@ -279,58 +288,36 @@ DumpSink::CommEntry* DumpSink::find_comm(uint32_t comm_id) {
   return last_comm_;
 }
 
-void DumpSink::encode_record(const OpRecord& r) {
+// The comm's clock estimate for a GPU-timed record: asked of the core once
+// per comm per cycle, and only when some output wants it.
+const ClockEstimate* DumpSink::cycle_clock(CommEntry* ce, const OpRecord& r) {
+  if (!wants_clock_ || ce == nullptr || static_cast<TimingSource>(r.timing) != TimingSource::kGpu) return nullptr;
+  if (ce->clock_cycle != cycle_no_) {
+    ce->cycle_clock = src_->clock(r.comm_id);
+    ce->clock_cycle = cycle_no_;
+  }
+  return &ce->cycle_clock;
+}
+
+void DumpSink::dispatch_record(const OpRecord& r) {
   CommEntry* ce = static_cast<OpKind>(r.kind) == kMarkKind ? nullptr : find_comm(r.comm_id);
   if (ce != nullptr && ce->info.comm_hash == 0 && r.comm_hash != 0) [[unlikely]] {
     // ABI v1-v3: the comm's hash (and rank) arrive with its first ops, after
-    // the comm record went out with hash 0: announce the comm again.
+    // the comm went out with hash 0: announce the comm again.
     ce->info.comm_hash = r.comm_hash;
     if (ce->info.rank < 0) ce->info.rank = r.rank;
-    if (gz_) enc_.comm(text_, ce->info, enc_.mono_to_wall(src_->now_mono_ns()));
-    if (prom_) prom_->set_comm(ce->info);
+    announce(ce->info, anchor_.to_wall(src_->now_mono_ns()));
   }
   const CommInfo* ci = ce != nullptr ? &ce->info : nullptr;
-  if (prom_) prom_->add(r, ci);
-  if (!gz_) {
-    ++records_written_;  // consumed by the enabled sinks (Prometheus only)
-    return;
-  }
-  const ClockEstimate* clk = nullptr;
-  if (ce != nullptr && static_cast<TimingSource>(r.timing) == TimingSource::kGpu) {
-    if (ce->clock_cycle != cycle_no_) {  // one estimate per comm per cycle
-      ce->cycle_clock = src_->clock(r.comm_id);
-      ce->clock_cycle = cycle_no_;
-    }
-    clk = &ce->cycle_clock;
-  }
-  enc_.op(text_, r, ci, clk);
-  ++text_records_;
-  if (text_.size() >= kMemberText) seal_member();
-}
-
-void DumpSink::seal_member() {
-  if (!gz_ || text_.empty()) return;
-  gz_->add_member(text_.data(), text_.size());
-  sealed_records_ += text_records_;
-  text_records_ = 0;
-  text_.clear();
-}
-
-void DumpSink::flush_log(uint64_t now_ns) {
-  seal_member();
-  if (!gz_ || !gz_->has_pending()) return;
-  bool ok = gz_->flush(now_ns);
-  if (ok)
-    records_written_ += sealed_records_;
-  else
-    dropped_write_error_ += sealed_records_;
-  sealed_records_ = 0;
+  const ClockEstimate* clk = cycle_clock(ce, r);
+  for (Configured& o : outputs_) o.out->record(r, ci, clk);
+  if (counting_ == nullptr) ++records_written_;  // consumed by every output that is on
 }
 
 StatsSnapshot DumpSink::snapshot_now(bool include_pending) {
   StatsSnapshot s;
   s.core = last_core_;
-  s.records_written = records_written_ + (include_pending ? text_records_ + sealed_records_ : 0);
+  s.records_written = records_written_ + (include_pending && counting_ != nullptr ? counting_->pending() : 0);
   s.dropped_write_error = dropped_write_error_;
   return s;
 }
@@ -364,92 +351,96 @@ void DumpSink::cycle(bool final, std::vector<CommInfo>& added, std::vector<uint3
   last_comm_id_ = UINT32_MAX;  // the map may rehash below
   last_comm_ = nullptr;
   const uint64_t now = src_->now_mono_ns();
-  const int64_t wall = enc_.mono_to_wall(now);
+  const int64_t wall = anchor_.to_wall(now);
 
   bool forced = false;
   if (now - last_trigger_ns_ >= opts_.trigger_check_ns) {
     forced = check_trigger(now);
     if (forced) log(nccl_abi::kLogInfo, "NCCL Inspector: dump-now requested");
   }
-
-  std::vector<uint32_t> new_comms;
-  for (const CommInfo& c : added) {
-    auto [it, inserted] = comms_.try_emplace(c.comm_id);
-    it->second.info = c;
-    if (meta_.abi_version == 0) meta_.abi_version = c.abi_version;
-    if (gz_) enc_.comm(text_, c, wall);
-    if (prom_) prom_->set_comm(c);
-    new_comms.push_back(c.comm_id);
-  }
-
+  add_comms(added, wall);
   if (final || now - last_reclaim_ns_ >= kReclaimEveryNs) {
     last_reclaim_ns_ = now;
     src_->reclaim(now);
   }
-
   src_->drain([this](const OpRecord* recs, size_t n) {
-    for (size_t i = 0; i < n; ++i) encode_record(recs[i]);
+    for (size_t i = 0; i < n; ++i) dispatch_record(recs[i]);
   });
+  remove_comms(removed, wall);
+  if (wants_clock_ && (final || forced || now - last_clock_check_ns_ >= kClockCheckEveryNs)) {
+    last_clock_check_ns_ = now;
+    hand_out_clocks(wall);
+  }
+  end_cycle(now, wall, final, forced);
+}
 
+void DumpSink::add_comms(const std::vector<CommInfo>& added, int64_t wall) {
+  for (const CommInfo& c : added) {
+    auto [it, inserted] = comms_.try_emplace(c.comm_id);
+    it->second.info = c;
+    if (meta_.abi_version == 0) meta_.abi_version = c.abi_version;
+    announce(c, wall);
+  }
+}
+
+void DumpSink::remove_comms(const std::vector<uint32_t>& removed, int64_t wall) {
   for (uint32_t id : removed) {
     auto it = comms_.find(id);
     if (it == comms_.end()) continue;
-    if (gz_) enc_.comm_end(text_, it->second.info, wall);
-    if (prom_) prom_->comm_ended(id);
+    for (Configured& o : outputs_) o.out->comm_end(it->second.info, wall);
     comms_.erase(it);
   }
   last_comm_id_ = UINT32_MAX;
   last_comm_ = nullptr;
+}
 
-  if (gz_ && (final || forced || now - last_clock_check_ns_ >= kClockCheckEveryNs)) {
-    last_clock_check_ns_ = now;
-    for (auto& [id, e] : comms_) {
-      ClockEstimate est = src_->clock(id);
-      if (!est.valid) continue;
-      const ClockEstimate& prev = e.clock;
-      auto diff = [](int64_t a, int64_t b) { return a > b ? a - b : b - a; };
-      if (!prev.valid || diff(prev.offset_ns, est.offset_ns) >= 1000 ||
-          diff(static_cast<int64_t>(prev.uncertainty_ns), static_cast<int64_t>(est.uncertainty_ns)) >= 1000) {
-        est.comm_id = id;
-        enc_.clock(text_, est, e.info.comm_hash, wall);
-        e.clock = est;
-      }
+// Each comm's estimate, handed out when it moved by 1 us or more.
+void DumpSink::hand_out_clocks(int64_t wall) {
+  for (auto& [id, e] : comms_) {
+    ClockEstimate est = src_->clock(id);
+    if (!est.valid) continue;
+    const ClockEstimate& prev = e.clock;
+    auto diff = [](int64_t a, int64_t b) { return a > b ? a - b : b - a; };
+    if (!prev.valid || diff(prev.offset_ns, est.offset_ns) >= 1000 ||
+        diff(static_cast<int64_t>(prev.uncertainty_ns), static_cast<int64_t>(est.uncertainty_ns)) >= 1000) {
+      est.comm_id = id;
+      for (Configured& o : outputs_)
+        if (o.out->wants_clock()) o.out->clock(est, e.info, wall);
+      e.clock = est;
     }
   }
+}
 
-  const bool stats_due = final || forced || now - last_stats_ns_ >= static_cast<uint64_t>(cfg_.stats_interval_ms) * 1000000;
-  const bool prom_due =
-      prom_ && (final || forced || now - last_prom_ns_ >= static_cast<uint64_t>(cfg_.prom_interval_us) * 1000);
-  if (stats_due || prom_due) last_core_ = src_->stats();  // the core's counters: only when they are written
-  if (stats_due) {
+// The core's counters are asked for only when something will show them;
+// each output then ends its cycle, in formats() order.
+void DumpSink::end_cycle(uint64_t now, int64_t wall, bool final, bool forced) {
+  auto due = [&](uint64_t last, uint64_t period) { return final || forced || now - last >= period; };
+  const bool refine_due = due(last_stats_ns_, static_cast<uint64_t>(cfg_.stats_interval_ms) * 1000000);
+  bool any_due = refine_due;
+  for (const Configured& o : outputs_) any_due = any_due || due(o.last_stats_ns, o.out->stats_period_ns());
+  if (any_due) last_core_ = src_->stats();
+  if (refine_due) {
     last_stats_ns_ = now;
     src_->refine_clock();
-    if (gz_) {
-      StatsSnapshot s = snapshot_now(true);
-      enc_.stats(text_, s, wall);
-      if (final) enc_.end(text_, s, wall);
+  }
+  for (Configured& o : outputs_) {
+    CycleEnd c;
+    c.now_ns = now;
+    c.wall_ns = wall;
+    c.final = final;
+    c.forced = forced;
+    c.stats_due = due(o.last_stats_ns, o.out->stats_period_ns());
+    if (c.stats_due) {
+      o.last_stats_ns = now;
+      c.stats = snapshot_now(true);
+    }
+    const Flushed f = o.out->end_cycle(c);
+    if (o.out.get() == counting_) {
+      records_written_ += f.written;
+      dropped_write_error_ += f.lost;
     }
   }
-
-  flush_log(now);
-  for (uint32_t id : new_comms) {
-    auto it = comms_.find(id);
-    if (it != comms_.end()) it->second.announced = true;
-  }
-  for (auto& [id, e] : comms_) e.announced = true;  // comms found through refresh too
-
-  if (gz_ && (final || forced)) {
-    if (final)
-      gz_->close(true);
-    else
-      gz_->sync();
-  }
-
   StatsSnapshot snap = snapshot_now(false);
-  if (prom_due) {
-    last_prom_ns_ = now;
-    prom_->write(snap, wall_now_ns(), now);
-  }
   std::lock_guard<std::mutex> lk(totals_mu_);
   totals_ = snap;
 }
@@ -459,7 +450,12 @@ StatsSnapshot DumpSink::totals() const {
   return totals_;
 }
 
-std::string DumpSink::log_path() const { return gz_ ? gz_->path() : std::string(); }
-std::string DumpSink::prom_path() const { return prom_ ? prom_->path() : std::string(); }
+std::string DumpSink::path_of(std::string_view format) const {
+  for (const Configured& o : outputs_)
+    if (o.format == format) return o.out->path();
+  return std::string();
+}
+std::string DumpSink::log_path() const { return path_of(kLogFormat); }
+std::string DumpSink::prom_path() const { return path_of(kPromFormat); }
 
 }  // namespace ni::out

@@ -11,10 +11,11 @@
 //    the RecordSource and the only user of the file writers.
 //
 // Each cycle (every dump_interval_us, on wake(), at once on comm_removed and
-// stop): write `comm` lines for new comms; reclaim stale ops (every 100 ms);
-// drain every ring in bulk, encoding each record outside any lock into ~1 MiB
-// gzip members; `comm_end` for removed comms; `clock` when an estimate moved;
-// `stats` every stats_interval_ms; then one write. stop() runs a final cycle
+// stop) it tells every configured output (output.h; the gzip log and the
+// Prometheus file, enabled by the Config) about new comms; reclaims stale ops
+// (every 100 ms); drains every ring in bulk and hands each record, outside any
+// lock, to every output; then removed comms, moved clock estimates, and the
+// end of the cycle (stats when due, one write per output). stop() runs a final cycle
 // at once (stats + `end`), fsyncs, closes and joins: it never waits out an
 // interval. Process exit: an atexit hook (registered once per library load)
 // stops every running sink, so a process that never finalizes its comms still
@@ -36,17 +37,16 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "src/core/config.h"
 #include "src/core/runtime.h"
-#include "src/output/buf.h"
 #include "src/output/encoder.h"
-#include "src/output/gzip_log.h"
 #include "src/output/io.h"
-#include "src/output/prom.h"
+#include "src/output/output.h"
 #include "src/output/source.h"
 
 namespace ni::out {
@@ -86,21 +86,32 @@ class DumpSink final : public Sink {
  private:
   struct CommEntry {
     CommInfo info;
-    bool announced = false;   // its comm line was in a flushed batch
-    ClockEstimate clock;      // last written clock record (valid=false: none)
+    ClockEstimate clock;      // last clock estimate handed out (valid=false: none)
     ClockEstimate cycle_clock;// estimate used for this cycle's records
     uint64_t clock_cycle = UINT64_MAX;
   };
+  struct Configured {
+    std::string_view format;          // formats() name
+    std::unique_ptr<Output> out;
+    uint64_t last_stats_ns = 0;       // when its counters were last due
+  };
 
   bool start_locked(const Config& cfg);
+  void make_outputs(const std::string& stamp);
   void run();
+  void fail_cycle(const std::exception& e);
   void cycle(bool final, std::vector<CommInfo>& added, std::vector<uint32_t>& removed);
-  void encode_record(const OpRecord& r);
+  void add_comms(const std::vector<CommInfo>& added, int64_t wall);
+  void announce(const CommInfo& c, int64_t wall);
+  void dispatch_record(const OpRecord& r);
+  const ClockEstimate* cycle_clock(CommEntry* ce, const OpRecord& r);
+  void remove_comms(const std::vector<uint32_t>& removed, int64_t wall);
+  void hand_out_clocks(int64_t wall);
+  void end_cycle(uint64_t now, int64_t wall, bool final, bool forced);
   CommEntry* find_comm(uint32_t comm_id);
-  void seal_member();
-  void flush_log(uint64_t now_ns);
   bool check_trigger(uint64_t now_ns);
   StatsSnapshot snapshot_now(bool include_pending);
+  std::string path_of(std::string_view format) const;
   void stop_internal();
   void log(nccl_abi::LogLevel level, const std::string& msg);
 
@@ -109,9 +120,11 @@ class DumpSink final : public Sink {
   Io* io_;
   Config cfg_;
   MetaInfo meta_;
-  Encoder enc_;
-  std::unique_ptr<GzipLog> gz_;
-  std::unique_ptr<PromWriter> prom_;
+  ClockAnchor anchor_;
+  // After what they refer to (cfg_, meta_): destroyed first.
+  std::vector<Configured> outputs_;
+  Output* counting_ = nullptr;   // the output that decides records_written (output.h)
+  bool wants_clock_ = false;     // some output wants clock estimates
 
   // ---- shared with other threads, under mu_
   mutable std::mutex mu_;
@@ -133,16 +146,12 @@ class DumpSink final : public Sink {
   uint32_t last_comm_id_ = UINT32_MAX;
   CommEntry* last_comm_ = nullptr;
   bool comms_refreshed_ = false;
-  Buf text_;
-  uint64_t text_records_ = 0;    // records encoded in text_
-  uint64_t sealed_records_ = 0;  // records in compressed members not yet written
-  CoreStats last_core_;          // core counters as of the last stats/prom write
+  CoreStats last_core_;          // core counters as of the last time some output's were due
   uint64_t records_written_ = 0;
   uint64_t dropped_write_error_ = 0;
   uint64_t cycle_no_ = 0;
   uint64_t last_reclaim_ns_ = 0;
-  uint64_t last_stats_ns_ = 0;
-  uint64_t last_prom_ns_ = 0;
+  uint64_t last_stats_ns_ = 0;   // clock refinement, every stats_interval_ms
   uint64_t last_clock_check_ns_ = 0;
   uint64_t last_trigger_ns_ = 0;
   struct TriggerSeen {

@@ -10,6 +10,7 @@ namespace ni::out {
 namespace {
 
 namespace sc = nccl_inspector::schema;
+namespace ctr = nccl_inspector::counters;
 
 // ,"name":
 inline void key(Buf& b, std::string_view name) {
@@ -80,6 +81,91 @@ E enum_or(uint8_t v, E count, E unknown) {
   return v < static_cast<uint8_t>(count) ? static_cast<E>(v) : unknown;
 }
 
+std::string_view op_type(OpKind kind) {
+  return kind == OpKind::kColl ? sc::kTypeColl : kind == OpKind::kP2p ? sc::kTypeP2p : sc::kTypeCe;
+}
+
+// "name":true (flags are present only when set).
+inline void flag(Buf& b, std::string_view name) {
+  key(b, name);
+  b.put(std::string_view("true"));
+}
+
+// "channels":[3,5,...]: the ids of the channels that ran, ascending.
+void put_channel_ids(Buf& b, uint64_t mask) {
+  key(b, sc::kChannels);
+  b.put('[');
+  bool first = true;
+  while (mask != 0) {
+    if (!first) b.put(',');
+    first = false;
+    b.put_int(std::countr_zero(mask));
+    mask &= mask - 1;
+  }
+  b.put(']');
+}
+
+// "net":{...}: what the network plugin / proxy events said about the op.
+void put_net(Buf& b, const OpRecord& r) {
+  key(b, sc::kNet);
+  b.put('{');
+  b.put('"');
+  b.put(sc::kNetSendBytes);
+  b.put(std::string_view("\":"));
+  b.put_int(r.net_send_bytes);
+  kv_int(b, sc::kNetRecvBytes, r.net_recv_bytes);
+  kv_int(b, sc::kNetSteps, r.net_steps);
+  kv_int(b, sc::kNetOps, r.net_ops);
+  kv_int(b, sc::kNetPeers, r.net_peer_count);
+  kv_us_tenth(b, sc::kNetGpuWaitUs, r.net_gpu_wait_ns);
+  kv_us_tenth(b, sc::kNetWaitUs, r.net_wait_ns);
+  kv_us_tenth(b, sc::kNetFlushUs, r.net_flush_ns);
+  if (r.net_last_ns >= r.net_first_ns && r.net_first_ns != 0)
+    kv_us_tenth(b, sc::kNetSpanUs, r.net_last_ns - r.net_first_ns);
+  b.put('}');
+}
+
+// "hcas":[{"dev":..,"bytes":..,"wrs":..,"qps":..},...]: traffic per HCA.
+void put_hcas(Buf& b, const OpRecord& r) {
+  key(b, sc::kHcas);
+  b.put('[');
+  int n = r.n_hcas < kRecordHcas ? r.n_hcas : kRecordHcas;
+  for (int i = 0; i < n; ++i) {
+    const HcaTraffic& h = r.hcas[i];
+    if (i) b.put(',');
+    b.put(std::string_view("{\"dev\":"));
+    if (h.device == 0xFFFF)
+      b.put_int(-1);
+    else
+      b.put_int(h.device);
+    kv_int(b, sc::kBytes, h.bytes);
+    kv_int(b, sc::kHcaWrs, h.wrs);
+    kv_int(b, sc::kHcaQps, h.qps);
+    b.put('}');
+  }
+  b.put(']');
+}
+
+// "ch_times":[[channel, start offset us, dur us],...] (verbose only).
+void put_ch_times(Buf& b, const OpRecord& r, int nch) {
+  key(b, sc::kChTimes);
+  b.put('[');
+  uint64_t m = r.channel_mask;
+  int n = nch < kRecordChannels ? nch : kRecordChannels;
+  for (int i = 0; i < n; ++i) {
+    if (i) b.put(',');
+    b.put('[');
+    b.put_int(std::countr_zero(m));
+    m &= m - 1;
+    b.put(',');
+    b.put_milli(r.channels[i].start_off_ns);
+    b.put(',');
+    b.put_milli(r.channels[i].dur_ns);
+    b.put(']');
+  }
+  b.put(']');
+}
+
 }  // namespace
 
 OpTiming op_timing(const OpRecord& r, int nranks) {
@@ -124,14 +210,26 @@ void Encoder::op(Buf& b, const OpRecord& r, const CommInfo* comm, const ClockEst
     mark(b, r);
     return;
   }
-  std::string_view type = kind == OpKind::kColl ? sc::kTypeColl : kind == OpKind::kP2p ? sc::kTypeP2p : sc::kTypeCe;
-  const Func func = enum_or(r.func, Func::kCount_, Func::kUnknown);
-  const DType dtype = enum_or(r.dtype, DType::kCount_, DType::kUnknown);
-  const auto timing = enum_or(r.timing, TimingSource::kCount_, TimingSource::kNone);
   const int nranks = comm != nullptr ? comm->nranks : 0;
-
   b.reserve(b.size() + 1024);
-  begin(b, type);
+  begin(b, op_type(kind));
+  op_identity(b, r, comm, nranks);
+  op_times(b, r, clk, op_timing(r, nranks));
+  kv_str(b, sc::kTransport, transport_name(enum_or(r.transport, Transport::kCount_, Transport::kUnknown)));
+  if (r.flags & kFlagGraphCaptured) flag(b, sc::kGraph);
+  if (r.flags & kFlagReclaimed) flag(b, sc::kReclaimed);
+  if (r.flags & kFlagPartialChannels) flag(b, sc::kPartial);
+  if (r.net_ops != 0) put_net(b, r);
+  if (r.n_hcas != 0) put_hcas(b, r);
+  const int nch = std::popcount(r.channel_mask);
+  if (verbose_ && nch > 0) put_ch_times(b, r, nch);
+  finish(b);
+}
+
+// What ran where: comm, rank, seq, operation, sizes, algorithm, channels.
+void Encoder::op_identity(Buf& b, const OpRecord& r, const CommInfo* comm, int nranks) const {
+  const auto kind = static_cast<OpKind>(r.kind);
+  const Func func = enum_or(r.func, Func::kCount_, Func::kUnknown);
   kv_int(b, sc::kCommId, r.comm_id);
   key(b, sc::kCommHash);
   b.put('"');
@@ -142,7 +240,7 @@ void Encoder::op(Buf& b, const OpRecord& r, const CommInfo* comm, const ClockEst
   kv_int(b, sc::kSeq, r.seq);
   kv_str(b, sc::kFunc, func_name(func));
   if (kind == OpKind::kP2p) kv_int(b, sc::kPeer, r.peer);
-  kv_str(b, sc::kDtype, dtype_name(dtype));
+  kv_str(b, sc::kDtype, dtype_name(enum_or(r.dtype, DType::kCount_, DType::kUnknown)));
   kv_int(b, sc::kCount, r.count);
   kv_int(b, sc::kBytes, r.bytes);
   if (kind != OpKind::kP2p && is_rooted(func) && r.peer >= 0) kv_int(b, sc::kRoot, r.peer);
@@ -152,24 +250,14 @@ void Encoder::op(Buf& b, const OpRecord& r, const CommInfo* comm, const ClockEst
   }
   if (r.n_channels != 0) kv_int(b, sc::kNchannels, r.n_channels);
   if (kind == OpKind::kColl && r.n_warps != 0) kv_int(b, sc::kNwarps, r.n_warps);
-  const int nch = std::popcount(r.channel_mask);
-  if (nch > 0) {
-    key(b, sc::kChannels);
-    b.put('[');
-    uint64_t m = r.channel_mask;
-    bool first = true;
-    while (m != 0) {
-      if (!first) b.put(',');
-      first = false;
-      b.put_int(std::countr_zero(m));
-      m &= m - 1;
-    }
-    b.put(']');
-  }
+  if (r.channel_mask != 0) put_channel_ids(b, r.channel_mask);
+}
 
-  // Times. GPU pTimer -> monotonic through the comm's clock estimate; without
-  // a valid estimate the op still has its duration but no wall-clock start.
-  const OpTiming t = op_timing(r, nranks);
+// Times, bandwidths and channel use. GPU pTimer -> monotonic through the
+// comm's clock estimate; without a valid estimate the op still has its
+// duration but no wall-clock start.
+void Encoder::op_times(Buf& b, const OpRecord& r, const ClockEstimate* clk, const OpTiming& t) const {
+  const auto timing = enum_or(r.timing, TimingSource::kCount_, TimingSource::kNone);
   const uint64_t span_ns = t.span_ns;
   if (t.has_span) {
     if (timing != TimingSource::kGpu) {
@@ -188,6 +276,7 @@ void Encoder::op(Buf& b, const OpRecord& r, const CommInfo* comm, const ClockEst
   if (t.has_busbw) kv_sig3(b, sc::kBusbwGbs, t.busbw_gbs);
   if (r.busy_ns != 0) {
     if (verbose_) kv_us_tenth(b, sc::kChBusyUs, r.busy_ns);
+    const int nch = std::popcount(r.channel_mask);
     if (span_ns > 0 && nch > 0) {
       double util = static_cast<double>(r.busy_ns) / (static_cast<double>(span_ns) * nch);
       kv_ratio(b, sc::kChUtil, util > 1.0 ? 1.0 : util);
@@ -195,76 +284,6 @@ void Encoder::op(Buf& b, const OpRecord& r, const CommInfo* comm, const ClockEst
   }
   if (r.max_channel_ns != 0 && r.min_channel_ns <= r.max_channel_ns)
     kv_ratio(b, sc::kChBalance, static_cast<double>(r.min_channel_ns) / r.max_channel_ns);
-  kv_str(b, sc::kTransport, transport_name(enum_or(r.transport, Transport::kCount_, Transport::kUnknown)));
-  if (r.flags & kFlagGraphCaptured) {
-    key(b, sc::kGraph);
-    b.put(std::string_view("true"));
-  }
-  if (r.flags & kFlagReclaimed) {
-    key(b, sc::kReclaimed);
-    b.put(std::string_view("true"));
-  }
-  if (r.flags & kFlagPartialChannels) {
-    key(b, sc::kPartial);
-    b.put(std::string_view("true"));
-  }
-
-  if (r.net_ops != 0) {
-    key(b, sc::kNet);
-    b.put('{');
-    b.put('"');
-    b.put(sc::kNetSendBytes);
-    b.put(std::string_view("\":"));
-    b.put_int(r.net_send_bytes);
-    kv_int(b, sc::kNetRecvBytes, r.net_recv_bytes);
-    kv_int(b, sc::kNetSteps, r.net_steps);
-    kv_int(b, sc::kNetOps, r.net_ops);
-    kv_int(b, sc::kNetPeers, r.net_peer_count);
-    kv_us_tenth(b, sc::kNetGpuWaitUs, r.net_gpu_wait_ns);
-    kv_us_tenth(b, sc::kNetWaitUs, r.net_wait_ns);
-    kv_us_tenth(b, sc::kNetFlushUs, r.net_flush_ns);
-    if (r.net_last_ns >= r.net_first_ns && r.net_first_ns != 0)
-      kv_us_tenth(b, sc::kNetSpanUs, r.net_last_ns - r.net_first_ns);
-    b.put('}');
-  }
-  if (r.n_hcas != 0) {
-    key(b, sc::kHcas);
-    b.put('[');
-    int n = r.n_hcas < kRecordHcas ? r.n_hcas : kRecordHcas;
-    for (int i = 0; i < n; ++i) {
-      const HcaTraffic& h = r.hcas[i];
-      if (i) b.put(',');
-      b.put(std::string_view("{\"dev\":"));
-      if (h.device == 0xFFFF)
-        b.put_int(-1);
-      else
-        b.put_int(h.device);
-      kv_int(b, sc::kBytes, h.bytes);
-      kv_int(b, sc::kHcaWrs, h.wrs);
-      kv_int(b, sc::kHcaQps, h.qps);
-      b.put('}');
-    }
-    b.put(']');
-  }
-  if (verbose_ && nch > 0) {
-    key(b, sc::kChTimes);
-    b.put('[');
-    uint64_t m = r.channel_mask;
-    int n = nch < kRecordChannels ? nch : kRecordChannels;
-    for (int i = 0; i < n; ++i) {
-      if (i) b.put(',');
-      b.put('[');
-      b.put_int(std::countr_zero(m));
-      m &= m - 1;
-      b.put(',');
-      b.put_milli(r.channels[i].start_off_ns);
-      b.put(',');
-      b.put_milli(r.channels[i].dur_ns);
-      b.put(']');
-    }
-    b.put(']');
-  }
-  finish(b);
 }
 
 void Encoder::meta(Buf& b, const MetaInfo& m, uint32_t file_seq) const {
@@ -363,41 +382,40 @@ void Encoder::clock(Buf& b, const ClockEstimate& e, uint64_t comm_hash, int64_t 
   finish(b);
 }
 
+std::array<uint64_t, ctr::kCount> counter_values(const StatsSnapshot& s) {
+#define NI_VALUE(id, key, group, origin, ...) NI_COUNTER_IF_CORE(origin, s.core.id, ) NI_COUNTER_IF_OUTPUT(origin, s.id, )
+  return {NI_COUNTERS(NI_VALUE)};
+#undef NI_VALUE
+}
+
+// Rows of counters.h in order; a group's rows go into one object named for it.
 void Encoder::stats(Buf& b, const StatsSnapshot& s, int64_t wall_ns) const {
-  const CoreStats& c = s.core;
   begin(b, sc::kTypeStats);
   kv_int(b, sc::kWallNs, wall_ns);
-  kv_int(b, sc::kRecordsWritten, s.records_written);
-  kv_int(b, sc::kOpsCompleted, c.ops_completed);
-  key(b, sc::kDropped);
-  b.put('{');
-  b.put_json_string(sc::kDropRingFull);
-  b.put(':');
-  b.put_int(c.dropped_ring_full);
-  kv_int(b, sc::kDropPoolExhausted, c.dropped_pool_exhausted);
-  kv_int(b, sc::kDropWriteError, s.dropped_write_error);
-  b.put('}');
-  key(b, sc::kFiltered);
-  b.put(std::string_view("{\"min_size\":"));
-  b.put_int(c.filtered_min_size);
-  kv_int(b, "sampled_out", c.sampled_out);
-  b.put('}');
-  key(b, sc::kFaults);
-  b.put(std::string_view("{\"null_handle\":"));
-  b.put_int(c.fault_null_handle);
-  kv_int(b, "stale_handle", c.fault_stale_handle);
-  kv_int(b, "foreign_pid", c.fault_foreign_pid);
-  kv_int(b, "double_stop", c.fault_double_stop);
-  kv_int(b, "late_child", c.fault_late_child);
-  kv_int(b, "unknown_event", c.fault_unknown_event);
-  kv_int(b, "bad_channel", c.fault_bad_channel);
-  kv_int(b, "null_context", c.fault_null_context);
-  b.put('}');
-  kv_int(b, sc::kRingHighWater, c.ring_high_water);
-  kv_int(b, sc::kRings, c.rings);
-  kv_int(b, sc::kPoolInUse, c.pool_in_use);
-  kv_int(b, sc::kPoolHighWater, c.pool_high_water);
-  kv_int(b, sc::kReclaimedOps, c.reclaimed);
+  const auto values = counter_values(s);
+  ctr::Group open = ctr::Group::kTop;
+  bool first = false;  // the next field is the first of its object
+  for (size_t i = 0; i < ctr::kCount; ++i) {
+    const ctr::Counter& c = ctr::kCounters[i];
+    if (c.group != open) {
+      if (open != ctr::Group::kTop) b.put('}');
+      if (c.group != ctr::Group::kTop) {
+        key(b, ctr::group_key(c.group));
+        b.put('{');
+        first = true;
+      }
+      open = c.group;
+    }
+    if (first) {
+      b.put_json_string(c.key);
+      b.put(':');
+      b.put_int(values[i]);
+      first = false;
+    } else {
+      kv_int(b, c.key, values[i]);
+    }
+  }
+  if (open != ctr::Group::kTop) b.put('}');
   finish(b);
 }
 
@@ -405,8 +423,12 @@ void Encoder::end(Buf& b, const StatsSnapshot& s, int64_t wall_ns) const {
   begin(b, sc::kTypeEnd);
   kv_int(b, sc::kWallNs, wall_ns);
   kv_int(b, sc::kRecordsWritten, s.records_written);
-  kv_int(b, sc::kDroppedTotal,
-         s.core.dropped_ring_full + s.core.dropped_pool_exhausted + s.dropped_write_error);
+  // Every loss, whatever its reason: the sum of the "dropped" group.
+  const auto values = counter_values(s);
+  uint64_t dropped = 0;
+  for (size_t i = 0; i < ctr::kCount; ++i)
+    if (ctr::kCounters[i].group == ctr::Group::kDropped) dropped += values[i];
+  kv_int(b, sc::kDroppedTotal, dropped);
   finish(b);
 }
 

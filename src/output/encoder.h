@@ -10,11 +10,13 @@
 // Encoder; the dump thread owns the one it uses.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "include/nccl_inspector/counters.h"
 #include "src/core/record.h"
 #include "src/core/runtime.h"
 #include "src/output/buf.h"
@@ -26,6 +28,10 @@ namespace ni::out {
 struct ClockAnchor {
   int64_t wall_ns = 0;
   uint64_t mono_ns = 0;
+  int64_t to_wall(uint64_t mono) const {
+    // Unsigned arithmetic: wraps instead of overflowing on garbage input.
+    return static_cast<int64_t>(static_cast<uint64_t>(wall_ns) + (mono - mono_ns));
+  }
 };
 
 struct MetaInfo {
@@ -38,11 +44,21 @@ struct MetaInfo {
   std::vector<std::pair<std::string, std::string>> config;
 };
 
+// The counters a stats record shows: the core's, plus the rows of
+// include/nccl_inspector/counters.h the dump thread keeps itself
+// (records_written: drained and written out; dropped_write_error: drained but
+// lost to write errors).
 struct StatsSnapshot {
   CoreStats core;
-  uint64_t records_written = 0;     // records drained and written to the log
-  uint64_t dropped_write_error = 0; // records drained but lost to write errors
+#define NI_OUTPUT_STAT(id, key, group, origin, ...) NI_COUNTER_IF_OUTPUT(origin, uint64_t id = 0;)
+  NI_COUNTERS(NI_OUTPUT_STAT)
+#undef NI_OUTPUT_STAT
 };
+
+// Every counter's value, in the row order of counters.h (kCounters[i] -> [i]).
+std::array<uint64_t, nccl_inspector::counters::kCount> counter_values(const StatsSnapshot& s);
+
+struct OpTiming;
 
 class Encoder {
  public:
@@ -51,10 +67,7 @@ class Encoder {
 
   void set_anchor(ClockAnchor a) { anchor_ = a; }
   const ClockAnchor& anchor() const { return anchor_; }
-  int64_t mono_to_wall(uint64_t mono_ns) const {
-    // Unsigned arithmetic: wraps instead of overflowing on garbage input.
-    return static_cast<int64_t>(static_cast<uint64_t>(anchor_.wall_ns) + (mono_ns - anchor_.mono_ns));
-  }
+  int64_t mono_to_wall(uint64_t mono_ns) const { return anchor_.to_wall(mono_ns); }
 
   // coll / p2p / ce / mark line (with '\n'). comm may be null (unknown comm:
   // nranks 0, so n-dependent bandwidths are omitted); clk may be null or
@@ -71,6 +84,8 @@ class Encoder {
 
  private:
   void mark(Buf& b, const OpRecord& r) const;
+  void op_identity(Buf& b, const OpRecord& r, const CommInfo* comm, int nranks) const;
+  void op_times(Buf& b, const OpRecord& r, const ClockEstimate* clk, const OpTiming& t) const;
   ClockAnchor anchor_;
   bool verbose_ = false;
 };

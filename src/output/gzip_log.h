@@ -24,7 +24,7 @@
 #include <functional>
 #include <string>
 
-#include "plugin/abi/common.h"
+#include "include/nccl_inspector/nccl.h"
 #include "src/output/buf.h"
 #include "src/output/io.h"
 

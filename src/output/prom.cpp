@@ -10,6 +10,8 @@
 namespace ni::out {
 namespace {
 
+namespace ctr = nccl_inspector::counters;
+
 // Upper bounds (le) of the latency histogram, seconds; the literal text is
 // what the file shows.
 constexpr double kDurLe[PromWriter::kDurBuckets] = {1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2,
@@ -141,152 +143,169 @@ void PromWriter::add(const OpRecord& r, const CommInfo* comm) {
   }
 }
 
+namespace {
+
+// "# HELP name help" and "# TYPE name type".
+void put_family(Buf& b, std::string_view name, std::string_view type, std::string_view help) {
+  b.put(std::string_view("# HELP "));
+  b.put(name);
+  b.put(' ');
+  b.put(help);
+  b.put(std::string_view("\n# TYPE "));
+  b.put(name);
+  b.put(' ');
+  b.put(type);
+  b.put('\n');
+}
+
+}  // namespace
+
 std::string PromWriter::render(const StatsSnapshot& st, int64_t wall_ns) const {
   Buf b;
-  auto family = [&](const char* name, const char* type, const char* help) {
-    b.put(std::string_view("# HELP "));
-    b.put(std::string_view(name));
-    b.put(' ');
-    b.put(std::string_view(help));
-    b.put(std::string_view("\n# TYPE "));
-    b.put(std::string_view(name));
-    b.put(' ');
-    b.put(std::string_view(type));
-    b.put('\n');
-  };
-  // Labels of one op series, without braces.
-  auto op_labels = [&](uint64_t key) {
-    auto comm_id = static_cast<uint32_t>(key >> 32);
-    auto kind = static_cast<OpKind>((key >> 28) & 3u);
-    auto func = static_cast<Func>((key >> 20) & 0x1Fu);
-    auto algo = static_cast<Algo>((key >> 16) & 0xFu);
-    auto proto = static_cast<Proto>((key >> 12) & 0xFu);
-    auto size_class = static_cast<unsigned>(key & ((1u << kSizeBits) - 1));
-    std::string l = base_labels_;
-    auto it = comms_.find(comm_id);
-    l += ",rank=\"";
-    l += it != comms_.end() ? it->second.rank : std::string("-1");
-    l += "\",comm_hash=\"";
-    l += it != comms_.end() ? it->second.hash : std::string("unknown");
-    l += "\",comm_name=\"";
-    if (it != comms_.end()) l += it->second.name;
-    l += "\",kind=\"";
-    l += kind_name(kind);
-    l += "\",op=\"";
-    l += func_name(func < Func::kCount_ ? func : Func::kUnknown);
-    l += "\",algo_proto=\"";
-    if (kind == OpKind::kColl) {
-      l += algo_name(algo < Algo::kCount_ ? algo : Algo::kUnknown);
-      l += "_";
-      l += proto_name(proto < Proto::kCount_ ? proto : Proto::kUnknown);
-    } else {
-      l += "none";
-    }
-    l += "\",size_bucket=\"";
-    l += size_bucket(size_class);
-    l += "\"";
-    return l;
-  };
-  auto live = [&](uint64_t key) {
-    auto it = comms_.find(static_cast<uint32_t>(key >> 32));
-    return it == comms_.end() || !it->second.ended;
-  };
+  put_identity(b, wall_ns);
+  put_counters(b, st);
+  bool any = false;
+  for (const auto& [key, s] : series_) any = any || live(key);
+  if (any) {
+    put_ops(b);
+    put_histogram(b, "nccl_inspector_op_duration_seconds", "Operation duration (earliest channel start to latest stop).",
+                  [](const Series& s) { return HistView{s.dur_count, s.dur_sum, s.dur_bucket, kDurBuckets, kDurLeText}; });
+    put_histogram(b, "nccl_inspector_op_busbw_bytes_per_second", "Operation bus bandwidth (nccl-tests convention).",
+                  [](const Series& s) { return HistView{s.bw_count, s.bw_sum, s.bw_bucket, kBwBuckets, kBwLeText}; });
+  }
+  return std::string(b.view());
+}
 
-  family("nccl_inspector_info", "gauge", "NCCL Inspector plugin and job identity; the value is always 1.");
+// Which plugin and job wrote the file, and when.
+void PromWriter::put_identity(Buf& b, int64_t wall_ns) const {
+  put_family(b, "nccl_inspector_info", "gauge", "NCCL Inspector plugin and job identity; the value is always 1.");
   b.put(std::string_view("nccl_inspector_info{"));
   b.put(base_labels_);
   b.put(std::string_view(",version=\""));
   b.put(prom_escape(id_.version));
   b.put(std::string_view("\"} 1\n"));
 
-  family("nccl_inspector_last_update_timestamp_seconds", "gauge", "Unix time when this file was written.");
+  put_family(b, "nccl_inspector_last_update_timestamp_seconds", "gauge", "Unix time when this file was written.");
   b.put(std::string_view("nccl_inspector_last_update_timestamp_seconds{"));
   b.put(base_labels_);
   b.put(std::string_view("} "));
   put_value(b, static_cast<double>(wall_ns) * 1e-9);
   b.put('\n');
+}
 
-  family("nccl_inspector_records_written_total", "counter", "Op records drained from the rings and written out.");
-  b.put(std::string_view("nccl_inspector_records_written_total{"));
-  b.put(base_labels_);
-  b.put(std::string_view("} "));
-  b.put_int(st.records_written);
-  b.put('\n');
-
-  family("nccl_inspector_dropped_records_total", "counter", "Op records lost, by reason.");
-  const std::pair<const char*, uint64_t> drops[] = {{"ring_full", st.core.dropped_ring_full},
-                                                    {"pool_exhausted", st.core.dropped_pool_exhausted},
-                                                    {"write_error", st.dropped_write_error}};
-  for (const auto& [reason, n] : drops) {
-    b.put(std::string_view("nccl_inspector_dropped_records_total{"));
+// The exported rows of counters.h; a group's rows share one family,
+// labelled by reason.
+void PromWriter::put_counters(Buf& b, const StatsSnapshot& st) const {
+  const auto values = counter_values(st);
+  std::string_view last_family;
+  for (size_t i = 0; i < ctr::kCount; ++i) {
+    const ctr::Counter& c = ctr::kCounters[i];
+    if (c.prom_name.empty()) continue;
+    if (c.prom_name != last_family) {
+      put_family(b, c.prom_name, c.kind == ctr::Kind::kCounter ? "counter" : "gauge", c.prom_help);
+      last_family = c.prom_name;
+    }
+    b.put(c.prom_name);
+    b.put('{');
     b.put(base_labels_);
-    b.put(std::string_view(",reason=\""));
-    b.put(std::string_view(reason));
-    b.put(std::string_view("\"} "));
-    b.put_int(n);
+    if (c.group != ctr::Group::kTop) {
+      b.put(std::string_view(",reason=\""));
+      b.put(c.key);
+      b.put('"');
+    }
+    b.put(std::string_view("} "));
+    b.put_int(values[i]);
     b.put('\n');
   }
+}
 
-  bool any = false;
-  for (const auto& [key, s] : series_) any = any || live(key);
-  if (any) {
-    family("nccl_inspector_ops_total", "counter", "Operations completed, by communicator, operation, algorithm_protocol and size bucket.");
-    for (const auto& [key, s] : series_) {
-      if (!live(key)) continue;
-      b.put(std::string_view("nccl_inspector_ops_total{"));
-      b.put(op_labels(key));
-      b.put(std::string_view("} "));
-      b.put_int(s.ops);
+void PromWriter::put_ops(Buf& b) const {
+  put_family(b, "nccl_inspector_ops_total", "counter",
+             "Operations completed, by communicator, operation, algorithm_protocol and size bucket.");
+  for (const auto& [key, s] : series_) {
+    if (!live(key)) continue;
+    b.put(std::string_view("nccl_inspector_ops_total{"));
+    b.put(op_labels(key));
+    b.put(std::string_view("} "));
+    b.put_int(s.ops);
+    b.put('\n');
+  }
+}
+
+// One histogram family: for each live series its cumulative buckets, +Inf,
+// sum and count.
+template <typename Pick>
+void PromWriter::put_histogram(Buf& b, std::string_view name, std::string_view help, Pick pick) const {
+  put_family(b, name, "histogram", help);
+  // name<suffix>{labels<extra>} (the value follows).
+  auto sample = [&](std::string_view suffix, const std::string& labels, std::string_view extra) {
+    b.put(name);
+    b.put(suffix);
+    b.put('{');
+    b.put(labels);
+    b.put(extra);
+    b.put(std::string_view("} "));
+  };
+  for (const auto& [key, s] : series_) {
+    if (!live(key)) continue;
+    const HistView h = pick(s);
+    const std::string l = op_labels(key);
+    uint64_t cum = 0;
+    for (int i = 0; i < h.n; ++i) {
+      cum += h.buckets[i];
+      sample("_bucket", l, std::string(",le=\"") + h.le_text[i] + "\"");
+      b.put_int(cum);
       b.put('\n');
     }
-    auto histogram = [&](const char* name, const char* help, auto count_of, auto sum_of, auto bucket_of, int nb,
-                         const char* const* le_text) {
-      family(name, "histogram", help);
-      for (const auto& [key, s] : series_) {
-        if (!live(key)) continue;
-        std::string l = op_labels(key);
-        uint64_t cum = 0;
-        for (int i = 0; i < nb; ++i) {
-          cum += bucket_of(s, i);
-          b.put(std::string_view(name));
-          b.put(std::string_view("_bucket{"));
-          b.put(l);
-          b.put(std::string_view(",le=\""));
-          b.put(std::string_view(le_text[i]));
-          b.put(std::string_view("\"} "));
-          b.put_int(cum);
-          b.put('\n');
-        }
-        b.put(std::string_view(name));
-        b.put(std::string_view("_bucket{"));
-        b.put(l);
-        b.put(std::string_view(",le=\"+Inf\"} "));
-        b.put_int(count_of(s));
-        b.put('\n');
-        b.put(std::string_view(name));
-        b.put(std::string_view("_sum{"));
-        b.put(l);
-        b.put(std::string_view("} "));
-        put_value(b, sum_of(s));
-        b.put('\n');
-        b.put(std::string_view(name));
-        b.put(std::string_view("_count{"));
-        b.put(l);
-        b.put(std::string_view("} "));
-        b.put_int(count_of(s));
-        b.put('\n');
-      }
-    };
-    histogram(
-        "nccl_inspector_op_duration_seconds", "Operation duration (earliest channel start to latest stop).",
-        [](const Series& s) { return s.dur_count; }, [](const Series& s) { return s.dur_sum; },
-        [](const Series& s, int i) { return s.dur_bucket[i]; }, kDurBuckets, kDurLeText);
-    histogram(
-        "nccl_inspector_op_busbw_bytes_per_second", "Operation bus bandwidth (nccl-tests convention).",
-        [](const Series& s) { return s.bw_count; }, [](const Series& s) { return s.bw_sum; },
-        [](const Series& s, int i) { return s.bw_bucket[i]; }, kBwBuckets, kBwLeText);
+    sample("_bucket", l, ",le=\"+Inf\"");
+    b.put_int(h.count);
+    b.put('\n');
+    sample("_sum", l, "");
+    put_value(b, h.sum);
+    b.put('\n');
+    sample("_count", l, "");
+    b.put_int(h.count);
+    b.put('\n');
   }
-  return std::string(b.view());
+}
+
+// Labels of one op series, without braces.
+std::string PromWriter::op_labels(uint64_t key) const {
+  auto comm_id = static_cast<uint32_t>(key >> 32);
+  auto kind = static_cast<OpKind>((key >> 28) & 3u);
+  auto func = static_cast<Func>((key >> 20) & 0x1Fu);
+  auto algo = static_cast<Algo>((key >> 16) & 0xFu);
+  auto proto = static_cast<Proto>((key >> 12) & 0xFu);
+  auto size_class = static_cast<unsigned>(key & ((1u << kSizeBits) - 1));
+  std::string l = base_labels_;
+  auto it = comms_.find(comm_id);
+  l += ",rank=\"";
+  l += it != comms_.end() ? it->second.rank : std::string("-1");
+  l += "\",comm_hash=\"";
+  l += it != comms_.end() ? it->second.hash : std::string("unknown");
+  l += "\",comm_name=\"";
+  if (it != comms_.end()) l += it->second.name;
+  l += "\",kind=\"";
+  l += kind_name(kind);
+  l += "\",op=\"";
+  l += func_name(func < Func::kCount_ ? func : Func::kUnknown);
+  l += "\",algo_proto=\"";
+  if (kind == OpKind::kColl) {
+    l += algo_name(algo < Algo::kCount_ ? algo : Algo::kUnknown);
+    l += "_";
+    l += proto_name(proto < Proto::kCount_ ? proto : Proto::kUnknown);
+  } else {
+    l += "none";
+  }
+  l += "\",size_bucket=\"";
+  l += size_bucket(size_class);
+  l += "\"";
+  return l;
+}
+
+bool PromWriter::live(uint64_t key) const {
+  auto it = comms_.find(static_cast<uint32_t>(key >> 32));
+  return it == comms_.end() || !it->second.ended;
 }
 
 bool PromWriter::write(const StatsSnapshot& st, int64_t wall_ns, uint64_t now_ns) {

@@ -63,12 +63,28 @@ class PromWriter {
     double bw_sum = 0;
     uint64_t bw_bucket[kBwBuckets] = {};
   };
+  // One histogram of a Series, as rendered.
+  struct HistView {
+    uint64_t count;
+    double sum;
+    const uint64_t* buckets;  // per bucket (not cumulative)
+    int n;
+    const char* const* le_text;
+  };
   struct CommLabels {
     std::string hash;  // "0x..."
     std::string name;  // escaped
     std::string rank;
     bool ended = false;
   };
+
+  void put_identity(Buf& b, int64_t wall_ns) const;
+  void put_counters(Buf& b, const StatsSnapshot& st) const;
+  void put_ops(Buf& b) const;
+  template <typename Pick>
+  void put_histogram(Buf& b, std::string_view name, std::string_view help, Pick pick) const;
+  std::string op_labels(uint64_t key) const;
+  bool live(uint64_t key) const;  // its comm has not ended
 
   Io& io_;
   std::string dir_;

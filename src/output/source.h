@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "plugin/abi/common.h"
+#include "include/nccl_inspector/nccl.h"
 #include "src/core/record.h"
 #include "src/core/runtime.h"
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "plugin/abi/all.h"
-#include "src/core/memory_sink.h"
+#include "src/output/memory_sink.h"
 
 extern "C" nccl_abi::ProfilerV5 ncclProfiler_v5;
 

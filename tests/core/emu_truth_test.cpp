@@ -11,7 +11,7 @@
 #include <string>
 #include <tuple>
 
-#include "src/core/memory_sink.h"
+#include "src/output/memory_sink.h"
 #include "src/core/names.h"
 #include "src/emu/emu.h"
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "plugin/abi/all.h"
-#include "src/core/memory_sink.h"
+#include "src/output/memory_sink.h"
 #include "src/core/names.h"
 
 extern "C" {

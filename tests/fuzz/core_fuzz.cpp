@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "plugin/abi/all.h"
-#include "src/core/memory_sink.h"
+#include "src/output/memory_sink.h"
 
 extern "C" {
 extern nccl_abi::ProfilerV3 ncclProfiler_v3;

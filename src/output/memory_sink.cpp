@@ -1,7 +1,7 @@
 // A Sink that keeps nothing running: records stay in the rings until a test
 // (or the final stop) drains them. Used by the core's tests and by builds of
 // the plugin without the file output.
-#include "src/core/memory_sink.h"
+#include "src/output/memory_sink.h"
 
 namespace ni {
 
