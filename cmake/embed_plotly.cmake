@@ -44,7 +44,7 @@ else()
   string(CONFIGURE [=[// Generated at build time by cmake/embed_plotly.cmake: do not edit, do not commit.
 // Embeds @BUNDLE@
 // (@_size@ bytes, sha256 @_sha@) into the nccl-inspector binary.
-#include "plotly_bundle.h"
+#include "src/analysis/plotly_bundle.h"
 
 // The file's bytes in read-only data, followed by a NUL.
 __asm__(".pushsection .rodata.ni_plotly_js,\"a\",@progbits\n"
@@ -64,14 +64,14 @@ extern const char ni_plotly_js_begin[] __attribute__((visibility("hidden")));
 extern const char ni_plotly_js_end[] __attribute__((visibility("hidden")));
 }
 
-namespace nccl_inspector::analysis {
+namespace ni::analysis {
 
 PlotlyBundle embedded_plotly() {
   return {std::string_view(ni_plotly_js_begin, static_cast<std::size_t>(ni_plotly_js_end - ni_plotly_js_begin)),
           "@_label@"};
 }
 
-}  // namespace nccl_inspector::analysis
+}  // namespace ni::analysis
 ]=] _src @ONLY)
   if(EXISTS "${_dir}/LICENSE")
     file(READ "${_dir}/LICENSE" _license)

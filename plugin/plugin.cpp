@@ -13,7 +13,7 @@
 
 namespace {
 
-using namespace nccl_abi;
+using namespace ni::abi;
 using ni::core::EvType;
 namespace core = ni::core;
 

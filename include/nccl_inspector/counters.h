@@ -88,7 +88,7 @@
 #define NI_COUNTER_IF_OUTPUT_kCore(...)
 #define NI_COUNTER_IF_OUTPUT_kOutput(...) __VA_ARGS__
 
-namespace nccl_inspector::counters {
+namespace ni::counters {
 
 enum class Group : uint8_t { kTop, kDropped, kFiltered, kFaults };
 enum class Origin : uint8_t { kThreadSum, kThreadMax, kCore, kOutput };
@@ -124,6 +124,15 @@ inline constexpr Counter kCounters[] = {
 };
 inline constexpr size_t kCount = sizeof(kCounters) / sizeof(kCounters[0]);
 
+// A row by name, for the places that name one counter (schema.h's keys).
+enum class Id : uint8_t {
+#define NI_COUNTER_ID(id, ...) id,
+  NI_COUNTERS(NI_COUNTER_ID)
+#undef NI_COUNTER_ID
+};
+constexpr const Counter& row(Id id) { return kCounters[static_cast<size_t>(id)]; }
+constexpr std::string_view key(Id id) { return row(id).key; }
+
 // The table's own rules, checked at compile time: a group's rows are
 // contiguous (the stats record opens each object once), and rows exported
 // in one Prometheus family are contiguous and agree on its help text.
@@ -145,4 +154,4 @@ constexpr bool table_is_consistent() {
 }
 static_assert(table_is_consistent(), "NI_COUNTERS: split group or Prometheus family");
 
-}  // namespace nccl_inspector::counters
+}  // namespace ni::counters

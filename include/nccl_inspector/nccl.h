@@ -7,13 +7,13 @@
 // (src/core) both include this header and neither includes the other: the
 // dependency runs from plugin/ down to the core, and from both down to here.
 //
-// Everything lives in namespace nccl_abi, as the per-version declarations do,
+// Everything lives in namespace ni::abi, as the per-version declarations do,
 // so it can never clash with an application that also includes nccl.h.
 #pragma once
 
 #include <cstdint>
 
-namespace nccl_abi {
+namespace ni::abi {
 
 // ncclDebugLogLevel.
 enum LogLevel : int {
@@ -101,4 +101,4 @@ inline constexpr int kMaxChannels = 64;
 // NCCL_STEPS: outstanding step handles per sub.
 inline constexpr int kNcclSteps = 8;
 
-}  // namespace nccl_abi
+}  // namespace ni::abi

@@ -11,7 +11,9 @@
 
 #include <string_view>
 
-namespace nccl_inspector::schema {
+#include "include/nccl_inspector/counters.h"
+
+namespace ni::schema {
 
 inline constexpr std::string_view kFormatName = "nccl-inspector-log";
 // Bump on any incompatible change; readers accept every version <= their own.
@@ -110,21 +112,16 @@ inline constexpr std::string_view kGpuOffsetNs = "gpu_offset_ns";     // integer
 inline constexpr std::string_view kUncertaintyNs = "uncertainty_ns";  // integer
 inline constexpr std::string_view kSamples = "samples";               // integer
 
-// ---- stats (all integers, cumulative since the process started)
-inline constexpr std::string_view kRecordsWritten = "records_written";
-inline constexpr std::string_view kOpsCompleted = "ops_completed";
-inline constexpr std::string_view kDropped = "dropped";    // object: reason -> count
-inline constexpr std::string_view kDropRingFull = "ring_full";
-inline constexpr std::string_view kDropPoolExhausted = "pool_exhausted";
-inline constexpr std::string_view kDropWriteError = "write_error";
-inline constexpr std::string_view kFiltered = "filtered";  // object: min_size, sampled_out (not losses: by configuration)
-inline constexpr std::string_view kFaults = "faults";      // object: null_handle, stale_handle, foreign_pid, double_stop,
-                                                           // late_child, unknown_event, bad_channel, null_context
-inline constexpr std::string_view kRingHighWater = "ring_high_water";
-inline constexpr std::string_view kRings = "rings";
-inline constexpr std::string_view kPoolInUse = "pool_in_use";
-inline constexpr std::string_view kPoolHighWater = "pool_high_water";
-inline constexpr std::string_view kReclaimedOps = "reclaimed_ops";
+// ---- stats (all integers, cumulative since the process started): one key per
+// row of include/nccl_inspector/counters.h, top-level or inside its group's
+// object ("dropped": records lost, by reason; "filtered": not losses, by
+// configuration; "faults": callbacks NCCL got wrong, by kind). The reader names these.
+inline constexpr std::string_view kRecordsWritten = counters::key(counters::Id::records_written);
+inline constexpr std::string_view kOpsCompleted = counters::key(counters::Id::ops_completed);
+inline constexpr std::string_view kDropped = counters::group_key(counters::Group::kDropped);
+inline constexpr std::string_view kFiltered = counters::group_key(counters::Group::kFiltered);
+inline constexpr std::string_view kFaults = counters::group_key(counters::Group::kFaults);
+inline constexpr std::string_view kReclaimedOps = counters::key(counters::Id::reclaimed);
 
 // ---- mark
 inline constexpr std::string_view kLabel = "label";
@@ -165,4 +162,4 @@ inline constexpr std::string_view kBusbwGbs = "busbw_gbs";
 inline constexpr std::string_view kPeer = "peer";
 }  // namespace upstream
 
-}  // namespace nccl_inspector::schema
+}  // namespace ni::schema

@@ -1,3 +1,3 @@
 // Every NCCL profiler ABI version we implement, v1..v6.
 #pragma once
-#include "v6.h"
+#include "plugin/abi/v6.h"

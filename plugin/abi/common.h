@@ -1,7 +1,7 @@
 // Our own declarations of the types shared by every version of the NCCL
 // profiler plugin ABI. Written from ../shared/docs/profiler-abi.md §1–§3 and
 // §5 (facts: enum values, sizes, offsets); no NCCL header is included or
-// copied. Everything lives in namespace nccl_abi so it can never clash with an
+// copied. Everything lives in namespace ni::abi so it can never clash with an
 // application that also includes nccl.h. What the capture core needs as well
 // (the logger, event-type bits, state numbers, limits) is in
 // include/nccl_inspector/nccl.h, included here; the rest (result codes,
@@ -15,7 +15,7 @@
 
 #include "include/nccl_inspector/nccl.h"
 
-namespace nccl_abi {
+namespace ni::abi {
 
 // ncclResult_t: a plain C enum, 4 bytes.
 enum Result : int {
@@ -134,7 +134,7 @@ using InitV5 = Result (*)(void** context, uint64_t commId, int* eActivationMask,
                           const char* commName, int nNodes, int nranks, int rank,
                           DebugLogger logfn);
 
-}  // namespace nccl_abi
+}  // namespace ni::abi
 
 // Compile-time check helper for "field F of union member M of descriptor D is at offset O".
 #define NCCL_ABI_CHECK_OFFSET(D, M, F, O) \

@@ -1,9 +1,9 @@
 // NCCL profiler ABI v1 (ncclProfiler_v1, NCCL 2.23). Our own declaration from
 // profiler-abi.md §5 "v1"; sizes and offsets are static_asserted below.
 #pragma once
-#include "common.h"
+#include "plugin/abi/common.h"
 
-namespace nccl_abi {
+namespace ni::abi {
 
 struct EventDescrV1 {
   uint8_t type;
@@ -115,4 +115,4 @@ static_assert(offsetof(StateArgsV1, proxyOp) + offsetof(decltype(StateArgsV1::pr
 static_assert(offsetof(StateArgsV1, proxyCtrl) + offsetof(decltype(StateArgsV1::proxyCtrl), appendedProxyOps) == 0);
 static_assert(sizeof(ProfilerV1) == 48);
 
-}  // namespace nccl_abi
+}  // namespace ni::abi

@@ -1,9 +1,9 @@
 // NCCL profiler ABI v2 (ncclProfiler_v2, NCCL 2.24-2.25). Our own declaration
 // from profiler-abi.md §5 "v2": strings replace the v1 numeric codes.
 #pragma once
-#include "v1.h"
+#include "plugin/abi/v1.h"
 
-namespace nccl_abi {
+namespace ni::abi {
 
 struct EventDescrV2 {
   uint8_t type;
@@ -86,4 +86,4 @@ NCCL_ABI_CHECK_OFFSET(EventDescrV2, proxyOp, isSend, 44);
 NCCL_ABI_CHECK_OFFSET(EventDescrV2, proxyStep, step, 24);
 static_assert(sizeof(ProfilerV2) == 48);
 
-}  // namespace nccl_abi
+}  // namespace ni::abi

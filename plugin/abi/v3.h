@@ -1,9 +1,9 @@
 // NCCL profiler ABI v3 (ncclProfiler_v3, NCCL 2.26). Our own declaration from
 // profiler-abi.md §5 "v3": coll.trafficBytes removed; kernelCh and netPlugin added.
 #pragma once
-#include "v2.h"
+#include "plugin/abi/v2.h"
 
-namespace nccl_abi {
+namespace ni::abi {
 
 struct EventDescrV3 {
   uint8_t type;
@@ -86,4 +86,4 @@ NCCL_ABI_CHECK_OFFSET(EventDescrV3, netPlugin, id, 24);
 NCCL_ABI_CHECK_OFFSET(EventDescrV3, netPlugin, data, 32);
 static_assert(sizeof(ProfilerV3) == 48);
 
-}  // namespace nccl_abi
+}  // namespace ni::abi

@@ -1,9 +1,9 @@
 // NCCL profiler ABI v4 (ncclProfiler_v4, NCCL 2.27). Our own declaration from
 // profiler-abi.md §5 "v4": comm name/hash move into init, kernelCh gains pTimer.
 #pragma once
-#include "v3.h"
+#include "plugin/abi/v3.h"
 
-namespace nccl_abi {
+namespace ni::abi {
 
 struct EventDescrV4 {
   uint8_t type;
@@ -112,4 +112,4 @@ static_assert(offsetof(StateArgsV4, proxyStep) == 0 && offsetof(StateArgsV4, pro
 static_assert(offsetof(StateArgsV4, netPlugin) == 0 && offsetof(StateArgsV4, kernelCh) == 0);
 static_assert(sizeof(ProfilerV4) == 48);
 
-}  // namespace nccl_abi
+}  // namespace ni::abi

@@ -1,9 +1,9 @@
 // NCCL profiler ABI v5 (ncclProfiler_v5, NCCL 2.28). Our own declaration from
 // profiler-abi.md §5 "v5": 64-bit type, API events, parentGroup on coll/p2p.
 #pragma once
-#include "v4.h"
+#include "plugin/abi/v4.h"
 
-namespace nccl_abi {
+namespace ni::abi {
 
 #define NCCL_ABI_V5_MEMBERS                 \
   struct {                                  \
@@ -141,4 +141,4 @@ NCCL_ABI_CHECK_OFFSET(EventDescrV5, netPlugin, id, 24);
 NCCL_ABI_CHECK_OFFSET(EventDescrV5, netPlugin, data, 32);
 static_assert(sizeof(ProfilerV5) == 48);
 
-}  // namespace nccl_abi
+}  // namespace ni::abi

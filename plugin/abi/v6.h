@@ -1,9 +1,9 @@
 // NCCL profiler ABI v6 (ncclProfiler_v6, NCCL 2.29+). Our own declaration from
 // profiler-abi.md §5 "v6": all v5 members plus copy-engine (CE) events.
 #pragma once
-#include "v5.h"
+#include "plugin/abi/v5.h"
 
-namespace nccl_abi {
+namespace ni::abi {
 
 struct EventDescrV6 {
   uint64_t type;
@@ -70,4 +70,4 @@ NCCL_ABI_CHECK_OFFSET(EventDescrV6, ceCollBatch, totalBytes, 32);
 NCCL_ABI_CHECK_OFFSET(EventDescrV6, ceCollBatch, useIntraSync, 40);
 static_assert(sizeof(ProfilerV6) == 48);
 
-}  // namespace nccl_abi
+}  // namespace ni::abi

@@ -22,10 +22,10 @@
 #include <variant>
 #include <vector>
 
-#include "reader.h"
-#include "table.h"
+#include "src/analysis/reader.h"
+#include "src/analysis/table.h"
 
-namespace nccl_inspector::analysis {
+namespace ni::analysis {
 
 // Exit codes of the CLI, which an analysis's result carries.
 enum Exit : int { kExitOk = 0, kExitInvalid = 1, kExitUsage = 2, kExitRegression = 3 };
@@ -138,4 +138,4 @@ bool check_read(const ReadResult& res);
 // Expands inputs; prints the error and returns false on a missing path / no files.
 bool discover(const std::vector<std::string>& inputs, std::vector<std::string>& files);
 
-}  // namespace nccl_inspector::analysis
+}  // namespace ni::analysis

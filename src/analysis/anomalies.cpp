@@ -1,4 +1,4 @@
-#include "anomalies.h"
+#include "src/analysis/anomalies.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,11 +7,11 @@
 #include <map>
 #include <numeric>
 
-#include "analysis.h"
-#include "stats.h"
-#include "stragglers.h"
+#include "src/analysis/analysis.h"
+#include "src/analysis/stats.h"
+#include "src/analysis/stragglers.h"
 
-namespace nccl_inspector::analysis {
+namespace ni::analysis {
 namespace {
 
 std::string fmt(const char* f, double a) {
@@ -45,7 +45,7 @@ struct Instance {
   double ratio = 1;    // dur / median of its (comm, func, bucket)
 };
 
-void outliers(const std::vector<OpRecord>& ops, const ReadResult& res, const AnomalyOptions& o, AnomalyResult& out) {
+void outliers(const std::vector<Op>& ops, const ReadResult& res, const AnomalyOptions& o, AnomalyResult& out) {
   std::map<GKey, std::vector<std::uint32_t>> groups;
   for (std::size_t i = 0; i < ops.size(); ++i)
     groups[{ops[i].comm_hash, ops[i].func, size_bucket(ops[i].bytes)}].push_back(static_cast<std::uint32_t>(i));
@@ -68,7 +68,7 @@ void outliers(const std::vector<OpRecord>& ops, const ReadResult& res, const Ano
       const double z = 0.6745 * (d[j] - med) / mad;
       if (z < o.z_threshold || d[j] < o.min_outlier_ratio * med) continue;
       ++out.outlier_count;
-      const OpRecord& op = ops[v[j]];
+      const Op& op = ops[v[j]];
       Finding f;
       f.kind = "outlier";
       f.comm = op.comm_hash;
@@ -91,7 +91,7 @@ void outliers(const std::vector<OpRecord>& ops, const ReadResult& res, const Ano
   for (std::size_t i = 0; i < all.size() && i < o.top; ++i) out.outliers.push_back(std::move(all[i].second));
 }
 
-std::vector<Instance> instances(const std::vector<OpRecord>& ops) {
+std::vector<Instance> instances(const std::vector<Op>& ops) {
   std::vector<std::uint32_t> idx;
   for (std::size_t i = 0; i < ops.size(); ++i)
     if (ops[i].kind == OpKind::kColl) idx.push_back(static_cast<std::uint32_t>(i));
@@ -101,13 +101,13 @@ std::vector<Instance> instances(const std::vector<OpRecord>& ops) {
   std::vector<Instance> out;
   for (std::size_t b = 0; b < idx.size();) {
     std::size_t e = b + 1;
-    const OpRecord& f = ops[idx[b]];
+    const Op& f = ops[idx[b]];
     while (e < idx.size() && ops[idx[e]].comm_hash == f.comm_hash && ops[idx[e]].func == f.func &&
            ops[idx[e]].seq == f.seq)
       ++e;
     Instance in{f.comm_hash, f.func, size_bucket(f.bytes), f.seq, 0, 0, f.algo, f.proto};
     for (std::size_t i = b; i < e; ++i) {
-      const OpRecord& op = ops[idx[i]];
+      const Op& op = ops[idx[i]];
       in.dur = std::max(in.dur, op.dur_us);
       if (op.has_start() && (in.start == 0 || op.start_wall_ns < in.start)) in.start = op.start_wall_ns;
     }
@@ -264,7 +264,7 @@ void channels(const CollectSink& c, const ReadResult& res, const AnomalyOptions&
   };
   std::map<std::pair<std::uint64_t, int>, Acc> acc;
   for (std::size_t i = 0; i < c.ops.size(); ++i) {
-    const OpRecord& op = c.ops[i];
+    const Op& op = c.ops[i];
     if (op.ch_balance < 0 || op.nchannels < 2) continue;
     Acc& a = acc[{op.comm_hash, op.rank}];
     a.bal.push_back(op.ch_balance);
@@ -311,7 +311,7 @@ void hcas(const CollectSink& c, const ReadResult& res, const AnomalyOptions& o, 
   std::map<std::pair<std::string, std::string>, std::vector<double>> per_hca;            // (host, dev) -> ratios
   std::map<std::uint32_t, std::map<std::string, std::uint64_t>> bytes;                     // file -> dev -> bytes
   for (std::size_t i = 0; i < c.ops.size() && i < c.extra.size(); ++i) {
-    const OpRecord& op = c.ops[i];
+    const Op& op = c.ops[i];
     if (c.extra[i].hcas.empty()) continue;
     const double m = med[{op.comm_hash, op.func, size_bucket(op.bytes)}];
     const std::string host = op.file_idx < res.files.size() ? res.files[op.file_idx].host : "";
@@ -462,4 +462,4 @@ class AnomaliesAnalysis : public Analysis {
 
 std::unique_ptr<Analysis> make_anomalies_analysis() { return std::make_unique<AnomaliesAnalysis>(); }
 
-}  // namespace nccl_inspector::analysis
+}  // namespace ni::analysis

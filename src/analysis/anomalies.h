@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "reader.h"
-#include "table.h"
+#include "src/analysis/reader.h"
+#include "src/analysis/table.h"
 
-namespace nccl_inspector::analysis {
+namespace ni::analysis {
 
 struct AnomalyOptions {
   double z_threshold = 6.0;      // robust z of latency
@@ -53,4 +53,4 @@ struct AnomalyResult {
 AnomalyResult find_anomalies(const CollectSink& ops, const ReadResult& res, const AnomalyOptions& o);
 Report anomalies_report(const AnomalyResult& r);
 
-}  // namespace nccl_inspector::analysis
+}  // namespace ni::analysis

@@ -1,13 +1,13 @@
 // CollectSink (see collect_sink.h).
-#include "collect_sink.h"
+#include "src/analysis/collect_sink.h"
 
 #include <algorithm>
 #include <iterator>
 #include <utility>
 
-namespace nccl_inspector::analysis {
+namespace ni::analysis {
 
-void CollectSink::on_op(const OpRecord& op, const OpDetail* d, const FileInfo&) {
+void CollectSink::on_op(const Op& op, const OpDetail* d, const FileInfo&) {
   ops.push_back(op);
   if (!detail_) return;
   Extra e;
@@ -38,4 +38,4 @@ void CollectSink::merge(CollectSink&& o) {
   o.extra.clear();
 }
 
-}  // namespace nccl_inspector::analysis
+}  // namespace ni::analysis

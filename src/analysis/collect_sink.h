@@ -1,24 +1,24 @@
 // CollectSink: the sink that keeps every op in memory, for the commands that need
 // cross-rank views (view, anomalies, export, tests). Reachable through reader.h.
 //
-// Contract: like every Sink, one instance is called by one reader thread;
+// Contract: like every OpSink, one instance is called by one reader thread;
 // read_merged() then merges the per-thread instances with merge().
 #pragma once
 
 #include <vector>
 
-#include "reader.h"
+#include "src/analysis/reader.h"
 
-namespace nccl_inspector::analysis {
+namespace ni::analysis {
 
 // Holds every op (80 bytes each).
-class CollectSink : public Sink {
+class CollectSink : public OpSink {
  public:
   explicit CollectSink(bool detail = false) : detail_(detail) {}
   bool wants_detail() const override { return detail_; }
-  void on_op(const OpRecord& op, const OpDetail* d, const FileInfo&) override;
+  void on_op(const Op& op, const OpDetail* d, const FileInfo&) override;
   void merge(CollectSink&& o);
-  std::vector<OpRecord> ops;
+  std::vector<Op> ops;
   // With detail: per op index, its HCA use and slowest channel (-1 unknown).
   struct Extra {
     std::vector<HcaUse> hcas;
@@ -31,4 +31,4 @@ class CollectSink : public Sink {
   bool detail_;
 };
 
-}  // namespace nccl_inspector::analysis
+}  // namespace ni::analysis

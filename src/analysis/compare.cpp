@@ -1,15 +1,15 @@
-#include "compare.h"
+#include "src/analysis/compare.h"
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <sstream>
 
-#include "analysis.h"
-#include "stats.h"
-#include "summary.h"
+#include "src/analysis/analysis.h"
+#include "src/analysis/stats.h"
+#include "src/analysis/summary.h"
 
-namespace nccl_inspector::analysis {
+namespace ni::analysis {
 
 namespace {
 struct CmpKey {
@@ -150,4 +150,4 @@ class CompareAnalysis : public Analysis {
 
 std::unique_ptr<Analysis> make_compare_analysis() { return std::make_unique<CompareAnalysis>(); }
 
-}  // namespace nccl_inspector::analysis
+}  // namespace ni::analysis

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "reader.h"
-#include "table.h"
+#include "src/analysis/reader.h"
+#include "src/analysis/table.h"
 
-namespace nccl_inspector::analysis {
+namespace ni::analysis {
 
 struct CompareOptions {
   double threshold_pct = 5.0;
@@ -27,4 +27,4 @@ struct CompareResult {
 CompareResult compare_runs(const std::vector<std::string>& base, const std::vector<std::string>& run, int threads,
                            const ReadOptions& ro, const CompareOptions& o);
 
-}  // namespace nccl_inspector::analysis
+}  // namespace ni::analysis

@@ -1,4 +1,4 @@
-#include "export.h"
+#include "src/analysis/export.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,10 +7,10 @@
 #include <iostream>
 #include <mutex>
 
-#include "analysis.h"
-#include "table.h"
+#include "src/analysis/analysis.h"
+#include "src/analysis/table.h"
 
-namespace nccl_inspector::analysis {
+namespace ni::analysis {
 
 const std::vector<std::string>& export_columns() {
   static const std::vector<std::string> cols = {
@@ -21,12 +21,12 @@ const std::vector<std::string>& export_columns() {
 }
 
 namespace {
-class ExportSink : public Sink {
+class ExportSink : public OpSink {
  public:
   ExportSink(ExportFormat f, std::ostream& out, std::mutex& mu) : f_(f), out_(out), mu_(mu) {}
   ~ExportSink() override { flush(); }
   void merge(ExportSink&&) {}
-  void on_op(const OpRecord& op, const OpDetail*, const FileInfo& file) override {
+  void on_op(const Op& op, const OpDetail*, const FileInfo& file) override {
     if (op.file_idx != file_) {
       file_ = op.file_idx;
       host_ = f_ == ExportFormat::kCsv ? csv_escape(file.host) : json_escape(file.host);
@@ -128,7 +128,7 @@ ReadResult export_ops(const std::vector<std::string>& files, ExportFormat f, int
   ReadResult res;
   {
     std::vector<std::unique_ptr<ExportSink>> sinks;
-    std::vector<Sink*> ptrs;
+    std::vector<OpSink*> ptrs;
     for (int i = 0; i < std::max(1, threads); ++i) {
       sinks.push_back(std::make_unique<ExportSink>(f, out, mu));
       ptrs.push_back(sinks.back().get());
@@ -184,4 +184,4 @@ class ExportAnalysis : public Analysis {
 
 std::unique_ptr<Analysis> make_export_analysis() { return std::make_unique<ExportAnalysis>(); }
 
-}  // namespace nccl_inspector::analysis
+}  // namespace ni::analysis

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "reader.h"
+#include "src/analysis/reader.h"
 
-namespace nccl_inspector::analysis {
+namespace ni::analysis {
 
 enum class ExportFormat { kCsv, kJsonl };
 
@@ -19,4 +19,4 @@ ReadResult export_ops(const std::vector<std::string>& files, ExportFormat f, int
 // The column names, in order.
 const std::vector<std::string>& export_columns();
 
-}  // namespace nccl_inspector::analysis
+}  // namespace ni::analysis

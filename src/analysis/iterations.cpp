@@ -1,16 +1,16 @@
 // `iterations`: per-iteration statistics between consecutive `mark` records
 // (ncclInspectorMark) of each process.
-#include "iterations.h"
+#include "src/analysis/iterations.h"
 
 #include <algorithm>
 #include <map>
 
-#include "analysis.h"
-#include "stats.h"
+#include "src/analysis/analysis.h"
+#include "src/analysis/stats.h"
 
-namespace nccl_inspector::analysis {
+namespace ni::analysis {
 
-void add_iteration_section(Report& r, const std::vector<OpRecord>& ops, const ReadResult& res) {
+void add_iteration_section(Report& r, const std::vector<Op>& ops, const ReadResult& res) {
   // Per file: sorted mark times; an op belongs to the iteration whose mark precedes its start.
   struct Iter {
     std::string label;
@@ -84,4 +84,4 @@ class IterationsAnalysis : public Analysis {
 
 std::unique_ptr<Analysis> make_iterations_analysis() { return std::make_unique<IterationsAnalysis>(); }
 
-}  // namespace nccl_inspector::analysis
+}  // namespace ni::analysis

@@ -3,12 +3,12 @@
 
 #include <vector>
 
-#include "reader.h"
-#include "table.h"
+#include "src/analysis/reader.h"
+#include "src/analysis/table.h"
 
-namespace nccl_inspector::analysis {
+namespace ni::analysis {
 
 // Adds the "iterations" section; adds nothing when the input has no mark records.
-void add_iteration_section(Report& r, const std::vector<OpRecord>& ops, const ReadResult& res);
+void add_iteration_section(Report& r, const std::vector<Op>& ops, const ReadResult& res);
 
-}  // namespace nccl_inspector::analysis
+}  // namespace ni::analysis

@@ -1,10 +1,10 @@
-#include "model.h"
+#include "src/analysis/model.h"
 
 #include <cstdio>
 
 #include "include/nccl_inspector/names.h"
 
-namespace nccl_inspector::analysis {
+namespace ni::analysis {
 namespace {
 namespace names = ::ni::names;
 
@@ -112,4 +112,4 @@ std::string hex_hash(std::uint64_t h) {
   return buf;
 }
 
-}  // namespace nccl_inspector::analysis
+}  // namespace ni::analysis

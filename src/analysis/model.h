@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-namespace nccl_inspector::analysis {
+namespace ni::analysis {
 
 enum class OpKind : std::uint8_t { kColl, kP2p, kCe };
 
@@ -52,7 +52,7 @@ inline constexpr std::uint8_t kFlagUpstream = 16;  // read from an upstream Insp
 
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-struct OpRecord {
+struct Op {
   std::uint64_t comm_hash = 0;
   std::int64_t start_wall_ns = 0;
   std::uint64_t bytes = 0;
@@ -79,7 +79,7 @@ struct OpRecord {
 };
 
 // Transient per-op detail, valid only during the sink callback; filled only when
-// the sink asks for it (Sink::wants_detail), so the fast path skips it.
+// the sink asks for it (OpSink::wants_detail), so the fast path skips it.
 struct HcaUse {
   std::string dev;
   std::uint64_t bytes = 0;
@@ -181,4 +181,4 @@ std::string size_bucket_label(int bucket);  // "1MiB" (lower bound), "0B" for -1
 std::string format_bytes(double bytes);
 std::string hex_hash(std::uint64_t h);       // "0x%016x"
 
-}  // namespace nccl_inspector::analysis
+}  // namespace ni::analysis

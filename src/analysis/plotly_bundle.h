@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace nccl_inspector::analysis {
+namespace ni::analysis {
 
 struct PlotlyBundle {
   std::string_view js;  // the minified bundle, verbatim (license banner included); empty: none
@@ -17,4 +17,4 @@ struct PlotlyBundle {
 // Defined by the generated source (ni_plotly) or by plotly_none.cpp (ni_plotly_none).
 PlotlyBundle embedded_plotly();
 
-}  // namespace nccl_inspector::analysis
+}  // namespace ni::analysis

@@ -1,7 +1,7 @@
 // read_logs: the reader's driver. Worker threads take files from a shared index
 // and read each whole (reader_record.h: decode, scan, map, hand ops to the
 // worker's sink); the totals of the read are summed from the files afterwards.
-#include "reader.h"
+#include "src/analysis/reader.h"
 
 #include <unistd.h>
 
@@ -12,11 +12,11 @@
 #include <system_error>
 #include <thread>
 
-#include "reader_decode.h"
-#include "reader_progress.h"
-#include "reader_record.h"
+#include "src/analysis/reader_decode.h"
+#include "src/analysis/reader_progress.h"
+#include "src/analysis/reader_record.h"
 
-namespace nccl_inspector::analysis {
+namespace ni::analysis {
 
 namespace {
 
@@ -49,7 +49,7 @@ int default_threads() {
 }
 
 ReadResult read_logs(const std::vector<std::string>& files, const ReadOptions& options,
-                     const std::vector<Sink*>& sinks) {
+                     const std::vector<OpSink*>& sinks) {
   ReadResult res;
   res.files.resize(files.size());
   std::uint64_t total = 0;
@@ -65,7 +65,7 @@ ReadResult read_logs(const std::vector<std::string>& files, const ReadOptions& o
   {
     const bool show = options.progress == 1 || (options.progress < 0 && ::isatty(2));
     rd::ReadProgress progress(show, total, done);
-    auto worker = [&](Sink* sink) {
+    auto worker = [&](OpSink* sink) {
       rd::Decoder decoder;  // its buffers are reused for the worker's files
       // Relaxed: only hands out indices; each file's results are published by the join below.
       for (std::size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < files.size();)
@@ -82,4 +82,4 @@ ReadResult read_logs(const std::vector<std::string>& files, const ReadOptions& o
   return res;
 }
 
-}  // namespace nccl_inspector::analysis
+}  // namespace ni::analysis

@@ -14,7 +14,7 @@
 //   reader_values    one field's value as the reader's types (and parse_hash)
 //   reader_fields    keys (schema.h) -> field ids, and Line, the fields of one line
 //   reader_memo      the scanner's memos (key order, field text, string values)
-//   reader_record    Line -> OpRecord / FileInfo, per record type; one file's read
+//   reader_record    Line -> Op / FileInfo, per record type; one file's read
 //   reader_upstream  NCCL Inspector's own "v4.0" format
 //   reader_discover  which inputs are log files; reader_progress the progress bar
 //   reader.cpp       read_logs: the worker threads and the totals
@@ -25,28 +25,28 @@
 #include <string>
 #include <vector>
 
-#include "model.h"
+#include "src/analysis/model.h"
 
-namespace nccl_inspector::analysis {
+namespace ni::analysis {
 
-// OpRecord fields a sink can do without (Sink::op_fields): the reader's fast path
+// Op fields a sink can do without (OpSink::op_fields): the reader's fast path
 // then skips converting them and leaves them at their defaults.
 enum OpFields : std::uint32_t {
-  kOpFieldSeq = 1u << 0,        // OpRecord::seq
-  kOpFieldChannels = 1u << 1,   // OpRecord::nchannels
-  kOpFieldChBalance = 1u << 2,  // OpRecord::ch_balance
+  kOpFieldSeq = 1u << 0,        // Op::seq
+  kOpFieldChannels = 1u << 1,   // Op::nchannels
+  kOpFieldChBalance = 1u << 2,  // Op::ch_balance
   kOpFieldsAll = (1u << 3) - 1,
 };
 
-class Sink {
+class OpSink {
  public:
-  virtual ~Sink() = default;
+  virtual ~OpSink() = default;
   // Ask for OpDetail (hcas, ch_times, net) on every op; costs parse time.
   virtual bool wants_detail() const { return false; }
-  // The optional OpRecord fields this sink reads (OpFields bits); validation reads all.
+  // The optional Op fields this sink reads (OpFields bits); validation reads all.
   virtual std::uint32_t op_fields() const { return kOpFieldsAll; }
   // detail is nullptr unless wants_detail(). file is the op's file (being read).
-  virtual void on_op(const OpRecord& op, const OpDetail* detail, const FileInfo& file) = 0;
+  virtual void on_op(const Op& op, const OpDetail* detail, const FileInfo& file) = 0;
 };
 
 struct ReadOptions {
@@ -80,7 +80,7 @@ Discovery discover_files(const std::vector<std::string>& inputs);
 
 // Reads every file; sinks.size() worker threads (>= 1).
 ReadResult read_logs(const std::vector<std::string>& files, const ReadOptions& options,
-                     const std::vector<Sink*>& sinks);
+                     const std::vector<OpSink*>& sinks);
 
 // Convenience: one sink per hardware thread made by a factory, merged by the caller.
 int default_threads();
@@ -88,12 +88,12 @@ int default_threads();
 // Parses "0x..." (any number of hex digits) or a decimal string; false if neither.
 bool parse_hash(std::string_view s, std::uint64_t& out);
 
-}  // namespace nccl_inspector::analysis
+}  // namespace ni::analysis
 
 #include <memory>
 #include <utility>
 
-namespace nccl_inspector::analysis {
+namespace ni::analysis {
 
 // Reads with `threads` sinks of type S (constructed from args), then merges them
 // into the first with S::merge(S&&). S is only ever touched by one thread at a time.
@@ -101,7 +101,7 @@ template <class S, class... A>
 std::unique_ptr<S> read_merged(const std::vector<std::string>& files, const ReadOptions& options,
                                int threads, ReadResult& result, const A&... args) {
   std::vector<std::unique_ptr<S>> sinks;
-  std::vector<Sink*> ptrs;
+  std::vector<OpSink*> ptrs;
   const int n = threads < 1 ? 1 : threads;
   for (int i = 0; i < n; ++i) {
     sinks.push_back(std::make_unique<S>(args...));
@@ -112,7 +112,7 @@ std::unique_ptr<S> read_merged(const std::vector<std::string>& files, const Read
   return std::move(sinks[0]);
 }
 
-}  // namespace nccl_inspector::analysis
+}  // namespace ni::analysis
 
 // CollectSink lives in its own file; callers of the reader find it here too.
-#include "collect_sink.h"
+#include "src/analysis/collect_sink.h"

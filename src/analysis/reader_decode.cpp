@@ -1,6 +1,6 @@
 // Decoding (see reader_decode.h): the file mapping, gzip members through
 // libdeflate, the zlib fallback for big or damaged members, and plain text.
-#include "reader_decode.h"
+#include "src/analysis/reader_decode.h"
 
 #include <fcntl.h>
 #include <libdeflate.h>
@@ -11,7 +11,7 @@
 
 #include <cerrno>
 
-namespace nccl_inspector::analysis::reader_detail {
+namespace ni::analysis::reader_detail {
 
 namespace {
 
@@ -224,4 +224,4 @@ void Decoder::read(FileInfo& info, ChunkSink& out, std::atomic<std::uint64_t>& p
   f.report_rest(m.size);
 }
 
-}  // namespace nccl_inspector::analysis::reader_detail
+}  // namespace ni::analysis::reader_detail

@@ -21,11 +21,11 @@
 #include <string>
 #include <vector>
 
-#include "model.h"
+#include "src/analysis/model.h"
 
 struct libdeflate_decompressor;
 
-namespace nccl_inspector::analysis::reader_detail {
+namespace ni::analysis::reader_detail {
 
 // Readable bytes past the end of every chunk and line handed out (the scanner's
 // 16/32-byte loads; simdjson's SIMDJSON_PADDING, checked where simdjson is used).
@@ -119,4 +119,4 @@ class LineSplitter {
   std::vector<char> carry_;  // the start of a line that continues in the next chunk
 };
 
-}  // namespace nccl_inspector::analysis::reader_detail
+}  // namespace ni::analysis::reader_detail

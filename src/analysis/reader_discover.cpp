@@ -7,10 +7,10 @@
 #include <string_view>
 #include <system_error>
 
-#include "nccl_inspector/schema.h"
-#include "reader.h"
+#include "include/nccl_inspector/schema.h"
+#include "src/analysis/reader.h"
 
-namespace nccl_inspector::analysis {
+namespace ni::analysis {
 
 namespace {
 
@@ -21,7 +21,7 @@ bool ends_with(std::string_view s, std::string_view suf) {
 }
 // Ours (schema::kFileSuffix, and uncompressed copies) and upstream's.
 bool is_log_name(std::string_view n) {
-  return ends_with(n, nccl_inspector::schema::kFileSuffix) || ends_with(n, ".jsonl") || ends_with(n, ".log") ||
+  return ends_with(n, ni::schema::kFileSuffix) || ends_with(n, ".jsonl") || ends_with(n, ".log") ||
          ends_with(n, ".log.gz");
 }
 
@@ -63,4 +63,4 @@ Discovery discover_files(const std::vector<std::string>& inputs) {
   return d;
 }
 
-}  // namespace nccl_inspector::analysis
+}  // namespace ni::analysis

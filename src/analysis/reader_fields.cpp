@@ -1,14 +1,14 @@
 // Record mapping, part 1 (see reader_fields.h): the key table.
-#include "reader_fields.h"
+#include "src/analysis/reader_fields.h"
 
 #include <utility>
 
-#include "nccl_inspector/schema.h"
+#include "include/nccl_inspector/schema.h"
 
-namespace nccl_inspector::analysis::reader_detail {
+namespace ni::analysis::reader_detail {
 
-namespace sc = nccl_inspector::schema;
-namespace up = nccl_inspector::schema::upstream;
+namespace sc = ni::schema;
+namespace up = ni::schema::upstream;
 
 Field field_id(std::string_view k) {
   static const std::pair<std::string_view, Field> kFields[] = {
@@ -69,4 +69,4 @@ Field field_id(std::string_view k) {
   return Field::kNone;
 }
 
-}  // namespace nccl_inspector::analysis::reader_detail
+}  // namespace ni::analysis::reader_detail

@@ -11,9 +11,9 @@
 #include <string_view>
 #include <type_traits>
 
-#include "model.h"
+#include "src/analysis/model.h"
 
-namespace nccl_inspector::analysis::reader_detail {
+namespace ni::analysis::reader_detail {
 
 // The key -> handler lookup happens once per key position and is then cached
 // (reader_memo.h): the writer repeats its key order on every line.
@@ -80,4 +80,4 @@ struct Line {
 };
 static_assert(std::is_trivially_copyable_v<Line>);
 
-}  // namespace nccl_inspector::analysis::reader_detail
+}  // namespace ni::analysis::reader_detail

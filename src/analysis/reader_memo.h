@@ -19,10 +19,10 @@
 #include <cstring>
 #include <string_view>
 
-#include "reader_fields.h"
-#include "reader_values.h"
+#include "src/analysis/reader_fields.h"
+#include "src/analysis/reader_values.h"
 
-namespace nccl_inspector::analysis::reader_detail {
+namespace ni::analysis::reader_detail {
 
 // The last text of the field at a position, `"key":value,` (or the line's last
 // field with its '}'), up to 32 bytes, and what it parsed to. Learned text holds a
@@ -215,4 +215,4 @@ class ValueCache {
   std::array<Entry, kSize> e_{};
 };
 
-}  // namespace nccl_inspector::analysis::reader_detail
+}  // namespace ni::analysis::reader_detail

@@ -1,11 +1,11 @@
 // The reading progress bar (see reader_progress.h).
-#include "reader_progress.h"
+#include "src/analysis/reader_progress.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 
-namespace nccl_inspector::analysis::reader_detail {
+namespace ni::analysis::reader_detail {
 
 ReadProgress::ReadProgress(bool on, std::uint64_t total, const std::atomic<std::uint64_t>& done)
     : on_(on), total_(total), done_(done) {
@@ -37,4 +37,4 @@ void ReadProgress::loop() {
   }
 }
 
-}  // namespace nccl_inspector::analysis::reader_detail
+}  // namespace ni::analysis::reader_detail

@@ -12,7 +12,7 @@
 #include <mutex>
 #include <thread>
 
-namespace nccl_inspector::analysis::reader_detail {
+namespace ni::analysis::reader_detail {
 
 class ReadProgress {
  public:
@@ -33,4 +33,4 @@ class ReadProgress {
   bool stop_ = false;  // guarded by mu_
 };
 
-}  // namespace nccl_inspector::analysis::reader_detail
+}  // namespace ni::analysis::reader_detail

@@ -1,5 +1,5 @@
-// Record mapping (see reader_record.h): fields -> Line -> OpRecord / FileInfo.
-#include "reader_record.h"
+// Record mapping (see reader_record.h): fields -> Line -> Op / FileInfo.
+#include "src/analysis/reader_record.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -14,18 +14,18 @@
 #include <utility>
 #include <vector>
 
-#include "nccl_inspector/schema.h"
-#include "reader_fields.h"
-#include "reader_memo.h"
-#include "reader_scan.h"
-#include "reader_upstream.h"
-#include "reader_values.h"
+#include "include/nccl_inspector/schema.h"
+#include "src/analysis/reader_fields.h"
+#include "src/analysis/reader_memo.h"
+#include "src/analysis/reader_scan.h"
+#include "src/analysis/reader_upstream.h"
+#include "src/analysis/reader_values.h"
 
-namespace nccl_inspector::analysis::reader_detail {
+namespace ni::analysis::reader_detail {
 
 namespace {
 
-namespace sc = nccl_inspector::schema;
+namespace sc = ni::schema;
 
 constexpr std::size_t kMaxProblems = 50;
 
@@ -52,7 +52,7 @@ using Counts = std::vector<std::pair<std::string, std::uint64_t>>;
 // One file: its line splitter, scanner state and memos, the Line being mapped.
 class RecordReader final : public ChunkSink {
  public:
-  RecordReader(FileInfo& info, std::uint32_t idx, Sink& sink, bool validate)
+  RecordReader(FileInfo& info, std::uint32_t idx, OpSink& sink, bool validate)
       : info_(info), idx_(idx), sink_(sink), validate_(validate) {
     want_detail_ = sink.wants_detail();
     fields_ = validate ? kOpFieldsAll : sink.op_fields();
@@ -123,13 +123,13 @@ class RecordReader final : public ChunkSink {
   void on_stats();
   void on_other(std::string_view t);
   void on_op(RecType rt);
-  void fill_op(RecType rt, OpRecord& op);
-  void validate_op(const OpRecord& op);
+  void fill_op(RecType rt, Op& op);
+  void validate_op(const Op& op);
   const CommInfo* find_comm(std::uint64_t h);
 
   FileInfo& info_;
   std::uint32_t idx_;
-  Sink& sink_;
+  OpSink& sink_;
   bool validate_;
   bool want_detail_ = false;
   std::uint32_t fields_ = kOpFieldsAll;
@@ -518,7 +518,7 @@ void RecordReader::on_op(RecType rt) {
     return;
   }
   if (L.upstream && info_.format == FileFormat::kUnknown) upstream_file_info(L, info_);
-  OpRecord op;
+  Op op;
   fill_op(rt, op);
   if (validate_) validate_op(op);
   ++info_.ops;
@@ -526,9 +526,9 @@ void RecordReader::on_op(RecType rt) {
   if (want_detail_) detail_.clear();
 }
 
-// The OpRecord of the current line; rank and sizes the line lacks come from its
+// The Op of the current line; rank and sizes the line lacks come from its
 // comm record, and a comm seen only on ops (upstream) is added from the op.
-void RecordReader::fill_op(RecType rt, OpRecord& op) {
+void RecordReader::fill_op(RecType rt, Op& op) {
   const Line& L = L_;
   op.comm_hash = L.comm_hash;
   op.kind = rt == RecType::kOpColl ? OpKind::kColl : rt == RecType::kOpP2p ? OpKind::kP2p : OpKind::kCe;
@@ -569,7 +569,7 @@ void RecordReader::fill_op(RecType rt, OpRecord& op) {
   }
 }
 
-void RecordReader::validate_op(const OpRecord& op) {
+void RecordReader::validate_op(const Op& op) {
   const Line& L = L_;
   if (!L.has_seq) problem(without("op", sc::kSeq));
   if (!L.has_bytes) problem(without("op", sc::kBytes));
@@ -581,11 +581,11 @@ void RecordReader::validate_op(const OpRecord& op) {
 
 }  // namespace
 
-void read_file(FileInfo& info, std::uint32_t idx, Sink& sink, bool validate, Decoder& decoder,
+void read_file(FileInfo& info, std::uint32_t idx, OpSink& sink, bool validate, Decoder& decoder,
                std::atomic<std::uint64_t>& progress) {
   RecordReader r(info, idx, sink, validate);
   decoder.read(info, r, progress);
   r.finish();
 }
 
-}  // namespace nccl_inspector::analysis::reader_detail
+}  // namespace ni::analysis::reader_detail

@@ -25,11 +25,11 @@
 #include <cstring>
 #include <string_view>
 
-#include "reader_fields.h"
-#include "reader_memo.h"
-#include "reader_values.h"
+#include "src/analysis/reader_fields.h"
+#include "src/analysis/reader_memo.h"
+#include "src/analysis/reader_values.h"
 
-namespace nccl_inspector::analysis::reader_detail {
+namespace ni::analysis::reader_detail {
 
 #if !defined(__SSE2__)
 // Character classes for the portable scanner.
@@ -265,4 +265,4 @@ simdjson::error_code scan_dom(dom::parser& parser, const char* p, std::size_t le
   return simdjson::SUCCESS;
 }
 
-}  // namespace nccl_inspector::analysis::reader_detail
+}  // namespace ni::analysis::reader_detail

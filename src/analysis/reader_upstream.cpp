@@ -1,15 +1,15 @@
 // The upstream NCCL Inspector "v4.0" format (see reader_upstream.h).
-#include "reader_upstream.h"
+#include "src/analysis/reader_upstream.h"
 
 #include <string>
 
-#include "nccl_inspector/schema.h"
-#include "reader.h"
+#include "include/nccl_inspector/schema.h"
+#include "src/analysis/reader.h"
 
-namespace nccl_inspector::analysis::reader_detail {
+namespace ni::analysis::reader_detail {
 
-namespace sc = nccl_inspector::schema;
-namespace up = nccl_inspector::schema::upstream;
+namespace sc = ni::schema;
+namespace up = ni::schema::upstream;
 
 void upstream_header(dom::element v, Line& L) {
   dom::object o;
@@ -84,4 +84,4 @@ void upstream_file_info(const Line& L, FileInfo& info) {
   info.pid = L.pid;
 }
 
-}  // namespace nccl_inspector::analysis::reader_detail
+}  // namespace ni::analysis::reader_detail

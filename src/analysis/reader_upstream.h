@@ -8,10 +8,10 @@
 // its first op (upstream_file_info).
 #pragma once
 
-#include "reader_fields.h"
-#include "reader_values.h"
+#include "src/analysis/reader_fields.h"
+#include "src/analysis/reader_values.h"
 
-namespace nccl_inspector::analysis::reader_detail {
+namespace ni::analysis::reader_detail {
 
 void upstream_header(dom::element v, Line& L);    // comm id, name, rank, sizes
 void upstream_metadata(dom::element v, Line& L);  // format version, host, pid, git revision
@@ -20,4 +20,4 @@ void upstream_perf(dom::element v, bool p2p, Line& L);  // the op: kind, name, s
 // Sets info's format fields from an upstream line (info.format still unknown).
 void upstream_file_info(const Line& L, FileInfo& info);
 
-}  // namespace nccl_inspector::analysis::reader_detail
+}  // namespace ni::analysis::reader_detail

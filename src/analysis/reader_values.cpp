@@ -2,9 +2,9 @@
 // the commands that take a comm hash on their command line.
 #include <cstring>
 
-#include "reader.h"
+#include "src/analysis/reader.h"
 
-namespace nccl_inspector::analysis {
+namespace ni::analysis {
 
 namespace {
 // Eight hex digits (either case) at p, the first the most significant; false if
@@ -69,4 +69,4 @@ bool parse_hash(std::string_view s, std::uint64_t& out) {
   return true;
 }
 
-}  // namespace nccl_inspector::analysis
+}  // namespace ni::analysis

@@ -21,9 +21,9 @@
 #include <system_error>
 #include <type_traits>
 
-#include "reader_decode.h"
+#include "src/analysis/reader_decode.h"
 
-namespace nccl_inspector::analysis::reader_detail {
+namespace ni::analysis::reader_detail {
 
 namespace dom = simdjson::dom;
 static_assert(kLinePadding >= simdjson::SIMDJSON_PADDING, "simdjson parses lines in place");
@@ -324,4 +324,4 @@ class NestedParser {
   dom::parser parser_;
 };
 
-}  // namespace nccl_inspector::analysis::reader_detail
+}  // namespace ni::analysis::reader_detail

@@ -2,9 +2,9 @@
 // in this order; `report` and `trace` run those that work on ops.
 #include <iostream>
 
-#include "analysis.h"
+#include "src/analysis/analysis.h"
 
-namespace nccl_inspector::analysis {
+namespace ni::analysis {
 
 // One line per analysis: X(name) stands for the factory make_<name>_analysis()
 // its own file defines.
@@ -86,4 +86,4 @@ bool discover(const std::vector<std::string>& inputs, std::vector<std::string>& 
   return true;
 }
 
-}  // namespace nccl_inspector::analysis
+}  // namespace ni::analysis

@@ -1,4 +1,4 @@
-#include "report.h"
+#include "src/analysis/report.h"
 
 #include <algorithm>
 #include <any>
@@ -12,13 +12,13 @@
 #include <stdexcept>
 #include <tuple>
 
-#include "analysis.h"
-#include "stats.h"
-#include "stragglers.h"
-#include "summary.h"
-#include "table.h"
+#include "src/analysis/analysis.h"
+#include "src/analysis/stats.h"
+#include "src/analysis/stragglers.h"
+#include "src/analysis/summary.h"
+#include "src/analysis/table.h"
 
-namespace nccl_inspector::analysis {
+namespace ni::analysis {
 
 namespace {
 
@@ -40,7 +40,7 @@ std::string iso(std::int64_t ns) {
   return b;
 }
 
-std::int64_t end_of(const OpRecord& op) {
+std::int64_t end_of(const Op& op) {
   return op.start_wall_ns + (std::isfinite(op.dur_us) && op.dur_us > 0 ? std::llround(op.dur_us * 1000.0) : 0);
 }
 
@@ -148,14 +148,14 @@ std::string script_safe(std::string_view js) {
   return out;
 }
 
-std::string algo_proto(const OpRecord& op) {
+std::string algo_proto(const Op& op) {
   if (op.kind != OpKind::kColl) return std::string(to_string(op.kind));
   return std::string(to_string(op.algo)) + "/" + std::string(to_string(op.proto));
 }
 
 // busbw vs message size: per op, series per algo/proto, medians per size bucket.
 using SizeKey = std::tuple<Func, std::string, int>;  // func, algo/proto, bucket
-std::map<SizeKey, QuantileSketch> size_curves(const std::vector<OpRecord>& ops) {
+std::map<SizeKey, QuantileSketch> size_curves(const std::vector<Op>& ops) {
   std::map<SizeKey, QuantileSketch> m;
   for (const auto& op : ops)
     if (op.has_busbw() && op.bytes) m[{op.func, algo_proto(op), size_bucket(op.bytes)}].add(op.busbw_gbs);
@@ -167,7 +167,7 @@ std::map<SizeKey, QuantileSketch> size_curves(const std::vector<OpRecord>& ops) 
 // the results of the registered analyses.
 struct Page {
   const ViewSink& data;
-  const std::vector<OpRecord>& ops;
+  const std::vector<Op>& ops;
   const ReadResult& res;
   const ViewSink* baseline;
   const ReportOptions& o;
@@ -825,4 +825,4 @@ ReportStats write_report(const ViewSink& data, const ReadResult& res, const View
   return st;
 }
 
-}  // namespace nccl_inspector::analysis
+}  // namespace ni::analysis

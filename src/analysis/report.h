@@ -13,9 +13,9 @@
 #include <string>
 #include <string_view>
 
-#include "view.h"
+#include "src/analysis/view.h"
 
-namespace nccl_inspector::analysis {
+namespace ni::analysis {
 
 struct ReportOptions {
   std::string title = "nccl-inspector report";
@@ -42,4 +42,4 @@ ReportStats write_report(const ViewSink& data, const ReadResult& res, const View
 extern const char* const kReportJs;
 extern const char* const kReportCss;
 
-}  // namespace nccl_inspector::analysis
+}  // namespace ni::analysis

@@ -3,9 +3,9 @@
 // report.cpp from the bundle the CLI embeds (plotly_bundle.h). Every chart is
 // drawn offline: no mode bar link to Plotly's servers, no logo, system fonts,
 // and the page's Content-Security-Policy blocks any request regardless.
-#include "report.h"
+#include "src/analysis/report.h"
 
-namespace nccl_inspector::analysis {
+namespace ni::analysis {
 
 const char* const kReportCss = R"CSS(
 body{font:13px/1.4 system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;margin:0;color:#1d2330;background:#f5f6f8}
@@ -208,4 +208,4 @@ async function main() {
 main().catch(e => console.error('report: ' + e));
 )JS";
 
-}  // namespace nccl_inspector::analysis
+}  // namespace ni::analysis

@@ -1,11 +1,11 @@
-#include "stats.h"
+#include "src/analysis/stats.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
-namespace nccl_inspector::analysis {
+namespace ni::analysis {
 namespace {
 // Buckets cover [kLow, kLow * gamma^kBuckets) ~ [1e-6, 1e12); values outside are
 // clamped into the first/last bucket (min/max stay exact).
@@ -184,4 +184,4 @@ double mad_of(const std::vector<double>& v, double med) {
   return median_of(d);
 }
 
-}  // namespace nccl_inspector::analysis
+}  // namespace ni::analysis

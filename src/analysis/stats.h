@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace nccl_inspector::analysis {
+namespace ni::analysis {
 
 // Quantiles of a stream of non-negative values.
 //
@@ -51,4 +51,4 @@ double median_of(std::vector<double>& v);
 // Median absolute deviation (unscaled) around med.
 double mad_of(const std::vector<double>& v, double med);
 
-}  // namespace nccl_inspector::analysis
+}  // namespace ni::analysis

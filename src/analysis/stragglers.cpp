@@ -1,15 +1,15 @@
-#include "stragglers.h"
+#include "src/analysis/stragglers.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <numeric>
 
-#include "analysis.h"
-#include "stats.h"
-#include "view.h"
+#include "src/analysis/analysis.h"
+#include "src/analysis/stats.h"
+#include "src/analysis/view.h"
 
-namespace nccl_inspector::analysis {
+namespace ni::analysis {
 
 std::string comm_display(std::uint64_t h, const ReadResult& res) {
   auto it = res.comm_names.find(h);
@@ -33,16 +33,16 @@ struct Alignment {
 
 // One collective instance (comm, op, seq) seen on ranks idx[b, e), n >= 2: its
 // spread, each rank's lateness, and who was last (and whether its kernel was the shortest).
-void add_instance(const std::vector<OpRecord>& ops, const std::vector<std::uint32_t>& idx, std::size_t b,
+void add_instance(const std::vector<Op>& ops, const std::vector<std::uint32_t>& idx, std::size_t b,
                   std::size_t e, const ReadResult& res, StragglerResult& out, Alignment& al) {
-  const OpRecord& first = ops[idx[b]];
+  const Op& first = ops[idx[b]];
   const std::size_t n = e - b;
   auto& acc = al.acc;
   ++out.aligned;
   std::int64_t mn = INT64_MAX, mx = INT64_MIN, second = INT64_MIN;
   std::size_t last = b, shortest = b;
   for (std::size_t i = b; i < e; ++i) {
-    const OpRecord& op = ops[idx[i]];
+    const Op& op = ops[idx[i]];
     mn = std::min(mn, op.start_wall_ns);
     if (op.start_wall_ns > mx) {
       second = mx;
@@ -58,7 +58,7 @@ void add_instance(const std::vector<OpRecord>& ops, const std::vector<std::uint3
   int& cn = al.comm_nranks[first.comm_hash];
   cn = std::max(cn, std::max(first.nranks, static_cast<int>(n)));
   for (std::size_t i = b; i < e; ++i) {
-    const OpRecord& op = ops[idx[i]];
+    const Op& op = ops[idx[i]];
     Acc& a = acc[{op.comm_hash, op.rank}];
     if (a.r.ops == 0) {
       a.r.comm = op.comm_hash;
@@ -80,11 +80,11 @@ void add_instance(const std::vector<OpRecord>& ops, const std::vector<std::uint3
 }
 
 // Instances of each collective across ranks (sorted by comm, op, seq, rank).
-void align_collectives(const std::vector<OpRecord>& ops, const std::vector<std::uint32_t>& idx, const ReadResult& res,
+void align_collectives(const std::vector<Op>& ops, const std::vector<std::uint32_t>& idx, const ReadResult& res,
                        StragglerResult& out, Alignment& al) {
   for (std::size_t b = 0; b < idx.size();) {
     std::size_t e = b + 1;
-    const OpRecord& first = ops[idx[b]];
+    const Op& first = ops[idx[b]];
     while (e < idx.size() && ops[idx[e]].comm_hash == first.comm_hash && ops[idx[e]].func == first.func &&
            ops[idx[e]].seq == first.seq)
       ++e;
@@ -142,11 +142,11 @@ void comm_skews(Alignment& al, const StragglerOptions& o, StragglerResult& out) 
   }
 }
 
-void p2p_skews(const std::vector<OpRecord>& ops, const std::vector<std::uint32_t>& p2p, StragglerResult& out) {
+void p2p_skews(const std::vector<Op>& ops, const std::vector<std::uint32_t>& p2p, StragglerResult& out) {
   // P2P: the k-th send from r to p pairs with the k-th recv on p from r (seq is the per-peer counter).
   std::map<std::tuple<std::uint64_t, int, int, std::uint64_t>, std::pair<std::int64_t, std::int64_t>> pairs;
   for (std::uint32_t i : p2p) {
-    const OpRecord& op = ops[i];
+    const Op& op = ops[i];
     if (op.func == Func::kSend) {
       auto& pr = pairs[{op.comm_hash, op.rank, op.peer, op.seq}];
       pr.first = op.start_wall_ns;
@@ -176,13 +176,13 @@ void p2p_skews(const std::vector<OpRecord>& ops, const std::vector<std::uint32_t
 
 }  // namespace
 
-StragglerResult find_stragglers(const std::vector<OpRecord>& ops, const ReadResult& res,
+StragglerResult find_stragglers(const std::vector<Op>& ops, const ReadResult& res,
                                 const StragglerOptions& o) {
   StragglerResult out;
   std::vector<std::uint32_t> idx;
   std::vector<std::uint32_t> p2p;
   for (std::size_t i = 0; i < ops.size(); ++i) {
-    const OpRecord& op = ops[i];
+    const Op& op = ops[i];
     if (!op.has_start()) {
       ++out.no_start;
       continue;
@@ -191,7 +191,7 @@ StragglerResult find_stragglers(const std::vector<OpRecord>& ops, const ReadResu
     else if (op.kind == OpKind::kP2p) p2p.push_back(static_cast<std::uint32_t>(i));
   }
   std::sort(idx.begin(), idx.end(), [&](std::uint32_t a, std::uint32_t b) {
-    const OpRecord &x = ops[a], &y = ops[b];
+    const Op &x = ops[a], &y = ops[b];
     return std::tie(x.comm_hash, x.func, x.seq, x.rank) < std::tie(y.comm_hash, y.func, y.seq, y.rank);
   });
   Alignment al;
@@ -335,4 +335,4 @@ class StragglersAnalysis : public Analysis {
 
 std::unique_ptr<Analysis> make_stragglers_analysis() { return std::make_unique<StragglersAnalysis>(); }
 
-}  // namespace nccl_inspector::analysis
+}  // namespace ni::analysis

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "reader.h"
-#include "table.h"
+#include "src/analysis/reader.h"
+#include "src/analysis/table.h"
 
-namespace nccl_inspector::analysis {
+namespace ni::analysis {
 
 struct StragglerOptions {
   double threshold_us = 5.0;        // NPKit: > 5 us between ranks is a synchronisation problem
@@ -64,11 +64,11 @@ struct StragglerResult {
   std::uint64_t aligned = 0, single_rank = 0, no_start = 0;
 };
 
-StragglerResult find_stragglers(const std::vector<OpRecord>& ops, const ReadResult& res,
+StragglerResult find_stragglers(const std::vector<Op>& ops, const ReadResult& res,
                                 const StragglerOptions& o);
 Report stragglers_report(const StragglerResult& r, const ReadResult& res, const StragglerOptions& o);
 
 // Display label of a communicator: "name (0x1234abcd)" or the full hash.
 std::string comm_display(std::uint64_t h, const ReadResult& res);
 
-}  // namespace nccl_inspector::analysis
+}  // namespace ni::analysis

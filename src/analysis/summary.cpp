@@ -1,4 +1,4 @@
-#include "summary.h"
+#include "src/analysis/summary.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -7,9 +7,9 @@
 #include <set>
 #include <sstream>
 
-#include "analysis.h"
+#include "src/analysis/analysis.h"
 
-namespace nccl_inspector::analysis {
+namespace ni::analysis {
 
 std::size_t GroupKeyHash::operator()(const GroupKey& k) const {
   std::uint64_t h = k.group * 0x9E3779B97F4A7C15ULL;
@@ -22,11 +22,11 @@ std::size_t GroupKeyHash::operator()(const GroupKey& k) const {
   return static_cast<std::size_t>(h);
 }
 
-void GroupAcc::add(const OpRecord& op) {
+void GroupAcc::add(const Op& op) {
   int lb = -1, bb = -1;
   add(op, lb, bb);
 }
-void GroupAcc::add(const OpRecord& op, int& lat_bucket, int& bw_bucket) {
+void GroupAcc::add(const Op& op, int& lat_bucket, int& bw_bucket) {
   ++count;
   bytes += op.bytes;
   intra += op.transport == 1;
@@ -43,7 +43,7 @@ void GroupAcc::merge(const GroupAcc& o) {
   bw.merge(o.bw);
 }
 
-void OpHealth::add(const OpRecord& op) {
+void OpHealth::add(const Op& op) {
   ++by_timing[static_cast<int>(op.timing)];
   ++by_kind[static_cast<int>(op.kind)];
   if (op.flags & kFlagReclaimed) ++reclaimed;
@@ -111,7 +111,7 @@ bool parse_peak(const std::string& s, std::map<std::string, double>& out) {
   return true;
 }
 
-void SummarySink::on_op(const OpRecord& op, const OpDetail*, const FileInfo& file) {
+void SummarySink::on_op(const Op& op, const OpDetail*, const FileInfo& file) {
   health.add(op);
   GroupKey k;
   if (opt_->group_by == GroupBy::kComm) {
@@ -547,4 +547,4 @@ class SummaryAnalysis : public Analysis {
 
 std::unique_ptr<Analysis> make_summary_analysis() { return std::make_unique<SummaryAnalysis>(); }
 
-}  // namespace nccl_inspector::analysis
+}  // namespace ni::analysis

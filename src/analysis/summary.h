@@ -9,11 +9,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include "reader.h"
-#include "stats.h"
-#include "table.h"
+#include "src/analysis/reader.h"
+#include "src/analysis/stats.h"
+#include "src/analysis/table.h"
 
-namespace nccl_inspector::analysis {
+namespace ni::analysis {
 
 enum class GroupBy { kComm, kHost, kRack };
 
@@ -51,10 +51,10 @@ struct GroupAcc {
   std::uint64_t intra = 0, network = 0;  // ops by transport (for per-link-type peaks)
   QuantileSketch lat;
   QuantileSketch bw;
-  void add(const OpRecord& op);
+  void add(const Op& op);
   // The same; lat_bucket/bw_bucket carry the values' sketch buckets between the
   // accumulators one op goes to (-1: not computed yet).
-  void add(const OpRecord& op, int& lat_bucket, int& bw_bucket);
+  void add(const Op& op, int& lat_bucket, int& bw_bucket);
   void merge(const GroupAcc& o);
 };
 
@@ -63,14 +63,14 @@ struct OpHealth {
   std::uint64_t by_timing[static_cast<int>(Timing::kCount_)] = {};
   std::uint64_t reclaimed = 0, partial = 0, no_busbw = 0, no_start = 0, graph = 0;
   std::uint64_t by_kind[3] = {};
-  void add(const OpRecord& op);
+  void add(const Op& op);
   void merge(const OpHealth& o);
 };
 
-class SummarySink : public Sink {
+class SummarySink : public OpSink {
  public:
   explicit SummarySink(const SummaryOptions& o) : opt_(&o) {}
-  void on_op(const OpRecord& op, const OpDetail*, const FileInfo& file) override;
+  void on_op(const Op& op, const OpDetail*, const FileInfo& file) override;
   std::uint32_t op_fields() const override { return 0; }  // no seq, channels or balance
   void merge(SummarySink&& o);
 
@@ -110,4 +110,4 @@ struct DropTotals {
 };
 DropTotals drop_totals(const ReadResult& res);
 
-}  // namespace nccl_inspector::analysis
+}  // namespace ni::analysis

@@ -1,11 +1,11 @@
-#include "table.h"
+#include "src/analysis/table.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
 
-namespace nccl_inspector::analysis {
+namespace ni::analysis {
 
 bool parse_format(const std::string& s, Format& out) {
   if (s == "table" || s == "text") out = Format::kTable;
@@ -186,4 +186,4 @@ void render(const Report& r, Format f, std::ostream& out) {
   }
 }
 
-}  // namespace nccl_inspector::analysis
+}  // namespace ni::analysis

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace nccl_inspector::analysis {
+namespace ni::analysis {
 
 enum class Format { kTable, kCsv, kJson, kMarkdown };
 bool parse_format(const std::string& s, Format& out);
@@ -54,4 +54,4 @@ void render(const Report& r, Format f, std::ostream& out);
 std::string csv_escape(const std::string& s);
 std::string json_escape(const std::string& s);
 
-}  // namespace nccl_inspector::analysis
+}  // namespace ni::analysis

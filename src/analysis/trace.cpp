@@ -1,4 +1,4 @@
-#include "trace.h"
+#include "src/analysis/trace.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,12 +9,13 @@
 #include <set>
 #include <tuple>
 
-#include "analysis.h"
-#include "stragglers.h"
-#include "table.h"
-#include "trace_json.h"
+#include "include/nccl_inspector/version.h"
+#include "src/analysis/analysis.h"
+#include "src/analysis/stragglers.h"
+#include "src/analysis/table.h"
+#include "src/analysis/trace_json.h"
 
-namespace nccl_inspector::analysis {
+namespace ni::analysis {
 
 namespace {
 
@@ -231,7 +232,7 @@ class TraceBuild {
   int pid_of_sel(std::uint32_t k) const { return gm_.gpus[gm_.op_gpu[sel_[k]]].trace_pid; }
 
   const ViewSink& data_;
-  const std::vector<OpRecord>& ops_;
+  const std::vector<Op>& ops_;
   const ReadResult& res_;
   const TraceOptions& o_;
   const GpuMap gm_;
@@ -315,7 +316,7 @@ bool TraceBuild::parse_funcs(std::string& error) {
 }
 
 bool TraceBuild::passes(std::size_t i) const {
-  const OpRecord& op = ops_[i];
+  const Op& op = ops_[i];
   if (!op.has_start()) return false;
   if (!comm_set_.empty() && !comm_set_.count(op.comm_hash)) return false;
   if (!func_set_.empty() && !func_set_.count(op.func)) return false;
@@ -346,8 +347,8 @@ void TraceBuild::select_ops() {
                sel_.end());
   const auto& gm = gm_;
   std::sort(sel_.begin(), sel_.end(), [&](std::uint32_t a, std::uint32_t b) {
-    const OpRecord& x = ops_[a];
-    const OpRecord& y = ops_[b];
+    const Op& x = ops_[a];
+    const Op& y = ops_[b];
     return std::make_tuple(x.start_wall_ns, gm.op_gpu[a], cidx(a), x.seq, x.func, x.dur_us, a) <
            std::make_tuple(y.start_wall_ns, gm.op_gpu[b], cidx(b), y.seq, y.func, y.dur_us, b);
   });
@@ -370,7 +371,7 @@ void TraceBuild::assign_lanes() {
   std::map<std::pair<std::uint32_t, int>, Lanes> op_lanes;  // (gpu, comm) -> lanes
   for (std::size_t k = 0; k < sel_.size(); ++k) {
     const std::uint32_t i = sel_[k];
-    const OpRecord& op = ops_[i];
+    const Op& op = ops_[i];
     const std::uint32_t g = gm_.op_gpu[i];
     const int c = cidx(i);
     const int pid = gm_.gpus[g].trace_pid;
@@ -391,7 +392,7 @@ void TraceBuild::assign_lanes() {
 }
 
 void TraceBuild::assign_channel_lanes(std::uint32_t i, std::uint32_t g, int c, int pid) {
-  const OpRecord& op = ops_[i];
+  const Op& op = ops_[i];
   for (std::size_t e = data_.ch_begin(i); e < data_.ch_end[i]; ++e) {
     const auto& chx = data_.ch[e];
     if (chx.channel > kMaxChannel) continue;
@@ -415,7 +416,7 @@ void TraceBuild::plan_flows() {
   std::vector<std::uint32_t> coll_k, send_k, recv_k;
   for (std::uint32_t k = 0; k < sel_.size(); ++k) {
     if (op_tid_[k] < 0) continue;
-    const OpRecord& op = ops_[sel_[k]];
+    const Op& op = ops_[sel_[k]];
     if (op.kind == OpKind::kP2p) {
       if (op.func == Func::kSend) send_k.push_back(k);
       else if (op.func == Func::kRecv) recv_k.push_back(k);
@@ -436,16 +437,16 @@ void TraceBuild::pair_collectives(std::vector<std::uint32_t>& coll_k) {
   const auto& ops = ops_;
   const auto& sel = sel_;
   std::sort(coll_k.begin(), coll_k.end(), [&](std::uint32_t a, std::uint32_t b) {
-    const OpRecord& x = ops[sel[a]];
-    const OpRecord& y = ops[sel[b]];
+    const Op& x = ops[sel[a]];
+    const Op& y = ops[sel[b]];
     return std::make_tuple(x.comm_hash, x.func, x.seq, x.start_wall_ns, a) <
            std::make_tuple(y.comm_hash, y.func, y.seq, y.start_wall_ns, b);
   });
   for (std::size_t a = 0; a < coll_k.size();) {
-    const OpRecord& first = ops[sel[coll_k[a]]];
+    const Op& first = ops[sel[coll_k[a]]];
     std::size_t b = a + 1;
     while (b < coll_k.size()) {
-      const OpRecord& x = ops[sel[coll_k[b]]];
+      const Op& x = ops[sel[coll_k[b]]];
       if (x.comm_hash != first.comm_hash || x.func != first.func || x.seq != first.seq) break;
       ++b;
     }
@@ -465,7 +466,7 @@ void TraceBuild::pair_collectives(std::vector<std::uint32_t>& coll_k) {
 // The k-th Send from r to p pairs with the k-th Recv on p from r (by seq, then start).
 void TraceBuild::pair_p2p(std::vector<std::uint32_t>& send_k, std::vector<std::uint32_t>& recv_k) {
   auto key = [&](std::uint32_t k, bool send) {
-    const OpRecord& x = ops_[sel_[k]];
+    const Op& x = ops_[sel_[k]];
     const int me = x.rank, other = x.peer;
     return std::make_tuple(x.comm_hash, send ? me : other, send ? other : me, x.seq, x.start_wall_ns, k);
   };
@@ -583,7 +584,7 @@ void TraceBuild::name_finding_tracks() {
 void TraceBuild::bin_counters() {
   for (std::size_t k = 0; k < sel_.size(); ++k) {
     if (op_tid_[k] < 0) continue;
-    const OpRecord& op = ops_[sel_[k]];
+    const Op& op = ops_[sel_[k]];
     span_lo_ = std::min(span_lo_, op.start_wall_ns);
     span_hi_ = std::max(span_hi_, end_ns_of(op.start_wall_ns, op.dur_us));
   }
@@ -598,7 +599,7 @@ void TraceBuild::bin_counters() {
   for (std::size_t k = 0; k < sel_.size(); ++k) {
     if (op_tid_[k] < 0) continue;
     const std::uint32_t i = sel_[k];
-    const OpRecord& op = ops_[i];
+    const Op& op = ops_[i];
     const std::int64_t e = end_ns_of(op.start_wall_ns, op.dur_us);
     if (i < extra.size() && !extra[i].hcas.empty()) {
       Series& s = series_[gm_.op_gpu[i]];
@@ -675,7 +676,7 @@ void TraceBuild::write_ops(TraceJson& j) {
 
 void TraceBuild::write_op(TraceJson& j, std::size_t k) {
   const std::uint32_t i = sel_[k];
-  const OpRecord& op = ops_[i];
+  const Op& op = ops_[i];
   const std::string_view fname = to_string(op.func);
   j.begin('X', fname, to_string(op.kind), pid_of_sel(static_cast<std::uint32_t>(k)), op_tid_[k], op.start_wall_ns - t0_);
   j.raw(",\"dur\":");
@@ -733,7 +734,7 @@ void TraceBuild::write_op(TraceJson& j, std::size_t k) {
 
 void TraceBuild::write_channels(TraceJson& j, std::size_t k) {
   const std::uint32_t i = sel_[k];
-  const OpRecord& op = ops_[i];
+  const Op& op = ops_[i];
   const int pid = pid_of_sel(static_cast<std::uint32_t>(k));
   for (std::size_t e = data_.ch_begin(i); e < data_.ch_end[i]; ++e) {
     if (ch_tid_[e] < 0) continue;
@@ -753,8 +754,8 @@ void TraceBuild::write_channels(TraceJson& j, std::size_t k) {
 }
 
 void TraceBuild::write_flow(TraceJson& j, const Flow& f, std::uint64_t flow_id) {
-  const OpRecord& a = ops_[sel_[f.src_k]];
-  const OpRecord& b = ops_[sel_[f.dst_k]];
+  const Op& a = ops_[sel_[f.src_k]];
+  const Op& b = ops_[sel_[f.dst_k]];
   char id[24];
   std::snprintf(id, sizeof id, "0x%llx", static_cast<unsigned long long>(flow_id));
   const std::string_view fname = to_string(a.func);
@@ -839,7 +840,9 @@ void TraceBuild::write_instants(TraceJson& j) {
 
 // The top-level metadata: the clock, what was selected and dropped.
 void TraceBuild::write_footer(TraceJson& j) {
-  j.raw("\n],\"metadata\":{\"tool\":\"nccl-inspector trace\",\"version\":\"0.1.0\",\"t0_wall_ns\":\"");
+  j.raw("\n],\"metadata\":{\"tool\":\"nccl-inspector trace\",\"version\":\"");
+  j.raw(kVersion);
+  j.raw("\",\"t0_wall_ns\":\"");
   j.i64(t0_);
   j.raw("\",\"t0_utc\":\"");
   j.raw(iso_utc(t0_));
@@ -915,4 +918,4 @@ TraceStats write_trace(const ViewSink& data, const ReadResult& res, const TraceO
   return b.st;
 }
 
-}  // namespace nccl_inspector::analysis
+}  // namespace ni::analysis

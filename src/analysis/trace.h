@@ -23,9 +23,9 @@
 #include <string>
 #include <vector>
 
-#include "view.h"
+#include "src/analysis/view.h"
 
-namespace nccl_inspector::analysis {
+namespace ni::analysis {
 
 struct TraceOptions {
   std::string from, to;            // seconds from the first op ("12.5") or ISO 8601 UTC ("2025-01-01T00:00:12.5Z")
@@ -68,4 +68,4 @@ TraceStats write_trace(const ViewSink& data, const ReadResult& res, const TraceO
 bool write_trace_file(const ViewSink& data, const ReadResult& res, const TraceOptions& o, const std::string& path,
                       TraceStats& stats, std::string& error);
 
-}  // namespace nccl_inspector::analysis
+}  // namespace ni::analysis

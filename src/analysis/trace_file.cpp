@@ -8,9 +8,9 @@
 #include <streambuf>
 #include <vector>
 
-#include "trace.h"
+#include "src/analysis/trace.h"
 
-namespace nccl_inspector::analysis {
+namespace ni::analysis {
 
 namespace {
 
@@ -106,4 +106,4 @@ bool write_trace_file(const ViewSink& data, const ReadResult& res, const TraceOp
   return true;
 }
 
-}  // namespace nccl_inspector::analysis
+}  // namespace ni::analysis

@@ -9,9 +9,9 @@
 #include <string>
 #include <string_view>
 
-#include "table.h"
+#include "src/analysis/table.h"
 
-namespace nccl_inspector::analysis {
+namespace ni::analysis {
 
 // Buffered JSON text writer: one event at a time, flushed every ~1 MiB.
 class TraceJson {
@@ -104,4 +104,4 @@ class TraceJson {
   std::uint64_t events_ = 0, bytes_ = 0;
 };
 
-}  // namespace nccl_inspector::analysis
+}  // namespace ni::analysis

@@ -1,18 +1,18 @@
-#include "validate.h"
+#include "src/analysis/validate.h"
 
 #include <map>
 #include <tuple>
 
-#include "analysis.h"
-#include "summary.h"
+#include "src/analysis/analysis.h"
+#include "src/analysis/summary.h"
 
-namespace nccl_inspector::analysis {
+namespace ni::analysis {
 
 namespace {
 // Per (file, comm, rank, func): missing NCCL sequence numbers between consecutive collectives.
-class GapSink : public Sink {
+class GapSink : public OpSink {
  public:
-  void on_op(const OpRecord& op, const OpDetail*, const FileInfo&) override {
+  void on_op(const Op& op, const OpDetail*, const FileInfo&) override {
     health.add(op);
     if (op.kind != OpKind::kColl || (op.flags & kFlagUpstream && op.seq == 0)) return;
     auto& last = last_[{op.file_idx, op.comm_hash, op.rank, op.func}];
@@ -110,4 +110,4 @@ class ValidateAnalysis : public Analysis {
 
 std::unique_ptr<Analysis> make_validate_analysis() { return std::make_unique<ValidateAnalysis>(); }
 
-}  // namespace nccl_inspector::analysis
+}  // namespace ni::analysis

@@ -2,10 +2,10 @@
 // sequence gaps and truncation, per file. What a user runs first when numbers look wrong.
 #pragma once
 
-#include "reader.h"
-#include "table.h"
+#include "src/analysis/reader.h"
+#include "src/analysis/table.h"
 
-namespace nccl_inspector::analysis {
+namespace ni::analysis {
 
 struct ValidateResult {
   Report report;
@@ -16,4 +16,4 @@ struct ValidateResult {
 ValidateResult validate_files(const std::vector<std::string>& files, int threads, const ReadOptions& ro,
                               bool strict);
 
-}  // namespace nccl_inspector::analysis
+}  // namespace ni::analysis

@@ -1,4 +1,4 @@
-#include "view.h"
+#include "src/analysis/view.h"
 
 #include <algorithm>
 #include <climits>
@@ -6,11 +6,11 @@
 #include <set>
 #include <tuple>
 
-#include "stragglers.h"
+#include "src/analysis/stragglers.h"
 
-namespace nccl_inspector::analysis {
+namespace ni::analysis {
 
-void ViewSink::on_op(const OpRecord& op, const OpDetail* d, const FileInfo& file) {
+void ViewSink::on_op(const Op& op, const OpDetail* d, const FileInfo& file) {
   coll.on_op(op, d, file);
   if (d && !channel_capped) {
     if (ch.size() + d->ch_times.size() > kMaxChannelEntries) {
@@ -61,7 +61,7 @@ struct Proc {
 // comm records' cuda_dev, else inferred), the GPUs in display order, and the ops.
 class GpuMapper {
  public:
-  GpuMapper(const std::vector<OpRecord>& ops, const ReadResult& res) : ops_(ops), res_(res) {}
+  GpuMapper(const std::vector<Op>& ops, const ReadResult& res) : ops_(ops), res_(res) {}
   GpuMap run() {
     find_processes();
     collect_ranks();
@@ -93,7 +93,7 @@ class GpuMapper {
   void order_comms();
   int& ordinal(std::size_t pi, std::uint64_t c, int r) { return ordinal_[{static_cast<int>(pi), c, r}]; }
 
-  const std::vector<OpRecord>& ops_;
+  const std::vector<Op>& ops_;
   const ReadResult& res_;
   GpuMap m_;
   std::vector<int> file_proc_;  // per file: its process
@@ -299,7 +299,7 @@ void GpuMapper::number_gpus() {
 void GpuMapper::map_ops() {
   m_.op_gpu.resize(ops_.size());
   for (std::size_t i = 0; i < ops_.size(); ++i) {
-    const OpRecord& op = ops_[i];
+    const Op& op = ops_[i];
     const int pi = file_proc_[op.file_idx];
     const int o = ordinal_[{pi, op.comm_hash, op.rank}];
     const std::uint32_t g = new_index_[gpu_of_[{pi, o}]];
@@ -322,6 +322,6 @@ void GpuMapper::order_comms() {
 
 }  // namespace
 
-GpuMap map_gpus(const std::vector<OpRecord>& ops, const ReadResult& res) { return GpuMapper(ops, res).run(); }
+GpuMap map_gpus(const std::vector<Op>& ops, const ReadResult& res) { return GpuMapper(ops, res).run(); }
 
-}  // namespace nccl_inspector::analysis
+}  // namespace ni::analysis

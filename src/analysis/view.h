@@ -21,11 +21,11 @@
 #include <string>
 #include <vector>
 
-#include "reader.h"
+#include "src/analysis/reader.h"
 
-namespace nccl_inspector::analysis {
+namespace ni::analysis {
 
-class ViewSink : public Sink {
+class ViewSink : public OpSink {
  public:
   // At most this many channel-time entries are kept (12 bytes each); beyond,
   // channel detail is dropped for the whole input (channel_capped).
@@ -33,7 +33,7 @@ class ViewSink : public Sink {
 
   ViewSink() : coll(true) {}
   bool wants_detail() const override { return true; }
-  void on_op(const OpRecord& op, const OpDetail* d, const FileInfo& file) override;
+  void on_op(const Op& op, const OpDetail* d, const FileInfo& file) override;
   void merge(ViewSink&& o);
 
   struct Ch {
@@ -72,9 +72,9 @@ struct GpuMap {
   std::map<std::pair<std::uint64_t, int>, std::uint32_t> by_comm_rank;
 };
 
-GpuMap map_gpus(const std::vector<OpRecord>& ops, const ReadResult& res);
+GpuMap map_gpus(const std::vector<Op>& ops, const ReadResult& res);
 
 // Short display name of a comm: its name, or the first 8 hex digits of its hash.
 std::string comm_short(std::uint64_t h, const ReadResult& res);
 
-}  // namespace nccl_inspector::analysis
+}  // namespace ni::analysis

@@ -12,13 +12,14 @@
 #include <memory>
 #include <type_traits>
 
-#include "analysis.h"
-#include "plotly_bundle.h"
-#include "reader.h"
-#include "report.h"
-#include "trace.h"
+#include "include/nccl_inspector/version.h"
+#include "src/analysis/analysis.h"
+#include "src/analysis/plotly_bundle.h"
+#include "src/analysis/reader.h"
+#include "src/analysis/report.h"
+#include "src/analysis/trace.h"
 
-namespace ana = nccl_inspector::analysis;
+namespace ana = ni::analysis;
 
 namespace {
 
@@ -297,7 +298,7 @@ int main(int argc, char** argv) {
       "nccl-inspector: analyze NCCL profiler logs (nccl-inspector *.jsonl.gz and upstream Inspector v4.0 "
       "*.log)"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "nccl-inspector 0.1.0");
+  app.set_version_flag("--version", "nccl-inspector " + std::string(ni::kVersion));
   const auto analyses = ana::make_analyses();
   std::vector<Command> commands;
   for (const auto& a : analyses) commands.push_back(analysis_command(app, *a));

@@ -1,4 +1,4 @@
-#include "config.h"
+#include "src/core/config.h"
 
 #include <cerrno>
 #include <cstdlib>

@@ -48,7 +48,7 @@ struct ClockEstimate {
 };
 
 // The core's counters, summed over the threads' own (defined in runtime.h;
-// the per-thread ones are ThreadCounters, tracker.h).
+// the per-thread ones are ThreadCounters, ring.h).
 struct CoreStats;
 
 // ---- called by the consumer's thread (single consumer at a time;
@@ -72,7 +72,7 @@ void refine_clock() noexcept;
 const Config& config();
 // Logs through NCCL's logger when one was given (v4+), else to stderr when
 // NCCL_DEBUG asks for it. Cold path.
-void log(nccl_abi::LogLevel level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+void log(ni::abi::LogLevel level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 
 // ---- marks (ncclInspectorMark): a kind == kMark OpRecord whose label is
 // stored NUL-terminated in the bytes of `channels` (up to kMarkLabelMax-1).

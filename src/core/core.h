@@ -32,7 +32,7 @@ struct InitArgs {
   int nnodes = 0;               // v4+; 0 = unknown
   int nranks = 0;               // v4+; 0 = unknown
   int rank = -1;                // v4+; -1 = unknown
-  nccl_abi::DebugLogger logfn = nullptr;  // v4+; may be NULL
+  ni::abi::DebugLogger logfn = nullptr;  // v4+; may be NULL
   int* mask = nullptr;          // NCCL's process-wide activation mask
 };
 

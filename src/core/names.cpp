@@ -1,4 +1,4 @@
-#include "names.h"
+#include "src/core/names.h"
 
 #include <atomic>
 #include <cstring>

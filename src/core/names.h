@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "record.h"
+#include "src/core/record.h"
 
 namespace ni {
 

@@ -21,7 +21,7 @@
 
 #include "src/core/record.h"
 #include "src/core/runtime.h"
-#include "src/core/tracker.h"  // ThreadCounters
+#include "include/nccl_inspector/counters.h"
 
 namespace ni {
 
@@ -142,6 +142,23 @@ class SpscRing {
 namespace ni::core {
 
 // ------------------------------------------------------------ the registry
+
+// ------------------------------------------------------------ thread counters
+
+// Per-thread counters: written only by the owning thread (relaxed), read by
+// the dump thread (relaxed) for statistics. Exception: ring_high_water is written
+// only by the ring's consumer (drain_records).
+struct ThreadCounters {
+  // One per thread-kept row of include/nccl_inspector/counters.h, named as there.
+#define NI_THREAD_COUNTER(id, key, group, origin, ...) NI_COUNTER_IF_THREAD(origin, std::atomic<uint64_t> id{0};)
+  NI_COUNTERS(NI_THREAD_COUNTER)
+#undef NI_THREAD_COUNTER
+};
+
+__attribute__((always_inline)) inline void bump(std::atomic<uint64_t>& c) noexcept {
+  // Single writer (the owning thread); relaxed load+store, no locked op.
+  c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
 
 // One thread's ring and counters, registered in its runtime's list
 // (Runtime::rings) at the thread's first event; freed with the runtime.

@@ -60,33 +60,33 @@ void* encode_ctx(const Runtime& rt, uint32_t id) noexcept {
   return reinterpret_cast<void*>(v);
 }
 
-void default_log(nccl_abi::LogLevel level, const char* msg) {
+void default_log(ni::abi::LogLevel level, const char* msg) {
   // Without NCCL's logger (ABI v1-v3) we print only what NCCL_DEBUG asks for.
   const char* dbg = std::getenv("NCCL_DEBUG");
   if (dbg == nullptr) return;
   bool info = strcasecmp(dbg, "INFO") == 0 || strcasecmp(dbg, "TRACE") == 0;
   bool warn = info || strcasecmp(dbg, "WARN") == 0;
-  if ((level == nccl_abi::kLogWarn && warn) || (level == nccl_abi::kLogInfo && info)) {
+  if ((level == ni::abi::kLogWarn && warn) || (level == ni::abi::kLogInfo && info)) {
     char host[64] = "?";
     gethostname(host, sizeof host - 1);
     std::fprintf(stderr, "%s:%d:0 NCCL %s %s\n", host, static_cast<int>(getpid()),
-                 level == nccl_abi::kLogWarn ? "WARN" : "INFO", msg);
+                 level == ni::abi::kLogWarn ? "WARN" : "INFO", msg);
   }
 }
 
-void vlog(Runtime* rt, nccl_abi::LogLevel level, const char* fmt, va_list ap) {
+void vlog(Runtime* rt, ni::abi::LogLevel level, const char* fmt, va_list ap) {
   char buf[1024];
   std::vsnprintf(buf, sizeof buf, fmt, ap);
-  nccl_abi::DebugLogger fn = rt ? rt->logfn : nullptr;
+  ni::abi::DebugLogger fn = rt ? rt->logfn : nullptr;
   if (fn != nullptr) {
-    fn(level, nccl_abi::kSubsysInit | nccl_abi::kSubsysProfile, __FILE__, __LINE__, "%s", buf);
+    fn(level, ni::abi::kSubsysInit | ni::abi::kSubsysProfile, __FILE__, __LINE__, "%s", buf);
   } else {
     default_log(level, buf);
   }
 }
 
-void logf(Runtime* rt, nccl_abi::LogLevel level, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
-void logf(Runtime* rt, nccl_abi::LogLevel level, const char* fmt, ...) {
+void logf(Runtime* rt, ni::abi::LogLevel level, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+void logf(Runtime* rt, ni::abi::LogLevel level, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vlog(rt, level, fmt, ap);
@@ -94,11 +94,11 @@ void logf(Runtime* rt, nccl_abi::LogLevel level, const char* fmt, ...) {
 }
 
 int compute_mask(const Runtime& rt, int abi) {
-  int m = nccl_abi::kColl;
-  if (rt.cfg.enable_p2p) m |= nccl_abi::kP2p;
-  if (abi >= 3) m |= static_cast<int>(nccl_abi::kKernelCh);
-  if (rt.cfg.enable_net) m |= nccl_abi::kProxyOp | nccl_abi::kProxyStep | (abi >= 3 ? static_cast<int>(nccl_abi::kNetPlugin) : 0);
-  if (abi >= 6 && rt.cfg.enable_ce) m |= nccl_abi::kCeColl | nccl_abi::kCeSync | nccl_abi::kCeBatch;
+  int m = ni::abi::kColl;
+  if (rt.cfg.enable_p2p) m |= ni::abi::kP2p;
+  if (abi >= 3) m |= static_cast<int>(ni::abi::kKernelCh);
+  if (rt.cfg.enable_net) m |= ni::abi::kProxyOp | ni::abi::kProxyStep | (abi >= 3 ? static_cast<int>(ni::abi::kNetPlugin) : 0);
+  if (abi >= 6 && rt.cfg.enable_ce) m |= ni::abi::kCeColl | ni::abi::kCeSync | ni::abi::kCeBatch;
   return m;
 }
 
@@ -138,7 +138,7 @@ Context* acquire_context_locked(Runtime* rt) {
   // relaxed: ids only grow; each context is published by its own release store
   const uint32_t id = rt->n_contexts.load(std::memory_order_relaxed);
   if (id >= kMaxContexts) {
-    logf(rt, nccl_abi::kLogWarn, "NCCL Inspector: more than %u communicators; this one is not recorded",
+    logf(rt, ni::abi::kLogWarn, "NCCL Inspector: more than %u communicators; this one is not recorded",
          kMaxContexts);
     return nullptr;
   }
@@ -146,7 +146,7 @@ Context* acquire_context_locked(Runtime* rt) {
   fresh->id = id;
   if (!fresh->ops.init(static_cast<uint32_t>(rt->cfg.pool_ops), fresh.get()) ||
       !fresh->net_slots.init(static_cast<uint32_t>(rt->cfg.enable_net ? rt->cfg.pool_ops * 4 : 64), fresh.get())) {
-    logf(rt, nccl_abi::kLogWarn, "NCCL Inspector: out of memory; communicator not recorded");
+    logf(rt, ni::abi::kLogWarn, "NCCL Inspector: out of memory; communicator not recorded");
     return nullptr;
   }
   Context* c = fresh.release();
@@ -218,10 +218,10 @@ void* comm_init(const InitArgs& a) noexcept {
       fresh->logfn = a.logfn;
       std::vector<std::string> warnings;
       fresh->cfg = load_config_from_env([&](const std::string& w) { warnings.push_back(w); });
-      for (const auto& w : warnings) logf(fresh.get(), nccl_abi::kLogWarn, "NCCL Inspector: %s", w.c_str());
+      for (const auto& w : warnings) logf(fresh.get(), ni::abi::kLogWarn, "NCCL Inspector: %s", w.c_str());
       fresh->high_water_mark = static_cast<uint64_t>(fresh->cfg.ring_records) / 2;
       clk::calibrate();
-      logf(fresh.get(), nccl_abi::kLogInfo, "NCCL Inspector: configuration %s", describe(fresh->cfg).c_str());
+      logf(fresh.get(), ni::abi::kLogInfo, "NCCL Inspector: configuration %s", describe(fresh->cfg).c_str());
       if (fresh->cfg.enable) {
         fresh->sink = make_sink();
         if (fresh->sink) fresh->sink->start(fresh->cfg, a.logfn);
@@ -232,7 +232,7 @@ void* comm_init(const InitArgs& a) noexcept {
     }
     if (a.logfn != nullptr) rt->logfn = a.logfn;
     if (!rt->cfg.enable) {
-      logf(rt, nccl_abi::kLogInfo, "NCCL Inspector: disabled by NCCL_INSPECTOR_ENABLE=0 (bound ABI v%d)", a.abi);
+      logf(rt, ni::abi::kLogInfo, "NCCL Inspector: disabled by NCCL_INSPECTOR_ENABLE=0 (bound ABI v%d)", a.abi);
       return nullptr;
     }
 
@@ -253,7 +253,7 @@ void* comm_init(const InitArgs& a) noexcept {
     // launches) while we write it; relaxed: a plain int flag, no data hangs off it.
     if (a.mask != nullptr) std::atomic_ref<int>(*a.mask).store(mask, std::memory_order_relaxed);
     if (rt->sink) rt->sink->comm_added(info);
-    logf(rt, nccl_abi::kLogInfo,
+    logf(rt, ni::abi::kLogInfo,
          "NCCL Inspector: bound profiler ABI v%d; comm %s hash 0x%016llx rank %d/%d nodes %d, event mask 0x%x",
          a.abi, info.name.empty() ? "(unnamed)" : info.name.c_str(),
          static_cast<unsigned long long>(a.comm_hash), a.rank, a.nranks, a.nnodes, mask);
@@ -273,7 +273,7 @@ void comm_finalize(void* ctx) noexcept {
     // Everything still in flight will never be stopped (profiler-abi.md
     // §11.11): write what we have, marked reclaimed, rather than lose it.
     size_t n = reclaim_ops(*c, UINT64_MAX);
-    if (n) logf(rt, nccl_abi::kLogInfo, "NCCL Inspector: %zu in-flight ops of comm %u written at finalize", n, c->id);
+    if (n) logf(rt, ni::abi::kLogInfo, "NCCL Inspector: %zu in-flight ops of comm %u written at finalize", n, c->id);
     c->live.store(0, std::memory_order_release);  // late callbacks are counted, not followed
     rt->recycled.push_back(c->id);
     if (rt->sink) rt->sink->comm_removed(c->id);
@@ -421,7 +421,7 @@ const Config& config() {
   return rt ? rt->cfg : kDefault;
 }
 
-void log(nccl_abi::LogLevel level, const char* fmt, ...) {
+void log(ni::abi::LogLevel level, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   core::vlog(runtime(), level, fmt, ap);

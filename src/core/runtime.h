@@ -38,7 +38,7 @@ class Sink {
  public:
   virtual ~Sink() = default;
   // First comm init, before any record exists. May start threads.
-  virtual void start(const Config& cfg, nccl_abi::DebugLogger logfn) = 0;
+  virtual void start(const Config& cfg, ni::abi::DebugLogger logfn) = 0;
   // Cold path, from init/finalize threads.
   virtual void comm_added(const CommInfo& c) = 0;
   virtual void comm_removed(uint32_t comm_id) = 0;
@@ -77,7 +77,7 @@ struct Runtime {
   uint64_t generation = 0;
   pid_t pid = 0;
   std::unique_ptr<Sink> sink;
-  nccl_abi::DebugLogger logfn = nullptr;
+  ni::abi::DebugLogger logfn = nullptr;
   std::atomic<Context*> contexts[kMaxContexts] = {};
   std::atomic<uint32_t> n_contexts{0};  // ids handed out so far
   std::vector<uint32_t> recycled;       // finalized context ids, guarded by g_mu (runtime.cpp)

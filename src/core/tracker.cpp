@@ -251,16 +251,16 @@ void atomic_max(std::atomic<uint64_t>& a, uint64_t v) noexcept {
 // Time in a ProxyStep state goes to one of three buckets.
 void account_step_state(OpSlot& s, int state, uint64_t dt) noexcept {
   switch (state) {
-    case nccl_abi::kProxyStepSendGPUWait:
-    case nccl_abi::kProxyStepRecvGPUWait:
+    case ni::abi::kProxyStepSendGPUWait:
+    case ni::abi::kProxyStepRecvGPUWait:
       s.net_gpu_wait.fetch_add(dt, std::memory_order_relaxed);  // statistic, read after completion's acquire
       break;
-    case nccl_abi::kProxyStepSendWait:
-    case nccl_abi::kProxyStepSendPeerWait:
-    case nccl_abi::kProxyStepRecvWait:
+    case ni::abi::kProxyStepSendWait:
+    case ni::abi::kProxyStepSendPeerWait:
+    case ni::abi::kProxyStepRecvWait:
       s.net_wait.fetch_add(dt, std::memory_order_relaxed);  // statistic, as above
       break;
-    case nccl_abi::kProxyStepRecvFlushWait:
+    case ni::abi::kProxyStepRecvFlushWait:
       s.net_flush.fetch_add(dt, std::memory_order_relaxed);  // statistic, as above
       break;
     default: break;
@@ -484,7 +484,7 @@ __attribute__((noinline)) void* kernel_ch_started(OpSlot& s, uint64_t pv, uint32
 }
 
 inline void* kernel_ch_start(uint64_t pv, uint8_t channel, uint64_t stamp, bool has_ptimer) noexcept {
-  if (tag_of(pv) != Tag::kOp || channel >= nccl_abi::kMaxChannels) [[unlikely]] return reject_kernel_ch(pv);
+  if (tag_of(pv) != Tag::kOp || channel >= ni::abi::kMaxChannels) [[unlikely]] return reject_kernel_ch(pv);
   // No runtime check (as in stop()): the generation check is enough.
   OpSlot* s = op_of(nullptr, pv);  // its context is only needed off the fast path
   if (s == nullptr) [[unlikely]] return nullptr;
@@ -529,7 +529,7 @@ __attribute__((noinline, cold)) int kernel_ch_rejected_into(void** h, uint64_t p
 // stack frame (every other case is a tail call).
 int start_kernel_ch_gpu(void** h, void* parent, uint32_t channel, uint64_t ptimer) noexcept {
   const uint64_t pv = hv(parent);
-  if (tag_of(pv) != Tag::kOp || channel >= nccl_abi::kMaxChannels) [[unlikely]]
+  if (tag_of(pv) != Tag::kOp || channel >= ni::abi::kMaxChannels) [[unlikely]]
     return kernel_ch_rejected_into(h, pv, false);
   OpSlot* s = live_op(pv);
   if (s == nullptr) [[unlikely]] return kernel_ch_rejected_into(h, pv, true);
@@ -620,7 +620,7 @@ void* start_proxy_step(void* ctx, void* parent, int step) noexcept {
   Context* c = nullptr;
   NetSlot* n = net_of(rt, p, &c);
   if (n == nullptr) return nullptr;
-  const uint32_t k = static_cast<uint32_t>(step) % nccl_abi::kNcclSteps;
+  const uint32_t k = static_cast<uint32_t>(step) % ni::abi::kNcclSteps;
   auto& st = n->steps[k];
   // Relaxed: one progress thread owns a ProxyOp's step states.
   st.state.store(-1, std::memory_order_relaxed);
@@ -793,7 +793,7 @@ void stop_slow(Runtime* rt, void* handle) noexcept {
       Context* c = nullptr;
       NetSlot* n = net_of(rt, h, &c);
       if (n == nullptr) return;
-      auto& st = n->steps[h.extra % nccl_abi::kNcclSteps];
+      auto& st = n->steps[h.extra % ni::abi::kNcclSteps];
       if (st.stopped.exchange(1, std::memory_order_acq_rel) != 0) {  // first stop wins
         bump(counters().fault_double_stop);
         return;
@@ -825,7 +825,7 @@ __attribute__((noinline)) int kernel_ch_stop_other(void* handle, uint64_t ptimer
   StateArgs a;
   a.ptimer = ptimer;
   a.has_ptimer = true;
-  record_state(handle, nccl_abi::kKernelChStop, a);
+  record_state(handle, ni::abi::kKernelChStop, a);
   return 0;
 }
 }  // namespace
@@ -843,7 +843,7 @@ void record_state(void* handle, int state, const StateArgs& a) noexcept {
   if (rt == nullptr) [[unlikely]] return;
   const uint64_t v = hv(handle);
   if (tag_of(v) == Tag::kKernelCh) [[likely]] {
-    if (state != nccl_abi::kKernelChStop) return;
+    if (state != ni::abi::kKernelChStop) return;
     OpSlot* s = op_of(rt, v);
     // Without its timer (NULL state args) the channel still ends, with no length.
     if (s != nullptr) end_channel(*s, v, a.has_ptimer ? a.ptimer : 0);
@@ -861,7 +861,7 @@ void record_slow(Runtime* rt, void* handle, int state, const StateArgs& a) noexc
   Handle h = decode(handle);
   switch (h.tag) {
     case Tag::kProxyOp: {
-      if (state > nccl_abi::kProxyOpRecvDone || !a.has_trans_size) return;
+      if (state > ni::abi::kProxyOpRecvDone || !a.has_trans_size) return;
       Context* c = nullptr;
       NetSlot* n = net_of(rt, h, &c);
       if (n == nullptr) return;
@@ -871,13 +871,13 @@ void record_slow(Runtime* rt, void* handle, int state, const StateArgs& a) noexc
       return;
     }
     case Tag::kProxyStep: {
-      if (state < nccl_abi::kProxyStepSendGPUWait ||
-          (state > nccl_abi::kProxyStepRecvGPUWait && state != nccl_abi::kProxyStepSendPeerWait))
+      if (state < ni::abi::kProxyStepSendGPUWait ||
+          (state > ni::abi::kProxyStepRecvGPUWait && state != ni::abi::kProxyStepSendPeerWait))
         return;
       Context* c = nullptr;
       NetSlot* n = net_of(rt, h, &c);
       if (n == nullptr) return;
-      auto& st = n->steps[h.extra % nccl_abi::kNcclSteps];
+      auto& st = n->steps[h.extra % ni::abi::kNcclSteps];
       const uint64_t t = clk::read_ticks();
       // Single progress thread per step; relaxed exchanges keep it race-free.
       const int prev = st.state.exchange(state, std::memory_order_relaxed);
@@ -889,8 +889,8 @@ void record_slow(Runtime* rt, void* handle, int state, const StateArgs& a) noexc
       if (prev >= 0 && t > pt) account_step_state(*s, prev, t - pt);
       if (a.has_trans_size && prev != state) {
         // Relaxed: statistics, read after completion's acquire on `remaining`.
-        if (state == nccl_abi::kProxyStepSendWait) s->net_send_bytes.fetch_add(a.trans_size, std::memory_order_relaxed);
-        if (state == nccl_abi::kProxyStepRecvFlushWait) s->net_recv_bytes.fetch_add(a.trans_size, std::memory_order_relaxed);
+        if (state == ni::abi::kProxyStepSendWait) s->net_send_bytes.fetch_add(a.trans_size, std::memory_order_relaxed);
+        if (state == ni::abi::kProxyStepRecvFlushWait) s->net_recv_bytes.fetch_add(a.trans_size, std::memory_order_relaxed);
       }
       return;
     }

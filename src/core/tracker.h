@@ -1,7 +1,7 @@
 // The capture core's in-flight state: handles, pooled op and network slots,
-// per-comm contexts, the per-thread counters, and the declarations the event
-// path (tracker.cpp) and the completion of an op (completion.cpp) share. Only
-// the core's own files include it (ring.h does, for ThreadCounters).
+// per-comm contexts, and the declarations the event path (tracker.cpp) and the
+// completion of an op (completion.cpp) share. Only the core's own files
+// include it.
 //
 // Handles are not pointers: a handle is a 64-bit value encoding
 // (tag, global slot index, generation, channel or event type). Decoding it never
@@ -177,8 +177,8 @@ struct OpSlotFields {
   std::atomic<uint64_t> stopped_mask{0};
   std::atomic<uint64_t> ch_lo{UINT64_MAX};  // earliest start stamp of the started channels
   std::atomic<uint8_t> ch_mode{kChOpen};    // ChMode
-  alignas(kCacheLine) std::atomic<uint64_t> ch_start[nccl_abi::kMaxChannels];
-  std::atomic<uint64_t> ch_stop[nccl_abi::kMaxChannels];
+  alignas(kCacheLine) std::atomic<uint64_t> ch_start[ni::abi::kMaxChannels];
+  std::atomic<uint64_t> ch_stop[ni::abi::kMaxChannels];
   // network
   std::atomic<uint64_t> net_send_bytes{0}, net_recv_bytes{0};
   std::atomic<uint64_t> net_gpu_wait{0}, net_wait{0}, net_flush{0};  // ticks
@@ -218,7 +218,7 @@ struct alignas(kCacheLine) NetSlot {
     std::atomic<int32_t> state{-1};
     std::atomic<uint64_t> ticks{0};
     std::atomic<uint32_t> stopped{1};
-  } steps[nccl_abi::kNcclSteps];
+  } steps[ni::abi::kNcclSteps];
 };
 
 inline constexpr uint32_t kChunk = 64;  // slots per chunk
@@ -554,23 +554,6 @@ struct Context {
   std::atomic<int64_t> clk_typical{0};
   std::atomic<uint64_t> clk_samples{0};
 };
-
-// ------------------------------------------------------------ thread counters
-
-// Per-thread counters: written only by the owning thread (relaxed), read by
-// the dump thread (relaxed) for statistics. Exception: ring_high_water is written
-// only by the ring's consumer (drain_records).
-struct ThreadCounters {
-  // One per thread-kept row of include/nccl_inspector/counters.h, named as there.
-#define NI_THREAD_COUNTER(id, key, group, origin, ...) NI_COUNTER_IF_THREAD(origin, std::atomic<uint64_t> id{0};)
-  NI_COUNTERS(NI_THREAD_COUNTER)
-#undef NI_THREAD_COUNTER
-};
-
-__attribute__((always_inline)) inline void bump(std::atomic<uint64_t>& c) noexcept {
-  // Single writer (the owning thread); relaxed load+store, no locked op.
-  c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-}
 
 // ------------------------------------------------------- context arguments
 

@@ -9,7 +9,7 @@
 
 namespace ni::emu {
 
-using namespace nccl_abi;
+using namespace ni::abi;
 
 BenchResult bench(const BenchOptions& o) {
   BenchResult r;

@@ -132,7 +132,7 @@ struct CommInit {
   uint64_t comm_hash = 0;
   const char* comm_name = nullptr;
   int nnodes = 0, nranks = 0, rank = 0;
-  nccl_abi::DebugLogger logfn = nullptr;
+  ni::abi::DebugLogger logfn = nullptr;
 };
 
 class Binding {

@@ -43,12 +43,12 @@ struct NcclVersion {
 // Plugin tables to drive in-process, without dlopen. Any may be NULL; binding
 // picks the newest the emulated release would try (§0).
 struct PluginTables {
-  const nccl_abi::ProfilerV1* v1 = nullptr;
-  const nccl_abi::ProfilerV2* v2 = nullptr;
-  const nccl_abi::ProfilerV3* v3 = nullptr;
-  const nccl_abi::ProfilerV4* v4 = nullptr;
-  const nccl_abi::ProfilerV5* v5 = nullptr;
-  const nccl_abi::ProfilerV6* v6 = nullptr;
+  const ni::abi::ProfilerV1* v1 = nullptr;
+  const ni::abi::ProfilerV2* v2 = nullptr;
+  const ni::abi::ProfilerV3* v3 = nullptr;
+  const ni::abi::ProfilerV4* v4 = nullptr;
+  const ni::abi::ProfilerV5* v5 = nullptr;
+  const ni::abi::ProfilerV6* v6 = nullptr;
   bool empty() const { return !v1 && !v2 && !v3 && !v4 && !v5 && !v6; }
 };
 
@@ -232,7 +232,7 @@ struct Options {
   Pace pace = Pace::kNone;
   uint64_t seed = 1;
   int graph_replays = 3;             // replays per captured op for Fault::kGraphReplay
-  nccl_abi::DebugLogger logger = nullptr;  // passed to v4+ init; nullptr = nccl_logger()
+  ni::abi::DebugLogger logger = nullptr;  // passed to v4+ init; nullptr = nccl_logger()
   int fault_op = 3;                  // per-comm op index where one-shot faults fire
   // The job's time origin (CLOCK_REALTIME ns); 0 = now. Processes that
   // together form one job pass the same value so their timelines line up
@@ -257,7 +257,7 @@ std::string truth_op_json(const TruthOp& t);
 
 // NCCL's logger stand-in: prints like NCCL with NCCL_DEBUG=INFO, honouring
 // NCCL_DEBUG (VERSION/WARN/INFO/TRACE, default INFO) and NCCL_DEBUG_SUBSYS.
-nccl_abi::DebugLogger nccl_logger();
+ni::abi::DebugLogger nccl_logger();
 
 // ------------------------------------------------------------------ bench
 

@@ -10,7 +10,7 @@
 
 namespace ni::emu {
 
-using namespace nccl_abi;
+using namespace ni::abi;
 
 namespace {
 

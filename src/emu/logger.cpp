@@ -16,7 +16,7 @@ namespace ni::emu {
 
 namespace {
 
-using namespace nccl_abi;
+using namespace ni::abi;
 
 struct LogConfig {
   int level = kLogInfo;
@@ -90,6 +90,6 @@ void nccl_log(LogLevel level, unsigned long flags, const char* file, int line, c
 
 }  // namespace
 
-nccl_abi::DebugLogger nccl_logger() { return &nccl_log; }
+ni::abi::DebugLogger nccl_logger() { return &nccl_log; }
 
 }  // namespace ni::emu

@@ -15,7 +15,7 @@
 
 namespace ni::emu {
 
-using namespace nccl_abi;
+using namespace ni::abi;
 
 uint64_t mix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;

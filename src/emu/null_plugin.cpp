@@ -4,7 +4,7 @@
 
 namespace {
 
-using namespace nccl_abi;
+using namespace ni::abi;
 
 char g_ctx;     // any non-NULL address will do
 char g_handle;

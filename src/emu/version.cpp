@@ -64,7 +64,7 @@ const char* func_name_of(int c) {
 int func_code_of(std::string_view s) { return index_of(names::kFunc, names::kFuncNcclStrings, s); }
 // ncclUint8 has no string in NCCL (profiler-abi.md §5): its descriptors say "Unknown".
 const char* dtype_name_of(int c) {
-  if (c == nccl_abi::kUint8 || c < 0 || static_cast<std::size_t>(c) >= std::size(names::kDtype)) return "Unknown";
+  if (c == ni::abi::kUint8 || c < 0 || static_cast<std::size_t>(c) >= std::size(names::kDtype)) return "Unknown";
   return names::kDtype[c].nccl.data();
 }
 int dtype_code_of(std::string_view s) {

@@ -8,9 +8,7 @@
 #include <cstdlib>
 #include <ctime>
 
-#ifndef NI_PLUGIN_VERSION
-#define NI_PLUGIN_VERSION "unknown"
-#endif
+#include "include/nccl_inspector/version.h"
 
 namespace ni::out {
 namespace {
@@ -102,14 +100,14 @@ DumpSink::~DumpSink() {
   stop_internal();
 }
 
-void DumpSink::log(nccl_abi::LogLevel level, const std::string& msg) { src_->log(level, msg); }
+void DumpSink::log(ni::abi::LogLevel level, const std::string& msg) { src_->log(level, msg); }
 
 bool DumpSink::running() const {
   std::lock_guard<std::mutex> lk(mu_);
   return started_ && !stop_req_;
 }
 
-void DumpSink::start(const Config& cfg, nccl_abi::DebugLogger /*logfn: the source logs*/) {
+void DumpSink::start(const Config& cfg, ni::abi::DebugLogger /*logfn: the source logs*/) {
   // Registered with the exit hook after stop_mu_ is released: the hook holds
   // g_exit_mu while it takes stop_mu_ (one lock order: g_exit_mu -> stop_mu_).
   if (start_locked(cfg) && opts_.exit_hook) register_sink(this);
@@ -129,7 +127,7 @@ bool DumpSink::start_locked(const Config& cfg) {
   anchor_ = ClockAnchor{wall, m1 + (m2 - m1) / 2};
 
   const GetEnv getenv_fn = opts_.getenv ? opts_.getenv : GetEnv([](const char* n) { return std::getenv(n); });
-  meta_.plugin_version = opts_.plugin_version.empty() ? NI_PLUGIN_VERSION : opts_.plugin_version;
+  meta_.plugin_version = opts_.plugin_version.empty() ? std::string(kVersion) : opts_.plugin_version;
   meta_.host = opts_.host.empty() ? host_name() : sanitize_for_filename(opts_.host);
   meta_.pid = owner_pid_;
   const std::string stamp = start_stamp(wall);
@@ -151,7 +149,7 @@ bool DumpSink::start_locked(const Config& cfg) {
   try {
     thread_ = std::thread([this] { run(); });
   } catch (const std::exception& e) {
-    log(nccl_abi::kLogWarn, std::string("NCCL Inspector: cannot start the dump thread (") + e.what() +
+    log(ni::abi::kLogWarn, std::string("NCCL Inspector: cannot start the dump thread (") + e.what() +
                                 "); nothing will be written.");
   }
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
@@ -165,7 +163,7 @@ void DumpSink::make_outputs(const std::string& stamp) {
                       anchor_,
                       stamp,
                       *io_,
-                      [this](nccl_abi::LogLevel l, const std::string& m) { log(l, m); },
+                      [this](ni::abi::LogLevel l, const std::string& m) { log(l, m); },
                       opts_.retry_ns,
                       [this] { return src_->now_mono_ns(); }};
   for (const Format& f : formats()) {
@@ -259,7 +257,7 @@ void DumpSink::fail_cycle(const std::exception& e) {
   }
   if (!thread_failed_logged_) {
     thread_failed_logged_ = true;
-    log(nccl_abi::kLogWarn, std::string("NCCL Inspector: dump cycle failed: ") + e.what());
+    log(ni::abi::kLogWarn, std::string("NCCL Inspector: dump cycle failed: ") + e.what());
   }
 }
 
@@ -356,7 +354,7 @@ void DumpSink::cycle(bool final, std::vector<CommInfo>& added, std::vector<uint3
   bool forced = false;
   if (now - last_trigger_ns_ >= opts_.trigger_check_ns) {
     forced = check_trigger(now);
-    if (forced) log(nccl_abi::kLogInfo, "NCCL Inspector: dump-now requested");
+    if (forced) log(ni::abi::kLogInfo, "NCCL Inspector: dump-now requested");
   }
   add_comms(added, wall);
   if (final || now - last_reclaim_ns_ >= kReclaimEveryNs) {

@@ -67,7 +67,7 @@ class DumpSink final : public Sink {
   explicit DumpSink(std::unique_ptr<RecordSource> src, SinkOptions opts = {});
   ~DumpSink() override;
 
-  void start(const Config& cfg, nccl_abi::DebugLogger logfn) override;
+  void start(const Config& cfg, ni::abi::DebugLogger logfn) override;
   void comm_added(const CommInfo& c) override;
   void comm_removed(uint32_t comm_id) override;
   void wake() noexcept override;
@@ -113,7 +113,7 @@ class DumpSink final : public Sink {
   StatsSnapshot snapshot_now(bool include_pending);
   std::string path_of(std::string_view format) const;
   void stop_internal();
-  void log(nccl_abi::LogLevel level, const std::string& msg);
+  void log(ni::abi::LogLevel level, const std::string& msg);
 
   std::unique_ptr<RecordSource> src_;
   SinkOptions opts_;

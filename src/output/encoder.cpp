@@ -9,8 +9,8 @@
 namespace ni::out {
 namespace {
 
-namespace sc = nccl_inspector::schema;
-namespace ctr = nccl_inspector::counters;
+namespace sc = ni::schema;
+namespace ctr = ni::counters;
 
 // ,"name":
 inline void key(Buf& b, std::string_view name) {

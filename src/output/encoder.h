@@ -56,7 +56,7 @@ struct StatsSnapshot {
 };
 
 // Every counter's value, in the row order of counters.h (kCounters[i] -> [i]).
-std::array<uint64_t, nccl_inspector::counters::kCount> counter_values(const StatsSnapshot& s);
+std::array<uint64_t, ni::counters::kCount> counter_values(const StatsSnapshot& s);
 
 struct OpTiming;
 

@@ -48,7 +48,7 @@ void GzipLog::fail(int err, const char* what, const std::string& path, uint64_t 
   retry_at_ns_ = now_ns + opts_.retry_ns;
   if (failing_) return;  // one warning per failure episode, never one per record
   failing_ = true;
-  log_(nccl_abi::kLogWarn, "NCCL Inspector: cannot " + std::string(what) + " " + path + ": " + errno_text(err) +
+  log_(ni::abi::kLogWarn, "NCCL Inspector: cannot " + std::string(what) + " " + path + ": " + errno_text(err) +
                                ". Log records are counted as dropped (write_error) until writing works again; "
                                "retrying at most every " +
                                std::to_string(opts_.retry_ns / 1000000) + " ms.");
@@ -133,7 +133,7 @@ bool GzipLog::flush(uint64_t now_ns) {
   file_bytes_ += done;
   if (failing_) {
     failing_ = false;
-    log_(nccl_abi::kLogWarn, "NCCL Inspector: writing " + path_ + " works again.");
+    log_(ni::abi::kLogWarn, "NCCL Inspector: writing " + path_ + " works again.");
   }
   return true;
 }
@@ -148,12 +148,12 @@ void GzipLog::close(bool do_sync) {
   if (do_sync && io_.fsync(fd_) != 0) {
     int e = errno;
     if (e != EINVAL && e != EROFS)  // fsync unsupported is not a loss
-      log_(nccl_abi::kLogWarn, "NCCL Inspector: fsync " + path_ + ": " + errno_text(e));
+      log_(ni::abi::kLogWarn, "NCCL Inspector: fsync " + path_ + ": " + errno_text(e));
   }
   if (io_.close(fd_) != 0) {
     int e = errno;
     if (e != EINTR)  // Linux: the descriptor is closed and the data are in the page cache
-      log_(nccl_abi::kLogWarn, "NCCL Inspector: close " + path_ + ": " + errno_text(e) +
+      log_(ni::abi::kLogWarn, "NCCL Inspector: close " + path_ + ": " + errno_text(e) +
                                    " (the end of this file may be missing)");
   }
   fd_ = -1;

@@ -32,7 +32,7 @@ struct libdeflate_compressor;
 
 namespace ni::out {
 
-using Logger = std::function<void(nccl_abi::LogLevel, const std::string&)>;
+using Logger = std::function<void(ni::abi::LogLevel, const std::string&)>;
 
 struct LogFileOptions {
   std::string dir;              // created (mkdir -p) on first use

@@ -7,7 +7,7 @@ namespace ni {
 
 MemorySink* MemorySink::current_ = nullptr;
 
-void MemorySink::start(const Config&, nccl_abi::DebugLogger) { current_ = this; }
+void MemorySink::start(const Config&, ni::abi::DebugLogger) { current_ = this; }
 void MemorySink::comm_added(const CommInfo& c) {
   std::lock_guard<std::mutex> lk(mu_);
   comms_.push_back(c);

@@ -11,7 +11,7 @@ namespace ni {
 
 class MemorySink final : public Sink {
  public:
-  void start(const Config& cfg, nccl_abi::DebugLogger logfn) override;
+  void start(const Config& cfg, ni::abi::DebugLogger logfn) override;
   void comm_added(const CommInfo& c) override;
   void comm_removed(uint32_t comm_id) override;
   void wake() noexcept override;

@@ -10,7 +10,7 @@
 namespace ni::out {
 namespace {
 
-namespace ctr = nccl_inspector::counters;
+namespace ctr = ni::counters;
 
 // Upper bounds (le) of the latency histogram, seconds; the literal text is
 // what the file shows.
@@ -328,7 +328,7 @@ bool PromWriter::write(const StatsSnapshot& st, int64_t wall_ns, uint64_t now_ns
   auto fail = [&](int err, const char* what, const std::string& p) {
     retry_at_ns_ = now_ns + 1000000000ull;
     if (!failing_)
-      log_(nccl_abi::kLogWarn, "NCCL Inspector: cannot " + std::string(what) + " " + p + ": " + errno_text(err) +
+      log_(ni::abi::kLogWarn, "NCCL Inspector: cannot " + std::string(what) + " " + p + ": " + errno_text(err) +
                                    " (Prometheus file not updated; retrying)");
     failing_ = true;
     return false;
@@ -352,7 +352,7 @@ bool PromWriter::write(const StatsSnapshot& st, int64_t wall_ns, uint64_t now_ns
     io_.unlink(tmp_path_.c_str());
     return fail(e, "rename onto", path_);
   }
-  if (failing_) log_(nccl_abi::kLogWarn, "NCCL Inspector: writing " + path_ + " works again.");
+  if (failing_) log_(ni::abi::kLogWarn, "NCCL Inspector: writing " + path_ + " works again.");
   failing_ = false;
   return true;
 }

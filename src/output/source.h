@@ -33,7 +33,7 @@ class RecordSource {
   // CPU monotonic ns, the clock of OpRecord's CPU fields.
   virtual uint64_t now_mono_ns() = 0;
   virtual void refine_clock() = 0;
-  virtual void log(nccl_abi::LogLevel level, const std::string& msg) = 0;
+  virtual void log(ni::abi::LogLevel level, const std::string& msg) = 0;
 };
 
 // Forwards to the core (src/core/runtime.h). Defined in core_source.cpp,

@@ -9,13 +9,13 @@
 #include <random>
 #include <sstream>
 
-#include "export.h"
-#include "fixtures.h"
-#include "reader.h"
-#include "summary.h"
-#include "validate.h"
+#include "src/analysis/export.h"
+#include "tests/analysis/fixtures.h"
+#include "src/analysis/reader.h"
+#include "src/analysis/summary.h"
+#include "src/analysis/validate.h"
 
-namespace ana = nccl_inspector::analysis;
+namespace ana = ni::analysis;
 namespace fs = std::filesystem;
 using ni_test::JobSpec;
 

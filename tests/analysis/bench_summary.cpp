@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "reader.h"
-#include "summary.h"
+#include "src/analysis/reader.h"
+#include "src/analysis/summary.h"
 
-namespace ana = nccl_inspector::analysis;
+namespace ana = ni::analysis;
 
 int main(int argc, char** argv) {
   const long records = argc > 1 ? std::atol(argv[1]) : 4000000;

@@ -5,15 +5,15 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "anomalies.h"
-#include "compare.h"
-#include "fixtures.h"
-#include "iterations.h"
-#include "reader.h"
-#include "stragglers.h"
-#include "summary.h"
+#include "src/analysis/anomalies.h"
+#include "src/analysis/compare.h"
+#include "tests/analysis/fixtures.h"
+#include "src/analysis/iterations.h"
+#include "src/analysis/reader.h"
+#include "src/analysis/stragglers.h"
+#include "src/analysis/summary.h"
 
-namespace ana = nccl_inspector::analysis;
+namespace ana = ni::analysis;
 using ni_test::Fault;
 using ni_test::JobSpec;
 

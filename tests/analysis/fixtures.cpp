@@ -1,4 +1,4 @@
-#include "fixtures.h"
+#include "tests/analysis/fixtures.h"
 
 #include <zlib.h>
 

@@ -8,14 +8,14 @@
 #include <sstream>
 #include <string>
 
-#include "analysis.h"
-#include "fixtures.h"
-#include "reader.h"
-#include "report.h"
-#include "trace.h"
-#include "view.h"
+#include "src/analysis/analysis.h"
+#include "tests/analysis/fixtures.h"
+#include "src/analysis/reader.h"
+#include "src/analysis/report.h"
+#include "src/analysis/trace.h"
+#include "src/analysis/view.h"
 
-namespace ana = nccl_inspector::analysis;
+namespace ana = ni::analysis;
 
 namespace {
 
@@ -30,7 +30,7 @@ class ProbeAnalysis : public ana::Analysis {
     ana::AnalysisResult r;
     ana::Section& s = r.report.add("probe", "Probe table");
     s.table.columns = {"comm", "first_rank"};
-    std::map<std::uint64_t, const ana::OpRecord*> first;
+    std::map<std::uint64_t, const ana::Op*> first;
     for (const auto& op : in.data.ops)
       if (op.has_start() &&
           (!first.count(op.comm_hash) || op.start_wall_ns < first[op.comm_hash]->start_wall_ns))

@@ -17,13 +17,13 @@ int main(int argc, char** argv) {
   for (int run = 0; run < 5; ++run) {
     void* lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
     if (lib == nullptr) return 2;
-    auto* t = static_cast<nccl_abi::ProfilerV5*>(dlsym(lib, "ncclProfiler_v5"));
+    auto* t = static_cast<ni::abi::ProfilerV5*>(dlsym(lib, "ncclProfiler_v5"));
     int mask = 0;
     void* ctx = nullptr;
     t->init(&ctx, 1, &mask, "fin", 1, 2, 0, nullptr);
     for (int i = 0; i < 1000; ++i) {
-      nccl_abi::EventDescrV5 d{};
-      d.type = nccl_abi::kColl;
+      ni::abi::EventDescrV5 d{};
+      d.type = ni::abi::kColl;
       d.coll.func = "AllReduce";
       d.coll.datatype = "ncclFloat32";
       d.coll.count = 4096;
@@ -31,14 +31,14 @@ int main(int argc, char** argv) {
       void* h = nullptr;
       t->startEvent(ctx, &h, &d);
       t->stopEvent(h);
-      nccl_abi::EventDescrV5 k{};
-      k.type = nccl_abi::kKernelCh;
+      ni::abi::EventDescrV5 k{};
+      k.type = ni::abi::kKernelCh;
       k.parentObj = h;
       void* kh = nullptr;
       t->startEvent(ctx, &kh, &k);
-      nccl_abi::StateArgsV5 a{};
+      ni::abi::StateArgsV5 a{};
       a.kernelCh.pTimer = 10;
-      t->recordEventState(kh, nccl_abi::kKernelChStop, &a);
+      t->recordEventState(kh, ni::abi::kKernelChStop, &a);
       t->stopEvent(kh);
     }
     const auto t0 = std::chrono::steady_clock::now();

@@ -16,10 +16,10 @@
 #include "plugin/abi/all.h"
 #include "src/output/memory_sink.h"
 
-extern "C" nccl_abi::ProfilerV5 ncclProfiler_v5;
+extern "C" ni::abi::ProfilerV5 ncclProfiler_v5;
 
 namespace {
-using namespace nccl_abi;
+using namespace ni::abi;
 
 
 // The floor: a table that does nothing but return a handle (what any plugin

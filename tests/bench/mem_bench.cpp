@@ -16,7 +16,7 @@
 #include "plugin/abi/all.h"
 
 namespace {
-using namespace nccl_abi;
+using namespace ni::abi;
 
 long rss_kb() {
   std::ifstream f("/proc/self/status");

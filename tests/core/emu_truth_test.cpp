@@ -16,12 +16,12 @@
 #include "src/emu/emu.h"
 
 extern "C" {
-extern nccl_abi::ProfilerV1 ncclProfiler_v1;
-extern nccl_abi::ProfilerV2 ncclProfiler_v2;
-extern nccl_abi::ProfilerV3 ncclProfiler_v3;
-extern nccl_abi::ProfilerV4 ncclProfiler_v4;
-extern nccl_abi::ProfilerV5 ncclProfiler_v5;
-extern nccl_abi::ProfilerV6 ncclProfiler_v6;
+extern ni::abi::ProfilerV1 ncclProfiler_v1;
+extern ni::abi::ProfilerV2 ncclProfiler_v2;
+extern ni::abi::ProfilerV3 ncclProfiler_v3;
+extern ni::abi::ProfilerV4 ncclProfiler_v4;
+extern ni::abi::ProfilerV5 ncclProfiler_v5;
+extern ni::abi::ProfilerV6 ncclProfiler_v6;
 }
 
 namespace {
@@ -39,7 +39,7 @@ ni::emu::PluginTables our_tables() {
   return t;
 }
 
-void quiet_logger(nccl_abi::LogLevel, unsigned long, const char*, int, const char*, ...) {}
+void quiet_logger(ni::abi::LogLevel, unsigned long, const char*, int, const char*, ...) {}
 
 struct EmuRun {
   ni::emu::RunResult result;

@@ -16,16 +16,16 @@
 #include "src/core/names.h"
 
 extern "C" {
-extern nccl_abi::ProfilerV1 ncclProfiler_v1;
-extern nccl_abi::ProfilerV3 ncclProfiler_v3;
-extern nccl_abi::ProfilerV5 ncclProfiler_v5;
-extern nccl_abi::ProfilerV6 ncclProfiler_v6;
+extern ni::abi::ProfilerV1 ncclProfiler_v1;
+extern ni::abi::ProfilerV3 ncclProfiler_v3;
+extern ni::abi::ProfilerV5 ncclProfiler_v5;
+extern ni::abi::ProfilerV6 ncclProfiler_v6;
 int ncclInspectorMark(const char* label);
 }
 
 namespace {
 
-using namespace nccl_abi;
+using namespace ni::abi;
 using ni::OpRecord;
 
 constexpr uint64_t kHash = 0xfeedbeefcafe1234ull;

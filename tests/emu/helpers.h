@@ -14,7 +14,7 @@
 namespace emu_test {
 
 using namespace ni::emu;
-using namespace nccl_abi;
+using namespace ni::abi;
 using rec::Call;
 using rec::Kind;
 

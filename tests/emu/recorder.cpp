@@ -10,7 +10,7 @@
 
 namespace rec {
 
-using namespace nccl_abi;
+using namespace ni::abi;
 
 namespace {
 
@@ -353,12 +353,12 @@ ProfilerV6* v6() { return &t6; }
 #define REC_API __attribute__((visibility("default")))
 extern "C" {
 #ifndef REC_ONLY_V3
-REC_API nccl_abi::ProfilerV1 ncclProfiler_v1 = rec::t1;
-REC_API nccl_abi::ProfilerV2 ncclProfiler_v2 = rec::t2;
-REC_API nccl_abi::ProfilerV4 ncclProfiler_v4 = rec::t4;
-REC_API nccl_abi::ProfilerV5 ncclProfiler_v5 = rec::t5;
-REC_API nccl_abi::ProfilerV6 ncclProfiler_v6 = rec::t6;
+REC_API ni::abi::ProfilerV1 ncclProfiler_v1 = rec::t1;
+REC_API ni::abi::ProfilerV2 ncclProfiler_v2 = rec::t2;
+REC_API ni::abi::ProfilerV4 ncclProfiler_v4 = rec::t4;
+REC_API ni::abi::ProfilerV5 ncclProfiler_v5 = rec::t5;
+REC_API ni::abi::ProfilerV6 ncclProfiler_v6 = rec::t6;
 #endif
-REC_API nccl_abi::ProfilerV3 ncclProfiler_v3 = rec::t3;
+REC_API ni::abi::ProfilerV3 ncclProfiler_v3 = rec::t3;
 }
 #endif

@@ -48,8 +48,8 @@ struct Call {
   pid_t pid = 0;
   int nsteps = 0, chunk = 0, is_send = 0, step = 0;
   int64_t net_id = 0;
-  nccl_abi::NetIbDescrV1 ib{};
-  nccl_abi::NetSockDescrV1 sock{};
+  ni::abi::NetIbDescrV1 ib{};
+  ni::abi::NetSockDescrV1 sock{};
   // ce
   int ce_nranks = 0;
   uint64_t ce_total = 0;
@@ -67,11 +67,11 @@ void set_mask(int m);                  // what init writes to *mask (default: ev
 void set_init_result(int r);           // what init returns (default success)
 void set_null_types(uint64_t types);   // starts of these types return a NULL handle
 
-nccl_abi::ProfilerV1* v1();
-nccl_abi::ProfilerV2* v2();
-nccl_abi::ProfilerV3* v3();
-nccl_abi::ProfilerV4* v4();
-nccl_abi::ProfilerV5* v5();
-nccl_abi::ProfilerV6* v6();
+ni::abi::ProfilerV1* v1();
+ni::abi::ProfilerV2* v2();
+ni::abi::ProfilerV3* v3();
+ni::abi::ProfilerV4* v4();
+ni::abi::ProfilerV5* v5();
+ni::abi::ProfilerV6* v6();
 
 }  // namespace rec

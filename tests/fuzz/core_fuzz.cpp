@@ -16,15 +16,15 @@
 #include "src/output/memory_sink.h"
 
 extern "C" {
-extern nccl_abi::ProfilerV3 ncclProfiler_v3;
-extern nccl_abi::ProfilerV5 ncclProfiler_v5;
-extern nccl_abi::ProfilerV6 ncclProfiler_v6;
+extern ni::abi::ProfilerV3 ncclProfiler_v3;
+extern ni::abi::ProfilerV5 ncclProfiler_v5;
+extern ni::abi::ProfilerV6 ncclProfiler_v6;
 int ncclInspectorMark(const char* label);
 }
 
 namespace {
 
-using namespace nccl_abi;
+using namespace ni::abi;
 
 struct Input {
   const uint8_t* p;

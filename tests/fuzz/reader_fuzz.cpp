@@ -7,9 +7,9 @@
 #include <cstdio>
 #include <string>
 
-#include "reader.h"
+#include "src/analysis/reader.h"
 
-namespace ana = nccl_inspector::analysis;
+namespace ana = ni::analysis;
 
 namespace {
 std::string scratch(const char* suffix) {

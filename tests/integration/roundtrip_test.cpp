@@ -22,10 +22,10 @@
 #include <zlib.h>
 
 #include "plugin/abi/all.h"
-#include "reader.h"
+#include "src/analysis/reader.h"
 
 namespace fs = std::filesystem;
-namespace ana = nccl_inspector::analysis;
+namespace ana = ni::analysis;
 using json = nlohmann::json;
 
 namespace {
@@ -39,7 +39,7 @@ fs::path temp_dir(const std::string& tag) {
 
 struct Read {
   ana::ReadResult result;
-  std::vector<ana::OpRecord> ops;
+  std::vector<ana::Op> ops;
 };
 
 Read read_dir(const fs::path& dir) {
@@ -53,7 +53,7 @@ Read read_dir(const fs::path& dir) {
   return r;
 }
 
-std::string func_name(const ana::OpRecord& op) { return std::string(ana::to_string(op.func)); }
+std::string func_name(const ana::Op& op) { return std::string(ana::to_string(op.func)); }
 
 class RoundTrip : public ::testing::TestWithParam<const char*> {};
 
@@ -144,15 +144,15 @@ TEST(Burst, MillionOpsThroughATinyRingAreWrittenOrCounted) {
   setenv("NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS", "1000000", 1);
   void* lib = dlopen(NI_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(lib, nullptr) << dlerror();
-  auto* t = static_cast<nccl_abi::ProfilerV5*>(dlsym(lib, "ncclProfiler_v5"));
+  auto* t = static_cast<ni::abi::ProfilerV5*>(dlsym(lib, "ncclProfiler_v5"));
   int mask = 0;
   void* ctx = nullptr;
   t->init(&ctx, 0xb0b0, &mask, "burst", 1, 2, 0, nullptr);
   constexpr uint64_t kOps = 1000000;
-  nccl_abi::StateArgsV5 a{};
+  ni::abi::StateArgsV5 a{};
   for (uint64_t i = 0; i < kOps; ++i) {
-    nccl_abi::EventDescrV5 d{};
-    d.type = nccl_abi::kColl;
+    ni::abi::EventDescrV5 d{};
+    d.type = ni::abi::kColl;
     d.coll.func = "AllReduce";
     d.coll.datatype = "ncclFloat32";
     d.coll.count = 256;
@@ -161,14 +161,14 @@ TEST(Burst, MillionOpsThroughATinyRingAreWrittenOrCounted) {
     void* op = nullptr;
     t->startEvent(ctx, &op, &d);
     t->stopEvent(op);
-    nccl_abi::EventDescrV5 k{};
-    k.type = nccl_abi::kKernelCh;
+    ni::abi::EventDescrV5 k{};
+    k.type = ni::abi::kKernelCh;
     k.parentObj = op;
     k.kernelCh.pTimer = 1000 * i;
     void* kh = nullptr;
     t->startEvent(ctx, &kh, &k);
     a.kernelCh.pTimer = 1000 * i + 100;
-    t->recordEventState(kh, nccl_abi::kKernelChStop, &a);
+    t->recordEventState(kh, ni::abi::kKernelChStop, &a);
     t->stopEvent(kh);
   }
   t->finalize(ctx);
@@ -196,12 +196,12 @@ TEST(Burst, MillionOpsThroughATinyRingAreWrittenOrCounted) {
 // Drives the real .so through ABI v5 directly (as NCCL 2.28 would).
 struct Plugin {
   void* lib = nullptr;
-  nccl_abi::ProfilerV5* t = nullptr;
+  ni::abi::ProfilerV5* t = nullptr;
   explicit Plugin(const fs::path& logs) {
     setenv("NCCL_INSPECTOR_DUMP_DIR", logs.c_str(), 1);
     setenv("NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES", "0", 1);
     lib = dlopen(NI_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
-    if (lib) t = static_cast<nccl_abi::ProfilerV5*>(dlsym(lib, "ncclProfiler_v5"));
+    if (lib) t = static_cast<ni::abi::ProfilerV5*>(dlsym(lib, "ncclProfiler_v5"));
   }
   ~Plugin() {
     if (lib) dlclose(lib);
@@ -215,8 +215,8 @@ struct Plugin {
     return ctx;
   }
   void op(void* ctx, uint64_t seq) {
-    nccl_abi::EventDescrV5 d{};
-    d.type = nccl_abi::kColl;
+    ni::abi::EventDescrV5 d{};
+    d.type = ni::abi::kColl;
     d.coll.func = "AllReduce";
     d.coll.datatype = "ncclFloat32";
     d.coll.count = 1024;
@@ -225,15 +225,15 @@ struct Plugin {
     void* h = nullptr;
     t->startEvent(ctx, &h, &d);
     t->stopEvent(h);
-    nccl_abi::EventDescrV5 k{};
-    k.type = nccl_abi::kKernelCh;
+    ni::abi::EventDescrV5 k{};
+    k.type = ni::abi::kKernelCh;
     k.parentObj = h;
     k.kernelCh.pTimer = 1000 + seq;
     void* kh = nullptr;
     t->startEvent(ctx, &kh, &k);
-    nccl_abi::StateArgsV5 a{};
+    ni::abi::StateArgsV5 a{};
     a.kernelCh.pTimer = 2000 + seq;
-    t->recordEventState(kh, nccl_abi::kKernelChStop, &a);
+    t->recordEventState(kh, ni::abi::kKernelChStop, &a);
     t->stopEvent(kh);
   }
 };

@@ -170,7 +170,7 @@ int main(int argc, char** argv) {
     o.dir = "/nonexistent";
     o.base = "bench";
     o.level = level;
-    GzipLog log(io, o, [](nccl_abi::LogLevel, const std::string&) {}, [](Buf&, uint32_t) {});
+    GzipLog log(io, o, [](ni::abi::LogLevel, const std::string&) {}, [](Buf&, uint32_t) {});
     Encoder enc(ClockAnchor{1700000000000000000, 5000000000}, verbose);
     Buf text;
     uint64_t raw = 0;

@@ -4,9 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "examples.h"
+#include "tests/output/examples.h"
 #include "src/core/config.h"
-#include "test_util.h"
+#include "tests/output/test_util.h"
 
 namespace ni::out {
 namespace {

@@ -10,10 +10,10 @@
 #include <chrono>
 #include <thread>
 
-#include "fake_source.h"
-#include "fault_io.h"
+#include "tests/output/fake_source.h"
+#include "tests/output/fault_io.h"
 #include "src/output/dump_sink.h"
-#include "test_util.h"
+#include "tests/output/test_util.h"
 
 namespace ni::out {
 // Sinks a fork()ed child never destroys (it exits or is killed): reachable

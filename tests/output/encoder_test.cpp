@@ -8,8 +8,8 @@
 #include "include/nccl_inspector/schema.h"
 #include "src/core/names.h"
 #include "src/output/encoder.h"
-#include "fake_source.h"
-#include "test_util.h"
+#include "tests/output/fake_source.h"
+#include "tests/output/test_util.h"
 
 namespace ni::out {
 namespace {
@@ -96,7 +96,7 @@ TEST(EncoderTest, CollFieldsAndUnits) {
   OpRecord r = base_coll();
   CommInfo c = make_comm(3, 8, 2);
   json j = encode(r, &c);
-  namespace sc = nccl_inspector::schema;
+  namespace sc = ni::schema;
   EXPECT_EQ(j[sc::kType], "coll");
   EXPECT_EQ(j[sc::kCommId], 3);
   EXPECT_EQ(j[sc::kCommHash], "0xfedcba9876543210");
@@ -432,7 +432,7 @@ TEST(EncoderTest, MetaRecord) {
   json j = json::parse(std::string(b.view()));
   EXPECT_EQ(j["type"], "meta");
   EXPECT_EQ(j["format"], "nccl-inspector-log");
-  EXPECT_EQ(j["format_version"], nccl_inspector::schema::kFormatVersion);
+  EXPECT_EQ(j["format_version"], ni::schema::kFormatVersion);
   EXPECT_EQ(j["plugin_version"], "0.1.0");
   EXPECT_EQ(j["host"], "node-a01");
   EXPECT_EQ(j["pid"], 4242);

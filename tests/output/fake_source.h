@@ -89,10 +89,10 @@ class FakeSource final : public RecordSource {
   }
   uint64_t now_mono_ns() override { return mono_ns(); }
   void refine_clock() override {}
-  void log(nccl_abi::LogLevel level, const std::string& msg) override {
+  void log(ni::abi::LogLevel level, const std::string& msg) override {
     std::lock_guard<std::mutex> lk(mu_);
     logs_.push_back(msg);
-    if (level == nccl_abi::kLogWarn) ++warns_;
+    if (level == ni::abi::kLogWarn) ++warns_;
   }
 
  private:

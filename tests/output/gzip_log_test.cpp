@@ -6,9 +6,9 @@
 
 #include <cerrno>
 
-#include "fault_io.h"
+#include "tests/output/fault_io.h"
 #include "src/output/gzip_log.h"
-#include "test_util.h"
+#include "tests/output/test_util.h"
 
 namespace ni::out {
 namespace {
@@ -24,9 +24,9 @@ struct Harness {
     o.rotate_bytes = rotate;
     o.retry_ns = 0;  // retry on every flush
     log = std::make_unique<GzipLog>(
-        io, o, [this](nccl_abi::LogLevel l, const std::string& m) {
+        io, o, [this](ni::abi::LogLevel l, const std::string& m) {
           msgs.push_back(m);
-          if (l == nccl_abi::kLogWarn) ++warns;
+          if (l == ni::abi::kLogWarn) ++warns;
         },
         [](Buf& b, uint32_t seq) {
           b.put(std::string_view("{\"type\":\"meta\",\"file_seq\":"));
@@ -283,7 +283,7 @@ TEST(GzipLogTest, RetriesArePacedWhileFailing) {
   o.base = "b";
   o.retry_ns = 1000;
   int warns = 0;
-  GzipLog log(io, o, [&](nccl_abi::LogLevel, const std::string&) { ++warns; }, [](Buf&, uint32_t) {});
+  GzipLog log(io, o, [&](ni::abi::LogLevel, const std::string&) { ++warns; }, [](Buf&, uint32_t) {});
   FaultIo::Script s;
   s.open_errno = ENOSPC;
   io.set(s);

@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "examples.h"
+#include "tests/output/examples.h"
 #include "src/core/config.h"
 
 // With --settings-table: prints docs/configuration.md's generated table.

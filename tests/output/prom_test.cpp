@@ -13,11 +13,11 @@
 #include <map>
 #include <thread>
 
-#include "fake_source.h"
-#include "fault_io.h"
+#include "tests/output/fake_source.h"
+#include "tests/output/fault_io.h"
 #include "src/output/dump_sink.h"
 #include "src/output/prom.h"
-#include "test_util.h"
+#include "tests/output/test_util.h"
 
 namespace ni::out {
 namespace {
@@ -31,8 +31,8 @@ PromIdentity ident() { return PromIdentity{"job\"1\\", "node-a", 42, "0.1.0"}; }
 
 struct Prom {
   explicit Prom(Io& io, const std::string& dir)
-      : w(io, dir, ident(), [this](nccl_abi::LogLevel l, const std::string&) {
-          if (l == nccl_abi::kLogWarn) ++warns;
+      : w(io, dir, ident(), [this](ni::abi::LogLevel l, const std::string&) {
+          if (l == ni::abi::kLogWarn) ++warns;
         }) {}
   PromWriter w;
   int warns = 0;

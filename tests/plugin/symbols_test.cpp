@@ -56,7 +56,7 @@ TEST(PluginSymbols, TablesResolveWithDlopenAndHaveEveryFunction) {
   for (int v = 1; v <= 6; ++v) {
     std::string name = "ncclProfiler_v" + std::to_string(v);
     // All tables share one shape (profiler-abi.md §4); read it as v1's.
-    auto* t = static_cast<nccl_abi::ProfilerV1*>(dlsym(lib, name.c_str()));
+    auto* t = static_cast<ni::abi::ProfilerV1*>(dlsym(lib, name.c_str()));
     ASSERT_NE(t, nullptr) << name;
     EXPECT_NE(t->name, nullptr);
     EXPECT_NE(reinterpret_cast<void*>(t->init), nullptr);

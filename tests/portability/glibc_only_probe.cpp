@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "probe: dlopen failed: %s\n", dlerror());
     return 1;
   }
-  auto* t = static_cast<nccl_abi::ProfilerV5*>(dlsym(lib, "ncclProfiler_v5"));
+  auto* t = static_cast<ni::abi::ProfilerV5*>(dlsym(lib, "ncclProfiler_v5"));
   auto* mark = reinterpret_cast<int (*)(const char*)>(dlsym(lib, "ncclInspectorMark"));
   auto* flush = reinterpret_cast<int (*)()>(dlsym(lib, "ncclInspectorFlush"));
   if (t == nullptr || mark == nullptr || flush == nullptr) {
@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
   }
   void* ctx = nullptr;
   int mask = 0;
-  if (t->init(&ctx, 0x1234abcdULL, &mask, "probe", 1, 2, 0, nullptr) != nccl_abi::kSuccess) {
+  if (t->init(&ctx, 0x1234abcdULL, &mask, "probe", 1, 2, 0, nullptr) != ni::abi::kSuccess) {
     std::fprintf(stderr, "probe: init failed\n");
     return 1;
   }

@@ -10,7 +10,7 @@
 #include <sstream>
 #include <string>
 
-#include "fake_source.h"
+#include "tests/output/fake_source.h"
 #include "src/output/prom.h"
 
 namespace {
@@ -22,7 +22,7 @@ using ni::out::testing::make_comm;
 // metric name -> label names, from the real writer's output.
 std::map<std::string, std::set<std::string>> exported() {
   ni::out::PromWriter w(ni::out::posix_io(), "/nonexistent", {"123", "node-a", 42, "0.1.0"},
-                        [](nccl_abi::LogLevel, const std::string&) {});
+                        [](ni::abi::LogLevel, const std::string&) {});
   ni::CommInfo c = make_comm(1, 8, 3);
   w.set_comm(c);
   for (int i = 0; i < 10; ++i) w.add(make_coll(1, static_cast<std::uint64_t>(i)), &c);

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "fixtures.h"
+#include "tests/analysis/fixtures.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
