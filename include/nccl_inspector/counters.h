@@ -1,6 +1,6 @@
 // The plugin's counters: one table from which every list of them is built.
 //
-// The capture threads' per-thread counters (src/core/tracker.h ThreadCounters),
+// The capture threads' per-thread counters (src/core/ring.h ThreadCounters),
 // the core's totals (src/core/runtime.h CoreStats) and their summation
 // (ni::stats()), the output's snapshot (src/output/encoder.h StatsSnapshot),
 // the `stats` / `end` log records (docs/log-format.md) and the Prometheus file

@@ -66,8 +66,9 @@ OpRecord* publish_begin_slow(ThreadRing** out) noexcept {
 }
 
 void publish_wake(Runtime* rt, SpscRing<OpRecord>* ring) noexcept {
-  // One wake per drain cycle: the dump thread clears the flag (release)
-  // after draining; acq_rel here pairs with that store.
+  // One wake per drain cycle: the dump thread clears the flag (release) just
+  // before it drains (drain_records, completion.cpp); acq_rel here pairs with
+  // that store.
   if (ring->refresh_fill() >= rt->high_water_mark && rt->wake_pending.exchange(1, std::memory_order_acq_rel) == 0)
     rt->sink->wake();
 }

@@ -19,9 +19,9 @@
 #include <new>
 #include <type_traits>
 
+#include "include/nccl_inspector/counters.h"
 #include "src/core/record.h"
 #include "src/core/runtime.h"
-#include "include/nccl_inspector/counters.h"
 
 namespace ni {
 
@@ -141,8 +141,6 @@ class SpscRing {
 
 namespace ni::core {
 
-// ------------------------------------------------------------ the registry
-
 // ------------------------------------------------------------ thread counters
 
 // Per-thread counters: written only by the owning thread (relaxed), read by
@@ -168,6 +166,8 @@ struct alignas(kCacheLine) ThreadRing {  // own cache lines: no false sharing be
   // read with acquire by the consumer (drain_records, stats).
   std::atomic<SpscRing<OpRecord>*> ring{nullptr};
   ThreadRing* next = nullptr;  // the registry (Runtime::rings), guarded by Runtime::ring_mu
+  // Relaxed: rings are freed with their runtime, after the dump thread (the
+  // only other reader) was joined and no event thread can reach it.
   ~ThreadRing() { delete ring.load(std::memory_order_relaxed); }
 };
 

@@ -106,7 +106,7 @@ void teardown_locked(Runtime* rt) {
   // Stop the sink first: it drains every ring one last time and joins.
   if (rt->sink) rt->sink->stop();
   // Release pairs with runtime()'s acquire: new callbacks see no runtime.
-  g_rt.store(nullptr, std::memory_order_release);
+  g_rt.store(nullptr, std::memory_order_release);  // pairs with runtime()'s acquire
   // Free the previous graveyard; keep this one until the next teardown.
   g_graveyard.reset(rt);
 }
@@ -114,6 +114,8 @@ void teardown_locked(Runtime* rt) {
 }  // namespace
 
 Runtime::~Runtime() {
+  // Relaxed: the runtime is freed one generation after it was retired, when no
+  // callback and no dump thread can reach its contexts any more.
   for (auto& c : contexts) delete c.load(std::memory_order_relaxed);
   for (ThreadRing* t = rings; t != nullptr;) {
     ThreadRing* n = t->next;
@@ -208,7 +210,7 @@ void* comm_init(const InitArgs& a) noexcept {
       // A forked child: the parent's threads do not exist here. Abandon the
       // inherited runtime (never touch its locks or threads) and start afresh.
       (void)g_graveyard.release();
-      g_rt.store(nullptr, std::memory_order_release);
+      g_rt.store(nullptr, std::memory_order_release);  // pairs with runtime()'s acquire
       rt = nullptr;
     }
     if (rt == nullptr) {

@@ -162,7 +162,7 @@ struct OpSlotFields {
   alignas(kCacheLine) std::atomic<uint32_t> gen{0};  // bumped on free; a handle must match it
   std::atomic<uint32_t> in_use{0};                   // 1 while allocated (reclaimer scans this)
   std::atomic<Context*> ctx{nullptr};                // owning context while its pool holds the chunk
-  std::atomic<int32_t> remaining{0};   // completion count-down (see tracker.cpp)
+  std::atomic<int32_t> remaining{0};   // completion count-down (release() in tracker.cpp; completion.cpp claims at zero)
   std::atomic<uint64_t> claim{1};      // (gen << 1) | claimed: exactly-once completion per generation
   std::atomic<uint32_t> free_next{0};  // free-list link (slot index + 1)
   std::atomic<uint32_t> coll_stopped{0};

@@ -16,12 +16,6 @@ namespace {
 constexpr uint64_t kReclaimEveryNs = 100000000;        // 100 ms
 constexpr uint64_t kClockCheckEveryNs = 100000000;     // 100 ms
 
-int64_t wall_now_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
 // ---- process-exit hook
 
 extern "C" {
@@ -244,7 +238,7 @@ void DumpSink::run() {
     }
     added.clear();
     removed.clear();
-    cycles_.fetch_add(1, std::memory_order_relaxed);
+    cycles_.fetch_add(1, std::memory_order_relaxed);  // a statistic for tests: pairs with nothing
     if (final) break;
   }
 }
@@ -430,7 +424,10 @@ void DumpSink::end_cycle(uint64_t now, int64_t wall, bool final, bool forced) {
     c.stats_due = due(o.last_stats_ns, o.out->stats_period_ns());
     if (c.stats_due) {
       o.last_stats_ns = now;
-      c.stats = snapshot_now(true);
+      // The output that holds records counts what it is about to write as
+      // written (its stats record goes out in that same write); every other
+      // output sees only what earlier outputs have actually written.
+      c.stats = snapshot_now(o.out->keeps_records());
     }
     const Flushed f = o.out->end_cycle(c);
     if (o.out.get() == counting_) {

@@ -19,8 +19,8 @@
 // at once (stats + `end`), fsyncs, closes and joins: it never waits out an
 // interval. Process exit: an atexit hook (registered once per library load)
 // stops every running sink, so a process that never finalizes its comms still
-// gets its tail written (see exit_hook() in dump_sink.cpp for why it is safe
-// after dlclose).
+// gets its tail written (see ni_output_exit_hook and kMaxSinks in dump_sink.cpp
+// for why it is safe after dlclose).
 //
 // Run-time control: the thread looks (at most once a second) for
 // <dump dir>/dump-now (acted on once per touch: every process sharing the
@@ -77,7 +77,7 @@ class DumpSink final : public Sink {
   StatsSnapshot totals() const;          // consistent after stop()
   std::string log_path() const;          // current/last log file ("" if none)
   std::string prom_path() const;
-  uint64_t cycles() const { return cycles_.load(std::memory_order_relaxed); }
+  uint64_t cycles() const { return cycles_.load(std::memory_order_relaxed); }  // statistic: no ordering
   bool running() const;
 
   // Runs the exit hook's work (stops every registered sink). Exposed for tests.

@@ -1,18 +1,25 @@
-// The table of output formats. A new format: one file that defines its
-// make_* function, and one line in each list below. Order matters: outputs
-// end their cycle in this order (the log first, so the Prometheus file counts
-// what the log's flush wrote).
+// The table of output formats. A new format is one file that defines its
+// make_<name>_output() and one row below. Order matters: outputs end their
+// cycle in this order (the log first, so the Prometheus file counts what the
+// log's flush wrote).
 #include "src/output/output.h"
+
+// X(name, the Config flag that turns it on, the file's factory)
+#define NI_OUTPUT_FORMATS(X)                                  \
+  X(kLogFormat, json_dump, make_log_output)   /* log_output.cpp */ \
+  X(kPromFormat, prom_dump, make_prom_output) /* prom_output.cpp */
 
 namespace ni::out {
 
-std::unique_ptr<Output> make_log_output(const OutputEnv& env);   // log_output.cpp
-std::unique_ptr<Output> make_prom_output(const OutputEnv& env);  // prom_output.cpp
+#define NI_DECLARE_FORMAT(name, flag, make) std::unique_ptr<Output> make(const OutputEnv& env);
+NI_OUTPUT_FORMATS(NI_DECLARE_FORMAT)
+#undef NI_DECLARE_FORMAT
 
 namespace {
 constexpr Format kFormats[] = {
-    {kLogFormat, &Config::json_dump, make_log_output},
-    {kPromFormat, &Config::prom_dump, make_prom_output},
+#define NI_FORMAT_ROW(name, flag, make) {name, &Config::flag, make},
+    NI_OUTPUT_FORMATS(NI_FORMAT_ROW)
+#undef NI_FORMAT_ROW
 };
 }  // namespace
 

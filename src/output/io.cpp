@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 
 namespace ni::out {
 namespace {
@@ -97,6 +98,12 @@ std::string errno_text(int err) {
   // GNU strerror_r returns a pointer that may or may not be buf.
   const char* s = strerror_r(err, buf, sizeof buf);
   return s != nullptr ? std::string(s) : std::string("errno ") + std::to_string(err);
+}
+
+int64_t wall_now_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
 }  // namespace ni::out

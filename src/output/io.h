@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace ni::out {
@@ -31,6 +32,9 @@ class Io {
 
 // The real system calls.
 Io& posix_io();
+
+// CLOCK_REALTIME now, in ns (the wall clock of the records and files).
+int64_t wall_now_ns();
 
 // Writes all n bytes: retries EINTR, continues after short writes. Returns 0,
 // or the errno of the failure (a write that returns 0 counts as EIO);

@@ -3,7 +3,7 @@
 // the plugin without the file output.
 #include "src/output/memory_sink.h"
 
-namespace ni {
+namespace ni::out {
 
 MemorySink* MemorySink::current_ = nullptr;
 
@@ -40,4 +40,4 @@ std::vector<OpRecord> MemorySink::take() {
   return out;
 }
 
-}  // namespace ni
+}  // namespace ni::out

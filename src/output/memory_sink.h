@@ -7,7 +7,7 @@
 
 #include "src/core/runtime.h"
 
-namespace ni {
+namespace ni::out {
 
 class MemorySink final : public Sink {
  public:
@@ -46,4 +46,4 @@ class MemorySink final : public Sink {
   std::atomic<uint64_t> wakes_{0};
 };
 
-}  // namespace ni
+}  // namespace ni::out

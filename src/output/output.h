@@ -5,9 +5,9 @@
 //   comm()      a comm appeared, or what is known of it changed (ABI v1-v3
 //               learn the hash from the first op): announce it (again);
 //   record()    each drained record, with its comm and, to outputs that
-//               want_clock(), the comm's GPU clock estimate of this cycle;
+//               wants_clock(), the comm's GPU clock estimate of this cycle;
 //   comm_end()  a comm was finalized (after its last records);
-//   clock()     a comm's GPU clock estimate moved (want_clock() outputs only);
+//   clock()     a comm's GPU clock estimate moved (wants_clock() outputs only);
 //   end_cycle() write the counters if this output's stats period ran out,
 //               flush, and on the final cycle close.
 // Outputs end their cycle in the order of formats(): one listed later sees

@@ -11,12 +11,6 @@
 namespace ni::out {
 namespace {
 
-int64_t wall_now_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
 class PromOutput final : public Output {
  public:
   explicit PromOutput(const OutputEnv& env)

@@ -17,7 +17,7 @@
 
 namespace ana = ni::analysis;
 namespace fs = std::filesystem;
-using ni_test::JobSpec;
+using ni::test::JobSpec;
 
 namespace {
 
@@ -53,10 +53,10 @@ const ana::SummaryOptions kDefault{};
 }  // namespace
 
 TEST(Reader, ReadsCleanJobCompletely) {
-  const auto dir = ni_test::temp_dir("clean_read");
+  const auto dir = ni::test::temp_dir("clean_read");
   JobSpec s;
   s.iterations = 50;
-  const auto truth = ni_test::write_job(dir, s);
+  const auto truth = ni::test::write_job(dir, s);
   std::unique_ptr<ana::SummarySink> sink;
   const auto res = read_summary(dir, kDefault, sink);
   EXPECT_EQ(res.files.size(), 8u);
@@ -75,23 +75,23 @@ TEST(Reader, ReadsCleanJobCompletely) {
 }
 
 TEST(Reader, TruncatedMemberAndCutLineAreCountedNotFatal) {
-  const auto dir = ni_test::temp_dir("trunc");
+  const auto dir = ni::test::temp_dir("trunc");
   std::vector<std::string> lines = {
       R"({"type":"meta","format":"nccl-inspector-log","format_version":1,"host":"h","pid":1})"};
   for (int i = 0; i < 1000; ++i)
     lines.push_back(R"({"type":"coll","comm_hash":"0x0000000000000001","rank":0,"nranks":2,"seq":)" +
                     std::to_string(i) + R"(,"func":"AllReduce","bytes":1024,"start_wall_ns":1,"dur_us":10.5})");
-  ni_test::write_gz(dir + "/cut-member.jsonl.gz", lines, 100, 200);  // last member loses its tail
+  ni::test::write_gz(dir + "/cut-member.jsonl.gz", lines, 100, 200);  // last member loses its tail
   // A complete gzip whose last line is cut.
   std::vector<std::string> l2 = lines;
   l2.back() = l2.back().substr(0, 40);
   std::string text;
   for (std::size_t i = 0; i < l2.size(); ++i) text += l2[i] + (i + 1 < l2.size() ? "\n" : "");
-  ni_test::write_gz(dir + "/cut-line.jsonl.gz", {text}, 1000);
+  ni::test::write_gz(dir + "/cut-line.jsonl.gz", {text}, 1000);
   // Hmm: write_gz adds a trailing newline; rewrite without it through a raw member.
   {
     std::vector<std::string> one = {text};
-    ni_test::write_gz(dir + "/cut-line.jsonl.gz", one, 1000);
+    ni::test::write_gz(dir + "/cut-line.jsonl.gz", one, 1000);
   }
   std::unique_ptr<ana::SummarySink> sink;
   const auto res = read_summary(dir, kDefault, sink);
@@ -109,13 +109,13 @@ TEST(Reader, TruncatedMemberAndCutLineAreCountedNotFatal) {
 }
 
 TEST(Reader, CutLastLineWithoutNewlineIsTruncation) {
-  const auto dir = ni_test::temp_dir("cutline");
+  const auto dir = ni::test::temp_dir("cutline");
   std::string text = R"({"type":"meta","format":"nccl-inspector-log","format_version":1,"host":"h","pid":1})"
                      "\n"
                      R"({"type":"coll","comm_hash":"0x01","func":"AllReduce","seq":1,"bytes":8,"dur_us":3.5,"start_wall_ns":5})"
                      "\n"
                      R"({"type":"coll","comm_hash":"0x01","func":"AllRed)";
-  ni_test::write_text(dir + "/x.jsonl", text);
+  ni::test::write_text(dir + "/x.jsonl", text);
   std::unique_ptr<ana::SummarySink> sink;
   const auto res = read_summary(dir, kDefault, sink);
   EXPECT_EQ(res.ops, 1u);
@@ -125,7 +125,7 @@ TEST(Reader, CutLastLineWithoutNewlineIsTruncation) {
 }
 
 TEST(Reader, UnknownFieldsAndTypesTolerated) {
-  const auto dir = ni_test::temp_dir("unknown");
+  const auto dir = ni::test::temp_dir("unknown");
   std::string text = R"({"type":"meta","format":"nccl-inspector-log","format_version":1,"host":"h","pid":1,"new":{"x":[1]}})"
                      "\n"
                      R"({"type":"hologram","x":1})"
@@ -134,7 +134,7 @@ TEST(Reader, UnknownFieldsAndTypesTolerated) {
                      "\n"
                      R"({"type":"p2p","comm_hash":"0x01","func":"Send","peer":1,"seq":0,"bytes":64,"dur_us":2})"
                      "\n";
-  ni_test::write_text(dir + "/x.jsonl", text);
+  ni::test::write_text(dir + "/x.jsonl", text);
   std::unique_ptr<ana::SummarySink> sink;
   const auto res = read_summary(dir, kDefault, sink);
   EXPECT_EQ(res.ops, 2u);
@@ -144,9 +144,9 @@ TEST(Reader, UnknownFieldsAndTypesTolerated) {
 }
 
 TEST(Reader, UpstreamV4Format) {
-  const auto dir = ni_test::temp_dir("upstream");
-  ni_test::write_upstream_log(dir + "/uphost-rank0.log", 0, 4, 30);
-  ni_test::write_upstream_log(dir + "/uphost-rank1.log", 1, 4, 30);
+  const auto dir = ni::test::temp_dir("upstream");
+  ni::test::write_upstream_log(dir + "/uphost-rank0.log", 0, 4, 30);
+  ni::test::write_upstream_log(dir + "/uphost-rank1.log", 1, 4, 30);
   std::unique_ptr<ana::SummarySink> sink;
   ana::SummaryOptions so;
   so.per_rank = true;
@@ -180,7 +180,7 @@ TEST(Reader, UpstreamV4Format) {
 }
 
 TEST(Reader, CorruptInputNeverCrashes) {
-  const auto dir = ni_test::temp_dir("corrupt");
+  const auto dir = ni::test::temp_dir("corrupt");
   std::mt19937 rng(7);
   std::string good = R"({"type":"coll","comm_hash":"0x01","func":"AllReduce","seq":1,"bytes":8,"dur_us":3.5,"channels":[1,2],"hcas":[{"dev":"m","bytes":3}],"ch_times":[[0,1,2]]})";
   for (int f = 0; f < 30; ++f) {
@@ -192,16 +192,16 @@ TEST(Reader, CorruptInputNeverCrashes) {
       if (rng() % 5 == 0) l = l.substr(0, rng() % l.size());
       text += l + "\n";
     }
-    ni_test::write_text(dir + "/t" + std::to_string(f) + ".jsonl", text);
+    ni::test::write_text(dir + "/t" + std::to_string(f) + ".jsonl", text);
     std::vector<std::string> lines = {text};
-    ni_test::write_gz(dir + "/g" + std::to_string(f) + ".jsonl.gz", lines, 1);
-    std::string gz = ni_test::read_text(dir + "/g" + std::to_string(f) + ".jsonl.gz");
+    ni::test::write_gz(dir + "/g" + std::to_string(f) + ".jsonl.gz", lines, 1);
+    std::string gz = ni::test::read_text(dir + "/g" + std::to_string(f) + ".jsonl.gz");
     for (int m = 0; m < 3; ++m) gz[10 + rng() % (gz.size() - 10)] = static_cast<char>(rng() % 256);
-    ni_test::write_text(dir + "/g" + std::to_string(f) + ".jsonl.gz", gz);
+    ni::test::write_text(dir + "/g" + std::to_string(f) + ".jsonl.gz", gz);
     std::string junk(static_cast<std::size_t>(rng() % 5000), '\0');
     for (auto& c : junk) c = static_cast<char>(rng() % 256);
     if (f % 3 == 0 && junk.size() > 2) junk[0] = '\x1f', junk[1] = '\x8b';
-    ni_test::write_text(dir + "/r" + std::to_string(f) + ".log", junk);
+    ni::test::write_text(dir + "/r" + std::to_string(f) + ".log", junk);
   }
   auto d = ana::discover_files({dir});
   ASSERT_EQ(d.files.size(), 90u);
@@ -216,14 +216,14 @@ TEST(Reader, CorruptInputNeverCrashes) {
 }
 
 TEST(Summary, ExactPercentilesAndGroups) {
-  const auto dir = ni_test::temp_dir("exact");
+  const auto dir = ni::test::temp_dir("exact");
   std::string text = R"({"type":"meta","format":"nccl-inspector-log","format_version":1,"host":"hA","pid":1})" "\n";
   // 11 ops, durations 1..11 us -> P50 6, P90 10, P99 10.9; busbw 10/dur.
   for (int i = 1; i <= 11; ++i)
     text += R"({"type":"coll","comm_hash":"0x0a","comm_name":"dp","rank":0,"nranks":2,"nnodes":1,"func":"AllReduce","algo":"RING","proto":"LL","seq":)" +
             std::to_string(i) + R"(,"bytes":3000,"start_wall_ns":1,"dur_us":)" + std::to_string(i) +
             R"(,"busbw_gbs":)" + std::to_string(10.0 / i) + "}\n";
-  ni_test::write_text(dir + "/a.jsonl", text);
+  ni::test::write_text(dir + "/a.jsonl", text);
   std::unique_ptr<ana::SummarySink> sink;
   const auto res = read_summary(dir, kDefault, sink);
   ASSERT_EQ(sink->groups.size(), 1u);
@@ -264,10 +264,10 @@ TEST(Summary, SketchBoundedErrorOnLargeInput) {
 }
 
 TEST(Summary, GroupByHostRackAndPerRank) {
-  const auto dir = ni_test::temp_dir("groupby");
+  const auto dir = ni::test::temp_dir("groupby");
   JobSpec s;
   s.iterations = 20;
-  ni_test::write_job(dir, s);
+  ni::test::write_job(dir, s);
   ana::SummaryOptions so;
   so.group_by = ana::GroupBy::kRack;
   so.host_map = {{"host0", "rackA"}, {"host1", "rackB"}};
@@ -287,16 +287,16 @@ TEST(Summary, GroupByHostRackAndPerRank) {
 TEST(Summary, CrossCheckAgainstPandas) {
   if (::system("/usr/bin/python3 -c 'import pandas' >/dev/null 2>&1") != 0)
     GTEST_SKIP() << "pandas not available for /usr/bin/python3 (apt-get install python3-pandas)";
-  const auto dir = ni_test::temp_dir("pandas");
+  const auto dir = ni::test::temp_dir("pandas");
   JobSpec s;
   s.iterations = 120;
-  s.fault = ni_test::Fault::kBimodal;  // two algo/proto groups
-  ni_test::write_job(dir, s);
+  s.fault = ni::test::Fault::kBimodal;  // two algo/proto groups
+  ni::test::write_job(dir, s);
   JobSpec p;
   p.iterations = 30;
-  p.fault = ni_test::Fault::kSlowHca;  // p2p records
+  p.fault = ni::test::Fault::kSlowHca;  // p2p records
   fs::create_directories(dir + "/pp");
-  ni_test::write_job(dir + "/pp", p);
+  ni::test::write_job(dir + "/pp", p);
   const Cmd py = run(std::string("/usr/bin/python3 ") + NI_CROSSCHECK + " " + dir);
   ASSERT_EQ(py.rc, 0);
   const auto expect = nlohmann::json::parse(py.out);
@@ -327,10 +327,10 @@ TEST(Summary, CrossCheckAgainstPandas) {
 }
 
 TEST(Export, CsvAndJsonlRoundTrip) {
-  const auto dir = ni_test::temp_dir("export");
+  const auto dir = ni::test::temp_dir("export");
   JobSpec s;
   s.iterations = 10;
-  const auto truth = ni_test::write_job(dir, s);
+  const auto truth = ni::test::write_job(dir, s);
   auto d = ana::discover_files({dir});
   ana::ReadOptions ro;
   ro.progress = 0;
@@ -355,10 +355,10 @@ TEST(Export, CsvAndJsonlRoundTrip) {
 }
 
 TEST(Validate, CleanValidCorruptInvalidTruncatedReported) {
-  const auto dir = ni_test::temp_dir("validate");
+  const auto dir = ni::test::temp_dir("validate");
   JobSpec s;
   s.iterations = 10;
-  ni_test::write_job(dir, s);
+  ni::test::write_job(dir, s);
   ana::ReadOptions ro;
   ro.progress = 0;
   auto v = ana::validate_files(ana::discover_files({dir}).files, 2, ro, false);
@@ -368,13 +368,13 @@ TEST(Validate, CleanValidCorruptInvalidTruncatedReported) {
   for (int i = 0; i < 300; ++i)
     lines.push_back(R"({"type":"coll","comm_hash":"0x01","func":"AllReduce","seq":)" + std::to_string(i) +
                     R"(,"bytes":8,"start_wall_ns":1,"dur_us":1})");
-  ni_test::write_gz(dir + "/t.jsonl.gz", lines, 50, 30);
+  ni::test::write_gz(dir + "/t.jsonl.gz", lines, 50, 30);
   v = ana::validate_files(ana::discover_files({dir}).files, 2, ro, false);
   EXPECT_TRUE(v.valid);
   EXPECT_TRUE(v.truncated);
   EXPECT_FALSE(ana::validate_files(ana::discover_files({dir}).files, 2, ro, true).valid);
   // Schema problem: op without seq, newer format version.
-  ni_test::write_text(dir + "/bad.jsonl",
+  ni::test::write_text(dir + "/bad.jsonl",
                       R"({"type":"meta","format":"nccl-inspector-log","format_version":99,"host":"h","pid":1})" "\n"
                       R"({"type":"coll","comm_hash":"0x01","func":"AllReduce","bytes":8,"start_wall_ns":1,"dur_us":1})" "\n");
   v = ana::validate_files(ana::discover_files({dir}).files, 2, ro, false);
@@ -388,15 +388,15 @@ TEST(Validate, CleanValidCorruptInvalidTruncatedReported) {
 TEST(Cli, ErrorsAndExitCodes) {
   const std::string cli = NI_CLI;
   EXPECT_EQ(run(cli + " summary /nonexistent/dir").rc, 2);
-  const auto empty = ni_test::temp_dir("cli_empty");
+  const auto empty = ni::test::temp_dir("cli_empty");
   EXPECT_EQ(run(cli + " summary " + empty).rc, 2);
-  ni_test::write_text(empty + "/x.log", "hello\nworld\n");
+  ni::test::write_text(empty + "/x.log", "hello\nworld\n");
   EXPECT_EQ(run(cli + " summary " + empty).rc, 2);  // no ops, unknown format
   EXPECT_EQ(run(cli + " validate " + empty).rc, 1);
-  const auto dir = ni_test::temp_dir("cli_ok");
+  const auto dir = ni::test::temp_dir("cli_ok");
   JobSpec s;
   s.iterations = 20;
-  ni_test::write_job(dir, s);
+  ni::test::write_job(dir, s);
   for (const char* f : {"table", "csv", "json", "markdown"}) {
     const Cmd c = run(cli + " summary --no-progress -f " + f + " " + dir);
     EXPECT_EQ(c.rc, 0) << f;
@@ -423,12 +423,12 @@ TEST(Cli, ErrorsAndExitCodes) {
 
 TEST(Reader, FastScannerAgreesWithSimdjson) {
   // The fast scanner (default) and simdjson's DOM path (validate mode) must read the same ops.
-  const auto dir = ni_test::temp_dir("fastpath");
+  const auto dir = ni::test::temp_dir("fastpath");
   JobSpec s;
   s.iterations = 30;
-  s.fault = ni_test::Fault::kDegradedChannel;
-  ni_test::write_job(dir, s);
-  ni_test::write_text(dir + "/tricky.jsonl",
+  s.fault = ni::test::Fault::kDegradedChannel;
+  ni::test::write_job(dir, s);
+  ni::test::write_text(dir + "/tricky.jsonl",
                       R"({"type":"meta","format":"nccl-inspector-log","format_version":1,"host":"h\"q","pid":1,"job":{"job_id":"7"}})" "\n"
                       R"({ "type" : "coll" , "comm_hash":"0x02","comm_name":"a\nb","func":"AllReduce","seq":1e2,"bytes":4096.0,"dur_us":-0,"x":["]",{"}":"["}],"hcas":[{"dev":3,"bytes":9}]} )" "\n"
                       R"({"type":"coll","comm_hash":"0x02","func":"Reduce","seq":-3,"bytes":18446744073709551615,"dur_us":1.5e1,"rank":-9223372036854775808,"graph":true,"reclaimed":true})" "\n"
@@ -577,12 +577,12 @@ TEST(Reader, FastScannerEdgeCasesAcrossMembers) {
   // numbers straddle members) and both parsers (fast, DOM) read the same ops.
   std::mt19937_64 rng(7);
   const std::string text = random_lines(rng, 3000);
-  const auto dir = ni_test::temp_dir("fastedges");
-  ni_test::write_text(dir + "/plain.jsonl", text);
-  ni_test::write_gz_split(dir + "/one.jsonl.gz", text, 1u << 30);
-  ni_test::write_gz_split(dir + "/split7.jsonl.gz", text, 7);
-  ni_test::write_gz_split(dir + "/split61.jsonl.gz", text, 61);
-  ni_test::write_gz_split(dir + "/split4096.jsonl.gz", text, 4096);
+  const auto dir = ni::test::temp_dir("fastedges");
+  ni::test::write_text(dir + "/plain.jsonl", text);
+  ni::test::write_gz_split(dir + "/one.jsonl.gz", text, 1u << 30);
+  ni::test::write_gz_split(dir + "/split7.jsonl.gz", text, 7);
+  ni::test::write_gz_split(dir + "/split61.jsonl.gz", text, 61);
+  ni::test::write_gz_split(dir + "/split4096.jsonl.gz", text, 4096);
   std::vector<std::unique_ptr<ana::CollectSink>> sinks;
   std::vector<ana::ReadResult> results;
   for (const char* file : {"plain.jsonl", "one.jsonl.gz", "split7.jsonl.gz", "split61.jsonl.gz", "split4096.jsonl.gz"}) {
@@ -664,8 +664,8 @@ TEST(Reader, RepeatedFieldTextThenChanges) {
     changed.replace(at, from.size(), to);
     for (int i = 0; i < 3; ++i) text += changed + "\n";
   }
-  const auto dir = ni_test::temp_dir("memo");
-  ni_test::write_text(dir + "/memo.jsonl", text);
+  const auto dir = ni::test::temp_dir("memo");
+  ni::test::write_text(dir + "/memo.jsonl", text);
   ana::ReadOptions fast, dom;
   fast.progress = dom.progress = 0;
   dom.validate = true;
@@ -699,10 +699,10 @@ TEST(Reader, SinkWithoutOptionalFieldsGetsDefaults) {
   struct Lean : ana::CollectSink {
     std::uint32_t op_fields() const override { return 0; }
   };
-  const auto dir = ni_test::temp_dir("leanfields");
+  const auto dir = ni::test::temp_dir("leanfields");
   JobSpec s;
   s.iterations = 20;
-  ni_test::write_job(dir, s);
+  ni::test::write_job(dir, s);
   const auto files = ana::discover_files({dir}).files;
   ana::ReadOptions o;
   o.progress = 0;
@@ -768,10 +768,10 @@ TEST(Summary, PeakBusbwPerOpAndLinkType) {
   EXPECT_TRUE(ana::parse_peak("network=10", peaks));
   EXPECT_FALSE(ana::parse_peak("Bogus=3", peaks));
   EXPECT_FALSE(ana::parse_peak("AllReduce=-1", peaks));
-  const auto dir = ni_test::temp_dir("peaks");
+  const auto dir = ni::test::temp_dir("peaks");
   JobSpec s;
   s.iterations = 20;
-  ni_test::write_job(dir, s);
+  ni::test::write_job(dir, s);
   ana::SummaryOptions so;
   so.peak_busbw = peaks;
   std::unique_ptr<ana::SummarySink> sink;

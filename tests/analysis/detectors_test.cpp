@@ -14,8 +14,8 @@
 #include "src/analysis/summary.h"
 
 namespace ana = ni::analysis;
-using ni_test::Fault;
-using ni_test::JobSpec;
+using ni::test::Fault;
+using ni::test::JobSpec;
 
 namespace {
 
@@ -34,8 +34,8 @@ Loaded load(const std::string& dir) {
 
 Loaded job(const std::string& name, Fault f, JobSpec s = {}) {
   s.fault = f;
-  const auto dir = ni_test::temp_dir(name);
-  ni_test::write_job(dir, s);
+  const auto dir = ni::test::temp_dir(name);
+  ni::test::write_job(dir, s);
   return load(dir);
 }
 
@@ -189,10 +189,10 @@ TEST(Detectors, ProtocolBimodality) {
 }
 
 TEST(Advice, BestAlgoProtoAndPinning) {
-  const auto dir = ni_test::temp_dir("advice");
+  const auto dir = ni::test::temp_dir("advice");
   JobSpec js;
   js.fault = Fault::kBimodal;
-  ni_test::write_job(dir, js);
+  ni::test::write_job(dir, js);
   ana::SummaryOptions so;
   ana::ReadResult res;
   ana::ReadOptions ro;
@@ -209,11 +209,11 @@ TEST(Advice, BestAlgoProtoAndPinning) {
 }
 
 TEST(Iterations, PerIterationFromMarks) {
-  const auto dir = ni_test::temp_dir("marks");
+  const auto dir = ni::test::temp_dir("marks");
   JobSpec js;
   js.iterations = 12;
   js.marks = true;
-  ni_test::write_job(dir, js);
+  ni::test::write_job(dir, js);
   const Loaded l = load(dir);
   ana::Report r;
   ana::add_iteration_section(r, l.ops->ops, l.res);
@@ -225,15 +225,15 @@ TEST(Iterations, PerIterationFromMarks) {
 }
 
 TEST(Compare, RegressionExitsThree) {
-  const auto base = ni_test::temp_dir("cmp_base"), same = ni_test::temp_dir("cmp_same"),
-             slow = ni_test::temp_dir("cmp_slow");
+  const auto base = ni::test::temp_dir("cmp_base"), same = ni::test::temp_dir("cmp_same"),
+             slow = ni::test::temp_dir("cmp_slow");
   JobSpec s;
   s.iterations = 100;
-  ni_test::write_job(base, s);
+  ni::test::write_job(base, s);
   s.seed = 2;
-  ni_test::write_job(same, s);
+  ni::test::write_job(same, s);
   s.slowdown = 1.2;
-  ni_test::write_job(slow, s);
+  ni::test::write_job(slow, s);
   EXPECT_EQ(cli_rc("compare " + base + " " + same), 0);
   EXPECT_EQ(cli_rc("compare " + base + " " + slow), 3);
   EXPECT_EQ(cli_rc("compare --threshold 30 " + base + " " + slow), 0);

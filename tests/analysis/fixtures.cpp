@@ -4,13 +4,14 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
 #include <stdexcept>
 
-namespace ni_test {
+namespace ni::test {
 namespace fs = std::filesystem;
 
 namespace {
@@ -63,9 +64,23 @@ std::string read_text(const std::string& path) {
   return ss.str();
 }
 
-std::string temp_dir(const std::string& name) {
+namespace {
+// This process's directory of test dirs; removed when the process exits, unless
+// NI_KEEP_TEST_DIRS is set (to look at what a failing test wrote).
+fs::path process_dir() {
   const char* base = std::getenv("TMPDIR");
-  fs::path p = fs::path(base ? base : "/tmp") / ("ni_analysis_test_" + std::to_string(::getpid())) / name;
+  return fs::path(base ? base : "/tmp") / ("ni_analysis_test_" + std::to_string(::getpid()));
+}
+void remove_process_dir() {
+  std::error_code ec;
+  fs::remove_all(process_dir(), ec);
+}
+}  // namespace
+
+std::string temp_dir(const std::string& name) {
+  static const bool cleanup = std::getenv("NI_KEEP_TEST_DIRS") == nullptr && std::atexit(remove_process_dir) == 0;
+  (void)cleanup;
+  fs::path p = process_dir() / name;
   fs::remove_all(p);
   fs::create_directories(p);
   return p.string();
@@ -270,4 +285,4 @@ void write_upstream_log(const std::string& path, int rank, int nranks, int n) {
   write_text(path, out);
 }
 
-}  // namespace ni_test
+}  // namespace ni::test

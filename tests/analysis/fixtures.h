@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace ni_test {
+namespace ni::test {
 
 // Writes lines as gzip, one member per `lines_per_member` lines. cut_bytes > 0
 // drops that many bytes from the end (a killed writer).
@@ -52,4 +52,4 @@ void write_upstream_log(const std::string& path, int rank, int nranks, int n);
 
 std::string temp_dir(const std::string& name);  // fresh empty dir under the test tmp dir
 
-}  // namespace ni_test
+}  // namespace ni::test

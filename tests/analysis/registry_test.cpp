@@ -89,10 +89,10 @@ std::string cli_out(const std::string& args, int& rc) {
 }  // namespace
 
 TEST(Registry, AnalysisReachesReportAndTraceThroughRegistration) {
-  const auto dir = ni_test::temp_dir("registry_probe");
-  ni_test::JobSpec js;
+  const auto dir = ni::test::temp_dir("registry_probe");
+  ni::test::JobSpec js;
   js.iterations = 20;
-  ni_test::write_job(dir, js);
+  ni::test::write_job(dir, js);
   ana::ReadOptions ro;
   ro.progress = 0;
   ana::ReadResult res;

@@ -93,7 +93,7 @@ double now_ns() {
 void drain() {
   // Drop what was drained: a test sink that kept it would allocate (and
   // unmap) memory in the middle of the measurement.
-  if (g_table == &ncclProfiler_v5 && ni::MemorySink::current_) ni::MemorySink::current_->discard();
+  if (g_table == &ncclProfiler_v5 && ni::out::MemorySink::current_) ni::out::MemorySink::current_->discard();
 }
 
 // App and progress halves on two threads at once vs each alone. Each half's

@@ -61,9 +61,9 @@ EmuRun run_emu(const std::string& version, std::vector<ni::emu::Fault> faults = 
   EmuRun r;
   r.result = ni::emu::run(o);
   // The last finalize stopped the sink, which collected every record.
-  if (ni::MemorySink::current_) {
-    r.records = ni::MemorySink::current_->take();
-    r.stats = ni::MemorySink::current_->final_stats();
+  if (ni::out::MemorySink::current_) {
+    r.records = ni::out::MemorySink::current_->take();
+    r.stats = ni::out::MemorySink::current_->final_stats();
   }
   unsetenv("NCCL_INSPECTOR_RING_RECORDS");
   return r;

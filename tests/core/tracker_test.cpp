@@ -104,7 +104,7 @@ class Tracker : public ::testing::Test {
     unsetenv("NCCL_INSPECTOR_ENABLE_NET");
     unsetenv("NCCL_INSPECTOR_SAMPLE_EVERY");
   }
-  static ni::MemorySink* sink() { return ni::MemorySink::current_; }
+  static ni::out::MemorySink* sink() { return ni::out::MemorySink::current_; }
 };
 
 // A full 8-channel AllReduce on channels 4..11 (a later op of a plan).
@@ -359,7 +359,7 @@ TEST_F(Tracker, FaultsAreCountedNotFollowed) {
 }
 
 TEST_F(Tracker, InFlightOpsAreWrittenAtFinalizeMarkedReclaimed) {
-  ni::MemorySink* s = nullptr;
+  ni::out::MemorySink* s = nullptr;
   {
     CommV5 c;
     s = sink();

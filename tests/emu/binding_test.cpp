@@ -1,7 +1,7 @@
 // Version parsing, symbol selection (§0), loading errors, adapter quirks (§6).
 #include "tests/emu/helpers.h"
 
-namespace emu_test {
+namespace ni::emu_test {
 namespace {
 
 TEST(Version, ParsesSupportedReleasesOnly) {
@@ -30,11 +30,11 @@ TEST_F(Emu, BoundVersionAndInitSignaturePerRelease) {
   const std::map<std::string, int> want = {{"2.23", 1}, {"2.24", 2}, {"2.26", 3}, {"2.27", 4},
                                            {"2.28", 5}, {"2.29", 6}, {"2.30", 6}};
   for (const auto& [ver, abi] : want) {
-    rec::reset();
+    ni::rec::reset();
     RunResult r = go(ver, w);
     EXPECT_EQ(r.bound_abi, abi) << ver;
     EXPECT_EQ(r.bound_symbol, "ncclProfiler_v" + std::to_string(abi));
-    auto cs = rec::calls();
+    auto cs = ni::rec::calls();
     ASSERT_GE(cs.size(), 1u);
     EXPECT_EQ(cs.front().kind, Kind::kInit);
     EXPECT_EQ(cs.front().abi, abi);
@@ -51,12 +51,12 @@ TEST_F(Emu, BoundVersionAndInitSignaturePerRelease) {
 
 TEST_F(Emu, V3OnlyPluginOn228GoesThroughTheAdapter) {
   PluginTables t;
-  t.v3 = rec::v3();
+  t.v3 = ni::rec::v3();
   Workload w = one_comm(2, 1);
   w.program.push_back(solo(op("AllReduce", 1 << 20)));
   RunResult r = go("2.28", w, t);
   EXPECT_EQ(r.bound_abi, 3);
-  auto cs = rec::calls();
+  auto cs = ni::rec::calls();
   EXPECT_TRUE(starts(cs, kGroupApi).empty());
   EXPECT_TRUE(starts(cs, kCollApi).empty());
   ASSERT_EQ(starts(cs, kColl).size(), 1u);
@@ -75,14 +75,14 @@ TEST_F(Emu, V3OnlyPluginOn228GoesThroughTheAdapter) {
 
 TEST_F(Emu, V4On228LeavesGarbageAndDropsApiEvents) {
   PluginTables t;
-  t.v4 = rec::v4();
+  t.v4 = ni::rec::v4();
   Workload w = one_comm(2, 1);
   w.program.push_back(group({op("Send", 1 << 20), op("Recv", 1 << 20)}));
   w.program[0].ops[0].peer = 1;
   w.program[0].ops[1].peer = 1;
   RunResult r = go("2.28", w, t);
   EXPECT_EQ(r.bound_abi, 4);
-  auto cs = rec::calls();
+  auto cs = ni::rec::calls();
   EXPECT_TRUE(starts(cs, kGroupApi).empty());
   EXPECT_TRUE(starts(cs, kP2pApi).empty());
   EXPECT_TRUE(starts(cs, kKernelLaunch).empty());
@@ -96,14 +96,14 @@ TEST_F(Emu, V4On228LeavesGarbageAndDropsApiEvents) {
 
 TEST_F(Emu, V5On230DropsCeAndClearsCeMaskBits) {
   PluginTables t;
-  t.v5 = rec::v5();
+  t.v5 = ni::rec::v5();
   Workload w = one_comm(4, 1);
   OpSpec o = op("AllGather", 1 << 20);
   o.ce = true;
   w.program.push_back(solo(o));
   RunResult r = go("2.30", w, t);
   EXPECT_EQ(r.bound_abi, 5);
-  auto cs = rec::calls();
+  auto cs = ni::rec::calls();
   EXPECT_TRUE(starts(cs, kCeColl).empty());
   EXPECT_EQ(starts(cs, kCollApi).size(), 1u);
   ASSERT_EQ(cs.back().kind, Kind::kFinalize);
@@ -121,16 +121,16 @@ TEST_F(Emu, V5On230DropsCeAndClearsCeMaskBits) {
 
 TEST_F(Emu, V1InitFailureIgnoredOn224ButDisablesOn223) {
   PluginTables t;
-  t.v1 = rec::v1();
+  t.v1 = ni::rec::v1();
   Workload w = one_comm(2, 1);
   w.program.push_back(solo(op("AllReduce", 1 << 20)));
-  rec::set_init_result(kInternalError);
+  ni::rec::set_init_result(kInternalError);
   go("2.24", w, t);
-  EXPECT_EQ(starts(rec::calls(), kColl).size(), 1u);
-  rec::reset();
-  rec::set_init_result(kInternalError);
+  EXPECT_EQ(starts(ni::rec::calls(), kColl).size(), 1u);
+  ni::rec::reset();
+  ni::rec::set_init_result(kInternalError);
   RunResult r = go("2.23", w, t);
-  auto cs = rec::calls();
+  auto cs = ni::rec::calls();
   EXPECT_TRUE(starts(cs, kColl).empty());
   EXPECT_EQ(count_kind(cs, Kind::kFinalize), 0);  // never finalized after the failure
   ASSERT_EQ(r.truth.size(), 1u);
@@ -140,24 +140,24 @@ TEST_F(Emu, V1InitFailureIgnoredOn224ButDisablesOn223) {
 
 TEST_F(Emu, V1CodesNativeOn223AndFallbacksThroughTheAdapter) {
   PluginTables t;
-  t.v1 = rec::v1();
+  t.v1 = ni::rec::v1();
   Workload w = one_comm(2, 1);
   w.program.push_back(solo(op("AllReduce", 4096, "ncclUint8")));
   RunResult r = go("2.23", w, t);
-  auto c = starts(rec::calls(), kColl);
+  auto c = starts(ni::rec::calls(), kColl);
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(c[0].func_code, kFuncAllReduce);
   EXPECT_EQ(c[0].dtype_code, kUint8);  // 2.23 passes the code itself
   EXPECT_EQ(c[0].comm_hash, r.truth[0].comm_hash);
   EXPECT_EQ(c[0].name, nullptr);
-  rec::reset();
+  ni::rec::reset();
   go("2.24", w, t);
-  c = starts(rec::calls(), kColl);
+  c = starts(ni::rec::calls(), kColl);
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(c[0].dtype_code, kFloat64);  // "Unknown" -> Float64 in the adapter
-  rec::reset();
+  ni::rec::reset();
   go("2.28", w);
-  c = starts(rec::calls(), kColl);
+  c = starts(ni::rec::calls(), kColl);
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(c[0].dtype, "Unknown");  // ncclUint8 has no name
 }
@@ -203,4 +203,4 @@ TEST(Loading, SoPluginsBindAndReload) {
 }
 
 }  // namespace
-}  // namespace emu_test
+}  // namespace ni::emu_test

@@ -5,7 +5,7 @@
 
 #include "tests/emu/helpers.h"
 
-namespace emu_test {
+namespace ni::emu_test {
 namespace {
 
 Workload net_job(int ops = 3) {
@@ -16,7 +16,7 @@ Workload net_job(int ops = 3) {
 
 TEST_F(Emu, FaultRecvStepTwice) {
   go("2.28", net_job(), all_tables(), {Fault::kRecvStepTwice});
-  auto cs = rec::calls();
+  auto cs = ni::rec::calls();
   EXPECT_EQ(static_cast<int>(starts(cs, kProxyStep).size()), stops_of(cs, kProxyStep) + 1);
 }
 
@@ -24,7 +24,7 @@ TEST_F(Emu, FaultNetPluginStops) {
   Workload w = net_job(1);
   w.net_profiler = NetProfiler::kSocket;
   go("2.28", w, all_tables(), {Fault::kNetPluginDoubleStop, Fault::kNetPluginStopNull});
-  auto cs = rec::calls();
+  auto cs = ni::rec::calls();
   EXPECT_GT(stops_of(cs, kNetPlugin), static_cast<int>(starts(cs, kNetPlugin).size()));
   int null_stops = 0;
   for (const Call& c : cs) null_stops += c.kind == Kind::kStop && c.handle == nullptr;
@@ -33,13 +33,13 @@ TEST_F(Emu, FaultNetPluginStops) {
 
 TEST_F(Emu, FaultProxyOpNeverStopped) {
   go("2.28", net_job(), all_tables(), {Fault::kProxyOpNeverStopped});
-  auto cs = rec::calls();
+  auto cs = ni::rec::calls();
   EXPECT_EQ(static_cast<int>(starts(cs, kProxyOp).size()), stops_of(cs, kProxyOp) + 4);  // one op's 4 subs
 }
 
 TEST_F(Emu, FaultParentStoppedFirst) {
   go("2.28", net_job(1), all_tables(), {Fault::kParentStoppedFirst});
-  auto cs = rec::calls();
+  auto cs = ni::rec::calls();
   const Call coll = starts(cs, kColl).at(0);
   const Call* cstop = stop_call(cs, coll.handle);
   ASSERT_NE(cstop, nullptr);
@@ -49,7 +49,7 @@ TEST_F(Emu, FaultParentStoppedFirst) {
 
 TEST_F(Emu, FaultPxnForeignPidAndContext) {
   go("2.28", net_job(1), all_tables(), {Fault::kPxn});
-  auto cs = rec::calls();
+  auto cs = ni::rec::calls();
   std::set<void*> ctxs;
   for (const Call& c : cs)
     if (c.kind == Kind::kInit) ctxs.insert(c.ctx);
@@ -67,11 +67,11 @@ TEST_F(Emu, FaultKernelChNeverStoppedAndDoubleStop) {
   Workload w = one_comm(2, 1);
   w.program.push_back(solo(op("AllReduce", 1 << 20)));
   go("2.28", w, all_tables(), {Fault::kKernelChNeverStopped});
-  auto cs = rec::calls();
+  auto cs = ni::rec::calls();
   EXPECT_EQ(static_cast<int>(starts(cs, kKernelCh).size()), stops_of(cs, kKernelCh) + 1);
-  rec::reset();
+  ni::rec::reset();
   go("2.28", w, all_tables(), {Fault::kKernelChDoubleStop});
-  cs = rec::calls();
+  cs = ni::rec::calls();
   EXPECT_EQ(static_cast<int>(starts(cs, kKernelCh).size()) + 1, stops_of(cs, kKernelCh));
 }
 
@@ -84,7 +84,7 @@ TEST_F(Emu, FaultMaskChange) {
   EXPECT_EQ(r.truth[0].why, "activation mask is 0");
   EXPECT_FALSE(r.truth[1].visible);
   EXPECT_TRUE(r.truth[2].visible);   // ... and came back two ops later
-  EXPECT_EQ(starts(rec::calls(), kColl).size(), 2u);
+  EXPECT_EQ(starts(ni::rec::calls(), kColl).size(), 2u);
 }
 
 TEST_F(Emu, FaultConcurrentInit) {
@@ -92,7 +92,7 @@ TEST_F(Emu, FaultConcurrentInit) {
   w.program.push_back(solo(op("AllReduce", 4096)));
   go("2.28", w, all_tables(), {Fault::kConcurrentInit}, {0, 1, 2, 3});
   std::set<std::string> threads;
-  for (const Call& c : rec::calls())
+  for (const Call& c : ni::rec::calls())
     if (c.kind == Kind::kInit) threads.insert(c.thread);
   EXPECT_EQ(threads.size(), 4u);
 }
@@ -104,7 +104,7 @@ TEST_F(Emu, FaultGraphReplay) {
   int replays = 0;
   for (const TruthOp& t : r.truth) replays += t.graph_replay >= 0;
   EXPECT_EQ(replays, 3);
-  EXPECT_EQ(starts(rec::calls(), kColl).size(), 3u);
+  EXPECT_EQ(starts(ni::rec::calls(), kColl).size(), 3u);
 }
 
 TEST(FaultNames, RoundTrip) {
@@ -117,4 +117,4 @@ TEST(FaultNames, RoundTrip) {
 }
 
 }  // namespace
-}  // namespace emu_test
+}  // namespace ni::emu_test

@@ -11,21 +11,21 @@
 #include "src/emu/emu.h"
 #include "tests/emu/recorder.h"
 
-namespace emu_test {
+namespace ni::emu_test {
 
 using namespace ni::emu;
 using namespace ni::abi;
-using rec::Call;
-using rec::Kind;
+using ni::rec::Call;
+using ni::rec::Kind;
 
 inline PluginTables all_tables() {
   PluginTables t;
-  t.v1 = rec::v1();
-  t.v2 = rec::v2();
-  t.v3 = rec::v3();
-  t.v4 = rec::v4();
-  t.v5 = rec::v5();
-  t.v6 = rec::v6();
+  t.v1 = ni::rec::v1();
+  t.v2 = ni::rec::v2();
+  t.v3 = ni::rec::v3();
+  t.v4 = ni::rec::v4();
+  t.v5 = ni::rec::v5();
+  t.v6 = ni::rec::v6();
   return t;
 }
 
@@ -131,7 +131,7 @@ inline std::vector<Call> without_ctrl(const std::vector<Call>& cs) {
 
 class Emu : public ::testing::Test {
  protected:
-  void SetUp() override { rec::reset(); }
+  void SetUp() override { ni::rec::reset(); }
 };
 
-}  // namespace emu_test
+}  // namespace ni::emu_test

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <mutex>
 
-namespace rec {
+namespace ni::rec {
 
 using namespace ni::abi;
 
@@ -347,18 +347,18 @@ ProfilerV4* v4() { return &t4; }
 ProfilerV5* v5() { return &t5; }
 ProfilerV6* v6() { return &t6; }
 
-}  // namespace rec
+}  // namespace ni::rec
 
 #ifdef REC_EXPORT
 #define REC_API __attribute__((visibility("default")))
 extern "C" {
 #ifndef REC_ONLY_V3
-REC_API ni::abi::ProfilerV1 ncclProfiler_v1 = rec::t1;
-REC_API ni::abi::ProfilerV2 ncclProfiler_v2 = rec::t2;
-REC_API ni::abi::ProfilerV4 ncclProfiler_v4 = rec::t4;
-REC_API ni::abi::ProfilerV5 ncclProfiler_v5 = rec::t5;
-REC_API ni::abi::ProfilerV6 ncclProfiler_v6 = rec::t6;
+REC_API ni::abi::ProfilerV1 ncclProfiler_v1 = ni::rec::t1;
+REC_API ni::abi::ProfilerV2 ncclProfiler_v2 = ni::rec::t2;
+REC_API ni::abi::ProfilerV4 ncclProfiler_v4 = ni::rec::t4;
+REC_API ni::abi::ProfilerV5 ncclProfiler_v5 = ni::rec::t5;
+REC_API ni::abi::ProfilerV6 ncclProfiler_v6 = ni::rec::t6;
 #endif
-REC_API ni::abi::ProfilerV3 ncclProfiler_v3 = rec::t3;
+REC_API ni::abi::ProfilerV3 ncclProfiler_v3 = ni::rec::t3;
 }
 #endif

@@ -12,7 +12,7 @@
 
 #include "plugin/abi/all.h"
 
-namespace rec {
+namespace ni::rec {
 
 enum class Kind { kInit, kStart, kStop, kRecord, kFinalize };
 
@@ -74,4 +74,4 @@ ni::abi::ProfilerV4* v4();
 ni::abi::ProfilerV5* v5();
 ni::abi::ProfilerV6* v6();
 
-}  // namespace rec
+}  // namespace ni::rec

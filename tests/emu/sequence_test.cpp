@@ -4,7 +4,7 @@
 
 #include "tests/emu/helpers.h"
 
-namespace emu_test {
+namespace ni::emu_test {
 namespace {
 
 bool is_app(const Call& c) { return c.thread.rfind("emu-app-r", 0) == 0; }
@@ -14,7 +14,7 @@ TEST_F(Emu, StandaloneAllReduce228) {
   Workload w = one_comm(2, 1, 8);
   w.program.push_back(solo(op("AllReduce", 4 << 20)));
   RunResult r = go("2.28", w, all_tables(), {}, {1});  // emulate rank 1
-  auto cs = without_ctrl(rec::calls());
+  auto cs = without_ctrl(ni::rec::calls());
   // App-thread sequence of §8.1.
   std::vector<std::string> seq;
   for (const Call& c : cs) {
@@ -73,7 +73,7 @@ TEST_F(Emu, GroupWithSeveralPlansAndChannelRanges) {
   w.program.push_back(group({op("AllReduce", 1 << 20, "ncclFloat32", 4), op("AllGather", 1 << 20, "ncclFloat32", 4),
                              op("ReduceScatter", 1 << 20, "ncclFloat32", 12)}));
   go("2.28", w);
-  auto cs = without_ctrl(rec::calls());
+  auto cs = without_ctrl(ni::rec::calls());
   ASSERT_EQ(starts(cs, kGroupApi).size(), 1u);
   const Call ga = starts(cs, kGroupApi)[0];
   EXPECT_EQ(ga.group_depth, 2);
@@ -103,8 +103,8 @@ TEST_F(Emu, NestedGroupDepth) {
   Workload w = one_comm(2, 1);
   w.program.push_back(group({op("AllReduce", 4096)}, 2));
   go("2.30", w);
-  ASSERT_EQ(starts(rec::calls(), kGroupApi).size(), 1u);
-  EXPECT_EQ(starts(rec::calls(), kGroupApi)[0].group_depth, 3);
+  ASSERT_EQ(starts(ni::rec::calls(), kGroupApi).size(), 1u);
+  EXPECT_EQ(starts(ni::rec::calls(), kGroupApi)[0].group_depth, 3);
 }
 
 TEST_F(Emu, P2pChannelsFollowNcclRule) {
@@ -117,7 +117,7 @@ TEST_F(Emu, P2pChannelsFollowNcclRule) {
   b.shift = 3;
   w.program = {solo(a), solo(b)};
   go("2.28", w);
-  auto cs = rec::calls();
+  auto cs = ni::rec::calls();
   auto p2p = starts(cs, kP2p);
   ASSERT_EQ(p2p.size(), 4u);
   std::map<void*, std::vector<int>> chans;
@@ -137,7 +137,7 @@ TEST_F(Emu, AlltoAllBecomesSendRecvOn228) {
   Workload w = one_comm(4, 1);
   w.program.push_back(solo(op("AlltoAll", 65536)));
   go("2.28", w);
-  auto cs = rec::calls();
+  auto cs = ni::rec::calls();
   EXPECT_TRUE(starts(cs, kCollApi).empty());
   EXPECT_TRUE(starts(cs, kColl).empty());
   auto api = starts(cs, kP2pApi);
@@ -156,7 +156,7 @@ Workload net2() {
 
 TEST_F(Emu, NetworkCollective228) {
   go("2.28", net2());
-  auto cs = rec::calls();
+  auto cs = ni::rec::calls();
   auto ops = starts(cs, kProxyOp);
   ASSERT_EQ(ops.size(), 4u);  // 2 channels x send/recv
   const Call coll = starts(cs, kColl).at(0);
@@ -208,14 +208,14 @@ TEST_F(Emu, NetworkCollective228) {
 
 TEST_F(Emu, NetworkCollective227OnlySubZero) {
   go("2.27", net2());
-  auto ops = starts(rec::calls(), kProxyOp);
+  auto ops = starts(ni::rec::calls(), kProxyOp);
   ASSERT_EQ(ops.size(), 2u);  // one send + one recv: sub 0 of each args
   for (const Call& o : ops) EXPECT_EQ(o.channel, 0);
 }
 
 TEST_F(Emu, NetworkCollective223OldStates) {
   go("2.23", net2());
-  auto cs = rec::calls();
+  auto cs = ni::rec::calls();
   auto ops = starts(cs, kProxyOp);
   ASSERT_EQ(ops.size(), 4u);
   EXPECT_TRUE(starts(cs, kKernelCh).empty());
@@ -244,7 +244,7 @@ TEST_F(Emu, SeqNumberPerCommPerFunction) {
   w.program = {solo(op("AllReduce", 4096)), solo(op("AllGather", 4096)), solo(op("AllReduce", 4096)),
                solo(op("AllGather", 4096))};
   go("2.28", w);
-  auto c = starts(rec::calls(), kColl);
+  auto c = starts(ni::rec::calls(), kColl);
   ASSERT_EQ(c.size(), 4u);
   EXPECT_EQ(c[0].seq, 0u);
   EXPECT_EQ(c[1].seq, 0u);
@@ -255,15 +255,15 @@ TEST_F(Emu, SeqNumberPerCommPerFunction) {
 TEST_F(Emu, SeqOnlyAdvancesWithStartedCollOn225) {
   Workload w = one_comm(2, 1);
   w.program = {solo(op("AllReduce", 4096)), solo(op("AllReduce", 4096)), solo(op("AllReduce", 4096))};
-  rec::set_null_types(kGroup);  // no Group handle -> no Coll on 2.23-2.27
+  ni::rec::set_null_types(kGroup);  // no Group handle -> no Coll on 2.23-2.27
   RunResult r = go("2.25", w);
   ASSERT_EQ(r.truth.size(), 3u);
   for (const TruthOp& t : r.truth) {
     EXPECT_EQ(t.seq, 0u);
     EXPECT_FALSE(t.visible);
   }
-  rec::reset();
-  rec::set_null_types(kGroup);
+  ni::rec::reset();
+  ni::rec::set_null_types(kGroup);
   r = go("2.28", w);  // 2.28: Coll does not need a Group handle, seq advances at append
   ASSERT_EQ(r.truth.size(), 3u);
   EXPECT_EQ(r.truth[2].seq, 2u);
@@ -273,9 +273,9 @@ TEST_F(Emu, SeqOnlyAdvancesWithStartedCollOn225) {
 TEST_F(Emu, MaskGating) {
   Workload w = one_comm(2, 1);
   w.program.push_back(solo(op("AllReduce", 1 << 20)));
-  rec::set_mask(kColl);  // 2.28: Coll alone still brings GroupApi, CollApi, Group
+  ni::rec::set_mask(kColl);  // 2.28: Coll alone still brings GroupApi, CollApi, Group
   go("2.28", w);
-  auto cs = rec::calls();
+  auto cs = ni::rec::calls();
   EXPECT_EQ(starts(cs, kGroupApi).size(), 1u);
   EXPECT_EQ(starts(cs, kCollApi).size(), 1u);
   EXPECT_EQ(starts(cs, kGroup).size(), 1u);
@@ -283,21 +283,21 @@ TEST_F(Emu, MaskGating) {
   EXPECT_TRUE(starts(cs, kKernelLaunch).empty());
   EXPECT_TRUE(starts(cs, kKernelCh).empty());
   // 2.23: P2p alone yields Group events but no P2p.
-  rec::reset();
-  rec::set_mask(kP2p);
+  ni::rec::reset();
+  ni::rec::set_mask(kP2p);
   Workload p = one_comm(2, 1);
   OpSpec s = op("Send", 4096);
   s.peer = 1;
   p.program.push_back(solo(s));
   go("2.23", p);
-  cs = rec::calls();
+  cs = ni::rec::calls();
   EXPECT_EQ(starts(cs, kGroup).size(), 1u);
   EXPECT_TRUE(starts(cs, kP2p).empty());
   // 2.26: KernelCh alone gives Group, Coll and KernelCh without pTimer or record 22.
-  rec::reset();
-  rec::set_mask(kKernelCh);
+  ni::rec::reset();
+  ni::rec::set_mask(kKernelCh);
   go("2.26", w);
-  cs = rec::calls();
+  cs = ni::rec::calls();
   EXPECT_EQ(starts(cs, kColl).size(), 1u);
   auto kc = starts(cs, kKernelCh);
   ASSERT_FALSE(kc.empty());
@@ -308,24 +308,24 @@ TEST_F(Emu, InvisibleOps) {
   Workload w = one_comm(2, 1);
   w.program.push_back(solo(op("Broadcast", 4096)));
   RunResult r = go("2.29", w);
-  auto cs = rec::calls();
+  auto cs = ni::rec::calls();
   EXPECT_EQ(starts(cs, kCollApi).size(), 1u);
   EXPECT_TRUE(starts(cs, kGroup).empty());
   EXPECT_TRUE(starts(cs, kColl).empty());
   EXPECT_TRUE(starts(cs, kKernelCh).empty());
   ASSERT_EQ(r.truth.size(), 1u);
   EXPECT_FALSE(r.truth[0].visible);
-  rec::reset();
+  ni::rec::reset();
   go("2.28", w);
-  EXPECT_EQ(starts(rec::calls(), kColl).size(), 1u);  // visible before 2.29
-  rec::reset();
+  EXPECT_EQ(starts(ni::rec::calls(), kColl).size(), 1u);  // visible before 2.29
+  ni::rec::reset();
   Workload one = one_comm(1, 1);
   one.program.push_back(solo(op("AllReduce", 4096)));
   OpSpec self = op("Send", 4096);
   self.peer = 0;
   one.program.push_back(solo(self));
   r = go("2.30", one);
-  cs = rec::calls();
+  cs = ni::rec::calls();
   EXPECT_TRUE(starts(cs, kCollApi).empty());  // nranks==1 collective: nothing at all
   EXPECT_EQ(starts(cs, kGroupApi).size(), 1u);  // ... but the self Send does produce events
   EXPECT_EQ(starts(cs, kP2p).size(), 1u);
@@ -338,7 +338,7 @@ TEST_F(Emu, CeCollectiveOn230) {
   o.ce = true;
   w.program.push_back(solo(o));
   RunResult r = go("2.30", w);
-  auto cs = without_ctrl(rec::calls());
+  auto cs = without_ctrl(ni::rec::calls());
   EXPECT_TRUE(starts(cs, kKernelLaunch).empty());
   EXPECT_TRUE(starts(cs, kGroup).empty());
   EXPECT_TRUE(starts(cs, kColl).empty());
@@ -362,7 +362,7 @@ TEST_F(Emu, GraphReplayOnCudaCallbackThread) {
   o.graph_replays = 3;
   w.program.push_back(solo(o));
   RunResult r = go("2.28", w);
-  auto cs = rec::calls();
+  auto cs = ni::rec::calls();
   ASSERT_EQ(starts(cs, kCollApi).size(), 1u);
   const Call api = starts(cs, kCollApi)[0];
   EXPECT_TRUE(api.graph);
@@ -386,7 +386,7 @@ TEST_F(Emu, NonBlockingCommLaunchesOnItsOwnThread) {
   w.comms[0].blocking = false;
   w.program.push_back(solo(op("AllReduce", 1 << 20)));
   go("2.28", w);
-  auto cs = rec::calls();
+  auto cs = ni::rec::calls();
   EXPECT_TRUE(is_app(starts(cs, kGroupApi)[0]));
   EXPECT_EQ(starts(cs, kKernelLaunch)[0].thread.rfind("emu-launch", 0), 0u);
   EXPECT_EQ(starts(cs, kColl)[0].thread.rfind("emu-launch", 0), 0u);
@@ -396,7 +396,7 @@ TEST_F(Emu, NetPluginIbAndSocket) {
   Workload w = net2();
   w.net_profiler = NetProfiler::kIb;
   go("2.28", w);
-  auto cs = rec::calls();
+  auto cs = ni::rec::calls();
   auto np = starts(cs, kNetPlugin);
   ASSERT_FALSE(np.empty());
   std::vector<void*> steps;
@@ -407,10 +407,10 @@ TEST_F(Emu, NetPluginIbAndSocket) {
     EXPECT_NE(std::find(steps.begin(), steps.end(), n.parent), steps.end());
     EXPECT_EQ(on(cs, n.handle).size(), 2u);  // IB: stopped at CQ completion and again in test()
   }
-  rec::reset();
+  ni::rec::reset();
   w.net_profiler = NetProfiler::kSocket;
   go("2.28", w);
-  cs = rec::calls();
+  cs = ni::rec::calls();
   np = starts(cs, kNetPlugin);
   ASSERT_FALSE(np.empty());
   bool helper = false;
@@ -431,7 +431,7 @@ TEST_F(Emu, DefaultJobTruthIsConsistent) {
   RunResult r = run(o);
   ASSERT_TRUE(r.ok) << r.error;
   ASSERT_GT(r.truth.size(), 80u);
-  auto cs = rec::calls();
+  auto cs = ni::rec::calls();
   size_t visible = 0;
   for (const TruthOp& t : r.truth) {
     visible += t.visible;
@@ -466,4 +466,4 @@ TEST_F(Emu, StragglerHasTheShortestKernel) {
 }
 
 }  // namespace
-}  // namespace emu_test
+}  // namespace ni::emu_test

@@ -242,7 +242,7 @@ struct Player {
         ncclInspectorMark((in.u8() & 1) ? "m" : nullptr);
         break;
       case 15:
-        if (ni::MemorySink::current_ && !comms.empty()) ni::MemorySink::current_->take();
+        if (ni::out::MemorySink::current_ && !comms.empty()) ni::out::MemorySink::current_->take();
         break;
     }
   }
@@ -262,7 +262,7 @@ void run(Input& in) {
   }
   // Invariant: everything that completed is in the sink or counted as dropped.
   if (!p.comms.empty()) {
-    ni::MemorySink::current_->take();
+    ni::out::MemorySink::current_->take();
     ni::CoreStats s = ni::stats();
     (void)s;
   }

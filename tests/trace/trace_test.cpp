@@ -38,9 +38,9 @@ std::string read_any(const std::string& path) {  // plain or gzip
 }
 
 int run(const std::string& cmd, std::string* output = nullptr) {
-  const std::string log = ni_test::temp_dir("cmd") + "/out.txt";
+  const std::string log = ni::test::temp_dir("cmd") + "/out.txt";
   const int rc = std::system((cmd + " >" + log + " 2>&1").c_str());
-  if (output) *output = ni_test::read_text(log);
+  if (output) *output = ni::test::read_text(log);
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
 }
 
@@ -207,17 +207,17 @@ std::string js_script(const char* name) { return std::string(NI_SOURCE_DIR) + "/
 // A job from the fixture writer: 8 ranks on 2 hosts, rank 5 late, marks, drops on rank 0.
 struct Fixture {
   std::string dir;
-  ni_test::JobTruth truth;
-  ni_test::JobSpec spec;
+  ni::test::JobTruth truth;
+  ni::test::JobSpec spec;
 };
 const Fixture& fixture() {
   static Fixture f = [] {
     Fixture x;
-    x.dir = ni_test::temp_dir("trace_fixture");
-    x.spec.fault = ni_test::Fault::kStraggler;
+    x.dir = ni::test::temp_dir("trace_fixture");
+    x.spec.fault = ni::test::Fault::kStraggler;
     x.spec.iterations = 200;
     x.spec.marks = true;
-    x.truth = ni_test::write_job(x.dir, x.spec);
+    x.truth = ni::test::write_job(x.dir, x.spec);
     return x;
   }();
   return f;
@@ -225,7 +225,7 @@ const Fixture& fixture() {
 
 TEST(Trace, FixtureSchemaAndContent) {
   const Fixture& fx = fixture();
-  const std::string out = ni_test::temp_dir("trace_fx") + "/t.json";
+  const std::string out = ni::test::temp_dir("trace_fx") + "/t.json";
   std::string log;
   ASSERT_EQ(run(cli() + " trace " + fx.dir + " -o " + out, &log), 0) << log;
   const TraceCheck t = check_trace(out);
@@ -273,11 +273,11 @@ TEST(Trace, FixtureSchemaAndContent) {
 
 TEST(Trace, GzipEqualsPlain) {
   const Fixture& fx = fixture();
-  const std::string d = ni_test::temp_dir("trace_gz");
+  const std::string d = ni::test::temp_dir("trace_gz");
   ASSERT_EQ(run(cli() + " trace " + fx.dir + " -o " + d + "/t.json"), 0);
   ASSERT_EQ(run(cli() + " trace " + fx.dir + " -o " + d + "/t.json.gz"), 0);
-  const std::string plain = ni_test::read_text(d + "/t.json");
-  const std::string gz = ni_test::read_text(d + "/t.json.gz");
+  const std::string plain = ni::test::read_text(d + "/t.json");
+  const std::string gz = ni::test::read_text(d + "/t.json.gz");
   ASSERT_GE(gz.size(), 2u);
   EXPECT_EQ(static_cast<unsigned char>(gz[0]), 0x1f);
   EXPECT_LT(gz.size() * 5, plain.size());
@@ -286,7 +286,7 @@ TEST(Trace, GzipEqualsPlain) {
 
 TEST(Trace, Filters) {
   const Fixture& fx = fixture();
-  const std::string d = ni_test::temp_dir("trace_filters");
+  const std::string d = ni::test::temp_dir("trace_filters");
   std::string log;
   ASSERT_EQ(run(cli() + " trace " + fx.dir + " -o " + d + "/w.json --comm dp --op allreduce --rank 0 --rank 1 "
                 "--from 0.05 --to 0.1",
@@ -330,7 +330,7 @@ TEST(Trace, Filters) {
 
 // Ops that partially overlap on one comm track (clock noise, concurrent ops) go to an overflow lane.
 TEST(Trace, PartialOverlapGoesToOverflowLane) {
-  const std::string d = ni_test::temp_dir("trace_overlap");
+  const std::string d = ni::test::temp_dir("trace_overlap");
   std::vector<std::string> lines = {
       "{\"type\":\"meta\",\"wall_ns\":1,\"format\":\"nccl-inspector-log\",\"format_version\":1,\"plugin_version\":\"0.1.0\","
       "\"host\":\"h\",\"pid\":7,\"file_seq\":0,\"job\":{\"global_rank\":\"3\",\"global_rank_source\":\"RANK\"}}",
@@ -347,7 +347,7 @@ TEST(Trace, PartialOverlapGoesToOverflowLane) {
                   seq++, t0 + static_cast<long long>(sp[0] * 1000), sp[1]);
     lines.push_back(b);
   }
-  ni_test::write_gz(d + "/h-pid7-0.jsonl.gz", lines);
+  ni::test::write_gz(d + "/h-pid7-0.jsonl.gz", lines);
   std::string log;
   ASSERT_EQ(run(cli() + " trace " + d + " -o " + d + "/t.json", &log), 0) << log;
   const TraceCheck t = check_trace(d + "/t.json");
@@ -362,8 +362,8 @@ TEST(Trace, PartialOverlapGoesToOverflowLane) {
 }
 
 TEST(Trace, NoStartTimes) {
-  const std::string d = ni_test::temp_dir("trace_upstream");
-  ni_test::write_upstream_log(d + "/rank0.log", 0, 2, 10);
+  const std::string d = ni::test::temp_dir("trace_upstream");
+  ni::test::write_upstream_log(d + "/rank0.log", 0, 2, 10);
   std::string log;
   EXPECT_EQ(run(cli() + " trace " + d + " -o " + d + "/t.json", &log), 2);
   EXPECT_NE(log.find("no op has a start time"), std::string::npos) << log;
@@ -372,7 +372,7 @@ TEST(Trace, NoStartTimes) {
 // The real plugin inside nccl-emu, verbose (ch_times) with network events (HCAs), 2 processes x 4 GPUs.
 const std::string& real_trace() {
   static std::string path = [] {
-    const std::string d = ni_test::temp_dir("trace_real");
+    const std::string d = ni::test::temp_dir("trace_real");
     const std::string logs = d + "/logs";
     const std::string env = "NCCL_INSPECTOR_DUMP_DIR=" + logs +
                             " NCCL_INSPECTOR_ENABLE_NET=1 NCCL_INSPECTOR_DUMP_VERBOSE=1 NCCL_DEBUG=WARN ";
@@ -409,7 +409,7 @@ TEST(TraceConsumers, DevToolsTraceEngine) {
   for (const std::string& p : {real_trace(), std::string()}) {
     std::string trace = p;
     if (trace.empty()) {  // and the fixture trace (with findings, marks, drops)
-      trace = ni_test::temp_dir("trace_te") + "/fx.json";
+      trace = ni::test::temp_dir("trace_te") + "/fx.json";
       ASSERT_EQ(run(cli() + " trace " + fixture().dir + " -o " + trace), 0);
     }
     ASSERT_FALSE(trace.empty());
@@ -443,7 +443,7 @@ TEST(TraceConsumers, SpeedscopeInChromium) {
   if (!have_node_modules() || !have_chromium()) GTEST_SKIP() << "node, chromium or tests/js/node_modules missing";
   const std::string& trace = real_trace();
   ASSERT_FALSE(trace.empty());
-  const std::string png = ni_test::temp_dir("trace_ss") + "/speedscope.png";
+  const std::string png = ni::test::temp_dir("trace_ss") + "/speedscope.png";
   std::string out;
   ASSERT_EQ(run("node " + js_script("speedscope.mjs") + " " + js_modules() + " " + trace + " " + png, &out), 0) << out;
   const json r = json::parse(out.substr(out.find('{')));
@@ -458,7 +458,7 @@ TEST(TraceConsumers, SpeedscopeInChromium) {
 // A 1M-op log gives a trace within the documented bound (docs/analysis.md, "Size"):
 // --max-ops 250000 by default, <= 700 bytes of JSON per op written.
 TEST(Trace, OneMillionOpsSizeBound) {
-  const std::string d = ni_test::temp_dir("trace_1m");
+  const std::string d = ni::test::temp_dir("trace_1m");
   const int ranks = 8, per_rank = 125000;
   const long long t0 = 1767225600000000000LL;
   for (int r = 0; r < ranks; ++r) {
@@ -535,7 +535,7 @@ std::string report_without_plotly(const std::string& html) {
 }
 
 // The bundle the build embedded (web/node_modules), when there is one.
-std::string plotly_bundle() { return fs::exists(NI_PLOTLY_JS) ? ni_test::read_text(NI_PLOTLY_JS) : std::string(); }
+std::string plotly_bundle() { return fs::exists(NI_PLOTLY_JS) ? ni::test::read_text(NI_PLOTLY_JS) : std::string(); }
 
 // Data points of one chart of the data block, counted from its arrays: box = boxes, line = points + outlier
 // marks, bar = non-null values, heatmap = non-null cells. The page must draw exactly these.
@@ -570,14 +570,14 @@ TEST(Report, SelfContainedWithBaseline) {
   const std::string bundle = plotly_bundle();
   if (bundle.empty()) GTEST_SKIP() << "built without " << NI_PLOTLY_JS << " (npm ci --prefix web)";
   const Fixture& fx = fixture();
-  const std::string d = ni_test::temp_dir("report_fx");
-  ni_test::JobSpec slow = fx.spec;
+  const std::string d = ni::test::temp_dir("report_fx");
+  ni::test::JobSpec slow = fx.spec;
   slow.slowdown = 1.3;
-  const std::string base = ni_test::temp_dir("report_fx_base");
-  ni_test::write_job(base, slow);
+  const std::string base = ni::test::temp_dir("report_fx_base");
+  ni::test::write_job(base, slow);
   std::string log;
   ASSERT_EQ(run(cli() + " report " + fx.dir + " -o " + d + "/r.html --baseline " + base, &log), 0) << log;
-  const std::string html = ni_test::read_text(d + "/r.html");
+  const std::string html = ni::test::read_text(d + "/r.html");
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
   // Plotly.js as npm ships it, its MIT banner included
   const std::string js = report_plotly(html);
@@ -626,7 +626,7 @@ TEST(Report, SelfContainedWithBaseline) {
 // "</script"), and refuses a file that is not Plotly.js.
 TEST(Report, WithoutBundle) {
   const Fixture& fx = fixture();
-  const std::string d = ni_test::temp_dir("report_nobundle");
+  const std::string d = ni::test::temp_dir("report_nobundle");
   const std::string nob = NI_CLI_NOBUNDLE;
   std::string log;
   EXPECT_EQ(run(nob + " report " + fx.dir + " -o " + d + "/r.html", &log), 2) << log;
@@ -644,7 +644,7 @@ TEST(Report, WithoutBundle) {
     f << "/* fake */ window.Plotly = {newPlot: async () => {}}; const s = \"</SCRIPT><b>\";";
   }
   ASSERT_EQ(run(nob + " report " + fx.dir + " -o " + d + "/r.html --plotly-js " + d + "/fake.js", &log), 0) << log;
-  std::string html = ni_test::read_text(d + "/r.html");
+  std::string html = ni::test::read_text(d + "/r.html");
   EXPECT_NE(html.find("const s = \"<\\/SCRIPT><b>\";"), std::string::npos);
   EXPECT_EQ(html.find("</SCRIPT>"), std::string::npos);
   EXPECT_EQ(report_plotly(html).rfind("/* fake */", 0), 0u);
@@ -653,9 +653,9 @@ TEST(Report, WithoutBundle) {
   if (bundle.empty()) return;
   ASSERT_EQ(run(nob + " report " + fx.dir + " -o " + d + "/opt.html --plotly-js " + NI_PLOTLY_JS, &log), 0) << log;
   ASSERT_EQ(run(cli() + " report " + fx.dir + " -o " + d + "/emb.html", &log), 0) << log;
-  html = ni_test::read_text(d + "/opt.html");
+  html = ni::test::read_text(d + "/opt.html");
   EXPECT_TRUE(report_plotly(html) == bundle);
-  EXPECT_EQ(report_data(html)["sections"], report_data(ni_test::read_text(d + "/emb.html"))["sections"]);
+  EXPECT_EQ(report_data(html)["sections"], report_data(ni::test::read_text(d + "/emb.html"))["sections"]);
 }
 
 // The page in headless Chromium, every request blocked and counted: none attempted, no console error, and every
@@ -664,7 +664,7 @@ TEST(ReportConsumers, ChromiumOfflineRender) {
   if (!have_node_modules() || !have_chromium()) GTEST_SKIP() << "node, chromium or tests/js/node_modules missing";
   if (plotly_bundle().empty()) GTEST_SKIP() << "built without " << NI_PLOTLY_JS << " (npm ci --prefix web)";
   for (const bool real : {false, true}) {
-    const std::string d = ni_test::temp_dir(real ? "report_real" : "report_cr");
+    const std::string d = ni::test::temp_dir(real ? "report_real" : "report_cr");
     std::string input = fixture().dir;
     if (real) {
       ASSERT_FALSE(real_trace().empty());
@@ -673,7 +673,7 @@ TEST(ReportConsumers, ChromiumOfflineRender) {
     std::string log, out;
     ASSERT_EQ(run(cli() + " report " + input + " -o " + d + "/r.html", &log), 0) << log;
     // what the page must show, from its data block
-    const json data = report_data(ni_test::read_text(d + "/r.html"));
+    const json data = report_data(ni::test::read_text(d + "/r.html"));
     std::vector<std::pair<std::string, std::size_t>> want;  // (type, points) per chart, in page order
     for (const auto& s : data["sections"])
       for (const auto& p : s["plots"]) want.push_back({p["type"].get<std::string>(), chart_points(p)});
@@ -717,7 +717,7 @@ namespace {
 // One process driving 8 GPUs (two "tp" comms of 4 local ranks, four "dp" comms of 2): 8 distinct processes in
 // the trace, each GPU's tp and dp tracks together (the k-th tp/dp comm record of the process is GPU k).
 TEST(Trace, MultiGpuProcess) {
-  const std::string d = ni_test::temp_dir("trace_multi");
+  const std::string d = ni::test::temp_dir("trace_multi");
   std::string log;
   ASSERT_EQ(run("NCCL_INSPECTOR_DUMP_DIR=" + d + "/logs " + NCCL_EMU + " --plugin " + INSPECTOR_SO +
                 " --nccl 2.30 --iters 12 --quiet", &log), 0) << log;
@@ -744,7 +744,7 @@ namespace {
 // A process driving two GPUs whose comm records name their CUDA devices in an
 // order the init-order heuristic would get wrong: the plugin's cuda_dev wins.
 TEST(Trace, MultiGpuProcessNamedByTheCommRecords) {
-  const std::string d = ni_test::temp_dir("trace_cuda_dev");
+  const std::string d = ni::test::temp_dir("trace_cuda_dev");
   std::vector<std::string> lines = {
       R"({"type":"meta","format":"nccl-inspector-log","format_version":1,"host":"n1","pid":10,"wall_ns":1000})",
       // tp (both local ranks), then two dp comms of 2 ranks (their other rank lives elsewhere)
@@ -767,7 +767,7 @@ TEST(Trace, MultiGpuProcessNamedByTheCommRecords) {
     lines.push_back(op("0x00000000000000b2", 0, i, t + 400000));
   }
   std::filesystem::create_directories(d + "/logs");
-  ni_test::write_gz(d + "/logs/n1-pid10-0.jsonl.gz", lines);
+  ni::test::write_gz(d + "/logs/n1-pid10-0.jsonl.gz", lines);
   std::string log;
   ASSERT_EQ(run(cli() + " trace " + d + "/logs -o " + d + "/t.json", &log), 0) << log;
   const TraceCheck t = check_trace(d + "/t.json");
