@@ -5,6 +5,8 @@
 
 #include <cerrno>
 
+#include "src/output/safe_file.h"
+
 namespace ni::out {
 
 GzipLog::GzipLog(Io& io, LogFileOptions opts, Logger log, HeaderFn header)
@@ -62,10 +64,12 @@ bool GzipLog::open_next(uint64_t now_ns) {
   bool made_dir = false;
   for (int attempt = 0; attempt < 10000; ++attempt) {
     std::string p = path_for(seq_);
-    int fd = io_.open(p.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    // O_EXCL: a file or symlink already at the name is never opened, followed
+    // or truncated (safe_file.h); O_APPEND: see flush()'s rollback.
+    int fd = io_.open(p.c_str(), kCreateFlags | O_APPEND, 0666);
     if (fd < 0) {
       int e = errno;
-      if (e == EEXIST) {  // never truncate someone's (or our earlier) file
+      if (e == EEXIST || e == ELOOP) {  // never truncate someone's (or our earlier) file
         ++seq_;
         continue;
       }
@@ -95,6 +99,8 @@ bool GzipLog::open_next(uint64_t now_ns) {
     }
     fd_ = fd;
     path_ = p;
+    if (files_opened_ == 0)
+      warn_if_unsafe_dir(io_, opts_.dir, [this](const std::string& w) { log_(ni::abi::kLogWarn, w); });
     file_bytes_ = header_bytes_ = scratch_.size();
     ++files_opened_;
     return true;

@@ -2,6 +2,7 @@
 #include "src/output/io.h"
 
 #include <fcntl.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -32,6 +33,22 @@ class PosixIo final : public Io {
 };
 
 }  // namespace
+
+int Io::random_bytes(void* buf, size_t n) {
+  auto* p = static_cast<unsigned char*>(buf);
+  size_t off = 0;
+  while (off < n) {
+    // getrandom() never blocks once the pool is initialized (early boot aside),
+    // and needs no file descriptor (so it works under a descriptor limit).
+    ssize_t got = ::getrandom(p + off, n - off, 0);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    off += static_cast<size_t>(got);
+  }
+  return 0;
+}
 
 Io& posix_io() {
   // Never destroyed, so it stays usable from exit hooks after static

@@ -28,6 +28,10 @@ class Io {
   virtual int mkdir(const char* path, mode_t mode) = 0;
   virtual int unlink(const char* path) = 0;
   virtual int stat(const char* path, struct stat* st) = 0;
+  // Fills buf with n unpredictable bytes (the names of temporary files, so
+  // that no one can plant a file where we will create one). 0 or -1/errno.
+  // Not pure: every Io gets the kernel's randomness unless a test scripts it.
+  virtual int random_bytes(void* buf, size_t n);
 };
 
 // The real system calls.

@@ -6,6 +6,7 @@
 #include <cerrno>
 
 #include "src/core/names.h"
+#include "src/output/safe_file.h"
 
 namespace ni::out {
 namespace {
@@ -95,7 +96,9 @@ PromWriter::PromWriter(Io& io, std::string dir, PromIdentity id, Logger log)
   if (!d.empty() && d.back() != '/') d.push_back('/');
   std::string name = "nccl_inspector_" + id_.host + "_" + std::to_string(id_.pid);
   path_ = d + name + ".prom";
-  tmp_path_ = d + "." + name + ".prom.tmp";  // not *.prom: the collector ignores it
+  // "<dir>/.<name>.prom.<random>.tmp" (create_temp): not *.prom, so the
+  // collector ignores it.
+  tmp_stem_ = d + "." + name + ".prom";
   base_labels_ = "job=\"" + prom_escape(id_.job) + "\",host=\"" + prom_escape(id_.host) + "\",pid=\"" +
                  std::to_string(id_.pid) + "\"";
 }
@@ -333,24 +336,33 @@ bool PromWriter::write(const StatsSnapshot& st, int64_t wall_ns, uint64_t now_ns
     failing_ = true;
     return false;
   };
-  int fd = io_.open(tmp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  // A fresh file under a random name, never one that exists: whoever can write
+  // the directory must not make us write through a symlink they planted.
+  std::string tmp;
+  int fd = create_temp(io_, tmp_stem_, 0666, &tmp);
   if (fd < 0 && errno == ENOENT) {
     int me = mkdir_p(io_, dir_);
     if (me != 0) return fail(me, "create directory", dir_);
-    fd = io_.open(tmp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    fd = create_temp(io_, tmp_stem_, 0666, &tmp);
   }
-  if (fd < 0) return fail(errno, "create", tmp_path_);
+  if (fd < 0) return fail(errno, "create", tmp_stem_ + ".*.tmp");
   size_t done = 0;
   int err = write_all(io_, fd, text.data(), text.size(), &done);
   int cerr = io_.close(fd) != 0 ? errno : 0;
   if (err != 0 || (cerr != 0 && cerr != EINTR)) {
-    io_.unlink(tmp_path_.c_str());
-    return fail(err != 0 ? err : cerr, err != 0 ? "write" : "close", tmp_path_);
+    io_.unlink(tmp.c_str());
+    return fail(err != 0 ? err : cerr, err != 0 ? "write" : "close", tmp);
   }
-  if (io_.rename(tmp_path_.c_str(), path_.c_str()) != 0) {
+  // rename() replaces whatever is at the final name (a symlink included)
+  // without following it.
+  if (io_.rename(tmp.c_str(), path_.c_str()) != 0) {
     int e = errno;
-    io_.unlink(tmp_path_.c_str());
+    io_.unlink(tmp.c_str());
     return fail(e, "rename onto", path_);
+  }
+  if (!dir_checked_) {
+    dir_checked_ = true;
+    warn_if_unsafe_dir(io_, dir_, [this](const std::string& w) { log_(ni::abi::kLogWarn, w); });
   }
   if (failing_) log_(ni::abi::kLogWarn, "NCCL Inspector: writing " + path_ + " works again.");
   failing_ = false;

@@ -3,9 +3,9 @@
 // Aggregates every op the dump thread drains into per comm / op / algo-proto /
 // power-of-two size bucket histograms of latency (seconds) and bus bandwidth
 // (bytes per second), plus counters of ops, records written and drops, and
-// rewrites <dir>/nccl_inspector_<host>_<pid>.prom atomically (a temporary
-// ".nccl_inspector_<host>_<pid>.prom.tmp" in the same directory, then
-// rename). Series of a finalized communicator disappear at the next write; at
+// rewrites <dir>/nccl_inspector_<host>_<pid>.prom atomically (a fresh
+// temporary ".nccl_inspector_<host>_<pid>.prom.<random>.tmp" in the same
+// directory, created with O_EXCL|O_NOFOLLOW, then rename; safe_file.h). Series of a finalized communicator disappear at the next write; at
 // stop the last file is left in place with its final values (the collector's
 // node_textfile_mtime_seconds shows it is stale; job epilogs may delete it).
 //
@@ -89,13 +89,14 @@ class PromWriter {
   Io& io_;
   std::string dir_;
   std::string path_;
-  std::string tmp_path_;
+  std::string tmp_stem_;  // temporary files: <stem>.<random>.tmp
   PromIdentity id_;
   std::string base_labels_;  // job="..",host="..",pid=".."
   Logger log_;
   std::unordered_map<uint32_t, CommLabels> comms_;
   std::map<uint64_t, Series> series_;  // ordered: stable output
   bool failing_ = false;
+  bool dir_checked_ = false;  // warn_if_unsafe_dir() ran after the first write
   uint64_t retry_at_ns_ = 0;
 };
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cerrno>
+#include <cstring>
 #include <mutex>
 
 #include "src/output/io.h"
@@ -22,6 +23,7 @@ class FaultIo final : public Io {
     int rename_errno = 0;
     int ftruncate_errno = 0;
     int mkdir_errno = 0;
+    int zero_random = 0;           // the next N random_bytes() calls yield zeros (an attacker's lucky guess)
   };
   void set(const Script& s) {
     std::lock_guard<std::mutex> lk(mu_);
@@ -109,6 +111,17 @@ class FaultIo final : public Io {
       }
     }
     return posix_io().mkdir(p, m);
+  }
+  int random_bytes(void* buf, size_t n) override {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (s_.zero_random > 0) {
+        --s_.zero_random;
+        std::memset(buf, 0, n);
+        return 0;
+      }
+    }
+    return posix_io().random_bytes(buf, n);
   }
   int unlink(const char* p) override { return posix_io().unlink(p); }
   int stat(const char* p, struct stat* st) override { return posix_io().stat(p, st); }

@@ -9,7 +9,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include <chrono>
+#include <fstream>
 #include <map>
 #include <thread>
 
@@ -157,6 +160,94 @@ TEST(PromTest, FailingRenameWarnsOnceAndLeavesNoTemp) {
   io.set(sc);
   EXPECT_FALSE(p.w.write(s, 1, 6000000000));
   EXPECT_EQ(testing::list_dir(d.path()), std::vector<std::string>{"nccl_inspector_node-a_42.prom"});
+}
+
+// Whoever can write the directory plants symlinks to a file of ours at the
+// temporary name the writer used to use, at a name it would draw if the
+// attacker guessed its randomness, and at the final name: none is followed,
+// the victim is unchanged, and the .prom file is still written.
+TEST(PromTest, PlantedSymlinksAreNeverFollowed) {
+  TempDir d;
+  const std::string victim = d / "victim";
+  { std::ofstream(victim) << "precious\n"; }
+  const std::string old_tmp = d / ".nccl_inspector_node-a_42.prom.tmp";
+  const std::string guessed = d / ".nccl_inspector_node-a_42.prom.0000000000000000.tmp";
+  const std::string final_name = d / "nccl_inspector_node-a_42.prom";
+  ASSERT_EQ(symlink(victim.c_str(), old_tmp.c_str()), 0);
+  ASSERT_EQ(symlink(victim.c_str(), guessed.c_str()), 0);
+  ASSERT_EQ(symlink(victim.c_str(), final_name.c_str()), 0);
+  FaultIo io;
+  FaultIo::Script sc;
+  sc.zero_random = 2;  // the first two draws hit the planted name
+  io.set(sc);
+  Prom p(io, d.path());
+  feed(p.w);
+  StatsSnapshot s;
+  ASSERT_TRUE(p.w.write(s, 1, 0));
+  EXPECT_EQ(testing::read_file(victim), "precious\n");
+  struct stat st {};
+  ASSERT_EQ(lstat(final_name.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));  // the symlink was replaced, not written through
+  EXPECT_NE(testing::read_file(final_name).find("nccl_inspector_info{"), std::string::npos);
+  ASSERT_EQ(lstat(old_tmp.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));  // someone else's: left alone
+  ASSERT_EQ(lstat(guessed.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  EXPECT_EQ(testing::list_dir(d.path()).size(), 4u);  // no temporary file left
+  EXPECT_EQ(p.warns, 0);
+}
+
+// Every draw guessed: the write gives up (one warning), still without
+// touching the victim.
+TEST(PromTest, EveryNameTakenFailsWithoutFollowing) {
+  TempDir d;
+  const std::string victim = d / "victim";
+  { std::ofstream(victim) << "precious\n"; }
+  const std::string guessed = d / ".nccl_inspector_node-a_42.prom.0000000000000000.tmp";
+  ASSERT_EQ(symlink(victim.c_str(), guessed.c_str()), 0);
+  FaultIo io;
+  FaultIo::Script sc;
+  sc.zero_random = 1000;
+  io.set(sc);
+  Prom p(io, d.path());
+  feed(p.w);
+  StatsSnapshot s;
+  EXPECT_FALSE(p.w.write(s, 1, 0));
+  EXPECT_EQ(p.warns, 1);
+  EXPECT_EQ(testing::read_file(victim), "precious\n");
+}
+
+// A directory others may write without the sticky bit: one warning naming it
+// and why, however often and by however many writers it is written;
+// a private or sticky one: none.
+TEST(PromTest, UnsafeDirectoryWarnsOnce) {
+  TempDir d;
+  std::vector<std::string> warnings;
+  auto log = [&](ni::abi::LogLevel l, const std::string& m) {
+    if (l == ni::abi::kLogWarn) warnings.push_back(m);
+  };
+  const std::string shared = d / "shared", priv = d / "private", sticky = d / "sticky";
+  for (const auto& [dir, mode] : {std::pair{shared, 0777}, std::pair{priv, 0700}, std::pair{sticky, 01777}}) {
+    ASSERT_EQ(mkdir(dir.c_str(), 0700), 0);
+    ASSERT_EQ(chmod(dir.c_str(), static_cast<mode_t>(mode)), 0);  // chmod: the umask does not apply
+  }
+  StatsSnapshot s;
+  for (const std::string& dir : {priv, sticky}) {
+    PromWriter w(posix_io(), dir, ident(), log);
+    feed(w);
+    ASSERT_TRUE(w.write(s, 1, 0));
+  }
+  EXPECT_TRUE(warnings.empty());
+  PromWriter a(posix_io(), shared, ident(), log);
+  PromWriter b(posix_io(), shared, PromIdentity{"j", "node-b", 7, "0.1.0"}, log);
+  feed(a);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(a.write(s, 1, 0));
+    ASSERT_TRUE(b.write(s, 1, 0));
+  }
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find(shared), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[0].find("world-writable without the sticky bit (mode 0777)"), std::string::npos) << warnings[0];
 }
 
 TEST(PromTest, SinkWritesPromTogetherWithJson) {

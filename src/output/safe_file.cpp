@@ -1,0 +1,96 @@
+#include "src/output/safe_file.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <ctime>
+#include <mutex>
+#include <new>
+#include <set>
+
+namespace ni::out {
+namespace {
+
+// How many names create_temp() tries before giving up: each collision needs
+// someone to have planted a file at a 64-bit random name, so more than one
+// means scripted randomness (tests) or an attack; either way, stop soon.
+constexpr int kTempAttempts = 16;
+
+// 64 bits for a temporary name. Without kernel randomness (getrandom missing
+// or failing), a mix of clock, pid and a counter: guessable, but O_EXCL still
+// refuses any planted file, so a guess costs one retry, never a clobber.
+uint64_t name_bits(Io& io) {
+  uint64_t v = 0;
+  if (io.random_bytes(&v, sizeof v) == 0) return v;
+  static uint64_t counter = 0;  // dump thread only (Io contract): no atomic needed
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  v = static_cast<uint64_t>(ts.tv_nsec) ^ (static_cast<uint64_t>(ts.tv_sec) << 30) ^
+      (static_cast<uint64_t>(getpid()) << 40) ^ (++counter * 0x9E3779B97F4A7C15ull);
+  return v;
+}
+
+std::string hex16(uint64_t v) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string s(16, '0');
+  for (int i = 15; i >= 0; --i, v >>= 4) s[static_cast<size_t>(i)] = kHex[v & 0xF];
+  return s;
+}
+
+}  // namespace
+
+int create_temp(Io& io, const std::string& stem, mode_t mode, std::string* path) {
+  int err = EEXIST;
+  for (int attempt = 0; attempt < kTempAttempts; ++attempt) {
+    std::string p = stem + "." + hex16(name_bits(io)) + ".tmp";
+    int fd = io.open(p.c_str(), kCreateFlags, mode);
+    if (fd >= 0) {
+      *path = std::move(p);
+      return fd;
+    }
+    err = errno;
+    // EEXIST: a file (or symlink) is there already; ELOOP: O_NOFOLLOW met a
+    // symlink. Neither is ours: leave it alone and draw another name.
+    if (err != EEXIST && err != ELOOP) break;
+  }
+  errno = err;
+  return -1;
+}
+
+std::string unsafe_dir_reason(Io& io, const std::string& dir) {
+  struct stat st {};
+  if (io.stat(dir.empty() ? "." : dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return "";
+  const uid_t me = geteuid();
+  // Root may replace anything anyway; another ordinary user may not.
+  if (st.st_uid != me && st.st_uid != 0)
+    return "it is owned by uid " + std::to_string(st.st_uid) + ", not by this process's user (uid " +
+           std::to_string(me) + ") or root, who can replace the files written there";
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0) {
+    char mode[8];
+    snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return std::string("it is ") + ((st.st_mode & S_IWOTH) != 0 ? "world" : "group") +
+           "-writable without the sticky bit (mode " + mode +
+           "), so other users can delete or replace the files written there";
+  }
+  return "";
+}
+
+void warn_if_unsafe_dir(Io& io, const std::string& dir, const std::function<void(const std::string&)>& warn) {
+  // Never destroyed (built in static storage, like posix_io()): the final
+  // cycle may run from an exit hook after static destructors.
+  alignas(std::mutex) static unsigned char mu_storage[sizeof(std::mutex)];
+  alignas(std::set<std::string>) static unsigned char set_storage[sizeof(std::set<std::string>)];
+  static std::mutex* mu = new (mu_storage) std::mutex();
+  static auto* seen = new (set_storage) std::set<std::string>();
+  {
+    std::lock_guard<std::mutex> lk(*mu);
+    if (!seen->insert(dir).second) return;  // checked before: once per directory per process
+  }
+  std::string why = unsafe_dir_reason(io, dir);
+  if (why.empty()) return;
+  warn("NCCL Inspector: the output directory " + (dir.empty() ? std::string(".") : dir) + " is unsafe: " + why +
+       ". Use a directory only this user can write (see docs/deployment.md, Security).");
+}
+
+}  // namespace ni::out
