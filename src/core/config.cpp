@@ -1,8 +1,13 @@
 #include "src/core/config.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <sstream>
 
 namespace ni {
@@ -111,7 +116,64 @@ bool parse_int(const char* s, int64_t* out) {
   return true;
 }
 
+constexpr std::string_view kPrefix = "NCCL_INSPECTOR_";
+
+// Optimal string alignment distance (Levenshtein plus adjacent
+// transpositions), ASCII case ignored. Names are short: O(n*m) is fine.
+size_t edit_distance(std::string_view a, std::string_view b) {
+  auto up = [](char ch) { return static_cast<char>(std::toupper(static_cast<unsigned char>(ch))); };
+  const size_t n = a.size(), m = b.size();
+  std::vector<std::vector<size_t>> d(n + 1, std::vector<size_t>(m + 1));
+  for (size_t i = 0; i <= n; ++i) d[i][0] = i;
+  for (size_t j = 0; j <= m; ++j) d[0][j] = j;
+  for (size_t i = 1; i <= n; ++i) {
+    for (size_t j = 1; j <= m; ++j) {
+      size_t cost = up(a[i - 1]) == up(b[j - 1]) ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && up(a[i - 1]) == up(b[j - 2]) && up(a[i - 2]) == up(b[j - 1]))
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[n][m];
+}
+
+bool is_setting(std::string_view name) {
+  for (const auto& e : table())
+    if (e.s.env == name) return true;
+  return false;
+}
+
+// One warning per unknown NCCL_INSPECTOR_* name, in the order given.
+void warn_unknown(const std::vector<std::string>& env_names, const Warn& warn) {
+  std::set<std::string> seen;
+  for (const auto& entry : env_names) {
+    std::string name = entry.substr(0, entry.find('='));
+    if (name.compare(0, kPrefix.size(), kPrefix) != 0 || is_setting(name)) continue;
+    if (!seen.insert(name).second) continue;
+    std::string hint = closest_setting(name);
+    warn(name + " is not a setting of this plugin and is ignored" +
+         (hint.empty() ? std::string(" (docs/configuration.md lists them)") : "; did you mean " + hint + "?"));
+  }
+}
+
 }  // namespace
+
+std::string closest_setting(std::string_view name) {
+  std::string_view best;
+  size_t best_d = SIZE_MAX;
+  for (const auto& e : table()) {
+    size_t d = edit_distance(name, e.s.env);
+    if (d < best_d) {
+      best_d = d;
+      best = e.s.env;
+    }
+  }
+  // A typo is a few edits of the part after the prefix: at most a third of
+  // it, and never fewer than 2 (a transposition plus one slip).
+  size_t tail = name.size() > kPrefix.size() ? name.size() - kPrefix.size() : 0;
+  size_t limit = std::max<size_t>(2, tail / 3);
+  return best_d <= limit ? std::string(best) : std::string();
+}
 
 const std::vector<Setting>& settings() {
   static const std::vector<Setting> s = [] {
@@ -160,8 +222,16 @@ Config load_config(const GetEnv& getenv_fn, const Warn& warn) {
   return c;
 }
 
+Config load_config(const GetEnv& getenv_fn, const Warn& warn, const std::vector<std::string>& env_names) {
+  warn_unknown(env_names, warn);
+  return load_config(getenv_fn, warn);
+}
+
 Config load_config_from_env(const Warn& warn) {
-  return load_config([](const char* n) { return std::getenv(n); }, warn);
+  std::vector<std::string> names;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e)
+    if (std::strncmp(*e, kPrefix.data(), kPrefix.size()) == 0) names.emplace_back(*e, std::strcspn(*e, "="));
+  return load_config([](const char* n) { return std::getenv(n); }, warn, names);
 }
 
 std::string default_dump_dir(const GetEnv& getenv_fn) {

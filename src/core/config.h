@@ -54,7 +54,18 @@ const std::vector<Setting>& settings();
 using GetEnv = std::function<const char*(const char*)>;
 using Warn = std::function<void(const std::string&)>;
 Config load_config(const GetEnv& getenv_fn, const Warn& warn);
+// The same, and every NCCL_INSPECTOR_* name in `env_names` (the names of the
+// environment, "NAME" or "NAME=value") that is no setting gets one warning,
+// naming the closest setting when one is close (a typo must not be ignored
+// silently: NCCL_INSPECTOR_ENABEL=0 would leave profiling on).
+Config load_config(const GetEnv& getenv_fn, const Warn& warn, const std::vector<std::string>& env_names);
+// The real environment (getenv and environ); only the runtime calls this.
 Config load_config_from_env(const Warn& warn);
+
+// The known setting closest to `name` by edit distance (case-insensitive,
+// a transposition counts as one edit), or "" when none is close enough to be
+// a plausible typo.
+std::string closest_setting(std::string_view name);
 
 // One line, "NAME=value NAME=value ...", for the effective-configuration log.
 std::string describe(const Config& c);

@@ -67,4 +67,42 @@ TEST(Config, DescribeNamesEverySetting) {
   for (const auto& s : ni::settings()) EXPECT_NE(md.find(std::string(s.env)), std::string::npos);
 }
 
+// The environment's names as load_config_from_env() passes them; no real
+// environment is touched.
+std::vector<std::string> load_names(const std::vector<std::string>& names) {
+  std::vector<std::string> w;
+  ni::load_config([](const char*) -> const char* { return nullptr; },
+                  [&](const std::string& m) { w.push_back(m); }, names);
+  return w;
+}
+
+TEST(Config, TypoGetsTheClosestSetting) {
+  std::vector<std::string> w =
+      load_names({"NCCL_INSPECTOR_ENABEL=0", "NCCL_INSPECTOR_DUMP_DRI", "NCCL_INSPECTOR_ENABEL=1",
+                  "NCCL_inspector_prom_dump=1", "nccl_inspector_prom_dump=1"});
+  ASSERT_EQ(w.size(), 2u);  // once per name; other prefixes (case differs) are not ours
+  EXPECT_NE(w[0].find("NCCL_INSPECTOR_ENABEL is not a setting"), std::string::npos) << w[0];
+  EXPECT_NE(w[0].find("did you mean NCCL_INSPECTOR_ENABLE?"), std::string::npos) << w[0];
+  EXPECT_NE(w[1].find("did you mean NCCL_INSPECTOR_DUMP_DIR?"), std::string::npos) << w[1];
+  EXPECT_EQ(ni::closest_setting("NCCL_INSPECTOR_enable_p2p"), "NCCL_INSPECTOR_ENABLE_P2P");
+  EXPECT_EQ(ni::closest_setting("NCCL_INSPECTOR_SAMPLE_EVRY"), "NCCL_INSPECTOR_SAMPLE_EVERY");
+}
+
+TEST(Config, FarOffNameWarnsWithoutASuggestion) {
+  std::vector<std::string> w = load_names({"NCCL_INSPECTOR_XYZZY=1", "NCCL_INSPECTOR_=1", "PATH=/bin"});
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_NE(w[0].find("NCCL_INSPECTOR_XYZZY is not a setting"), std::string::npos) << w[0];
+  for (const auto& m : w) EXPECT_EQ(m.find("did you mean"), std::string::npos) << m;
+  EXPECT_EQ(ni::closest_setting("NCCL_INSPECTOR_XYZZY"), "");
+}
+
+TEST(Config, KnownNamesGetNoWarning) {
+  std::vector<std::string> names;
+  for (const auto& s : ni::settings()) {
+    names.push_back(std::string(s.env) + "=1");
+    names.push_back(std::string(s.env));
+  }
+  EXPECT_TRUE(load_names(names).empty());
+}
+
 }  // namespace
