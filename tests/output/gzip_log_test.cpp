@@ -128,6 +128,41 @@ TEST(GzipLogTest, ExistingFileIsNeverTruncated) {
   EXPECT_EQ(lines[0]["file_seq"], 1);
 }
 
+// A symlink planted at the log's first name (even a dangling one) is skipped
+// like an existing file: its target is never written or created.
+TEST(GzipLogTest, SymlinkAtTheLogNameIsNeverFollowed) {
+  TempDir d;
+  const std::string victim = d / "victim", absent = d / "absent";
+  { std::ofstream(victim) << "precious"; }
+  ASSERT_EQ(symlink(victim.c_str(), (d / "host-pid1-20250101T000000Z.jsonl.gz").c_str()), 0);
+  ASSERT_EQ(symlink(absent.c_str(), (d / "host-pid1-20250101T000000Z.1.jsonl.gz").c_str()), 0);
+  Harness h(posix_io(), d.path());
+  h.member(0, 3);
+  ASSERT_TRUE(h.log->flush(0));
+  EXPECT_EQ(testing::read_file(victim), "precious");
+  struct stat st {};
+  EXPECT_NE(stat(absent.c_str(), &st), 0);
+  EXPECT_EQ(h.log->path(), d / "host-pid1-20250101T000000Z.2.jsonl.gz");
+  EXPECT_EQ(h.warns, 0);
+}
+
+// A dump directory others may write without the sticky bit: one warning,
+// however many files are opened there.
+TEST(GzipLogTest, UnsafeDumpDirectoryWarnsOnce) {
+  TempDir d;
+  const std::string shared = d / "shared";
+  ASSERT_EQ(mkdir(shared.c_str(), 0700), 0);
+  ASSERT_EQ(chmod(shared.c_str(), 0777), 0);
+  Harness h(posix_io(), shared, 512);  // rotates: several files
+  for (int m = 0; m < 20; ++m) {
+    h.member(m * 50, (m + 1) * 50);
+    ASSERT_TRUE(h.log->flush(0));
+  }
+  ASSERT_GE(testing::list_dir(shared).size(), 2u);
+  ASSERT_EQ(h.warns, 1);
+  EXPECT_NE(h.msgs[0].find(shared + " is unsafe"), std::string::npos) << h.msgs[0];
+}
+
 TEST(GzipLogTest, RotationStartsEachFileWithHeader) {
   TempDir d;
   Harness h(posix_io(), d.path(), 1024);
