@@ -632,7 +632,10 @@ void hca_bytes_chart(const Page& p, RSection& s) {
     std::size_t ns = 0, nvals = 0;
     for (const auto& [d, v] : dev) {
       std::string vs;
-      for (std::size_t g = 0; g < v.size(); ++g) vs += (g ? "," : "") + num(v[g]);
+      for (std::size_t g = 0; g < v.size(); ++g) {
+        if (g) vs += ',';
+        vs += num(v[g]);
+      }
       nvals += v.size();
       series += (ns++ ? "," : "") + std::string("{\"name\":") + q("HCA " + d) + ",\"values\":[" + vs + "]}";
     }
