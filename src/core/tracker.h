@@ -394,7 +394,7 @@ class Pool {
       }
       if (!grow()) break;
     }
-    return pop();
+    return pop_at_maximum();
   }
 
   void free(uint32_t i) noexcept {
@@ -448,6 +448,21 @@ class Pool {
     transit_.fetch_add(1, std::memory_order_acq_rel);
     install(rest);
     transit_.fetch_sub(1, std::memory_order_release);  // pairs with the acquire load in wait_for_batch()
+  }
+
+  // The pool is at its maximum and both stacks looked empty. Another
+  // allocating thread may hold every free slot between its exchange in pop()
+  // and its transit_ increment in install_batch() (two instructions; but a
+  // thread can be preempted there): yield to it a bounded number of times
+  // before reporting the pool exhausted. Only this path, which is about to
+  // drop an op, pays for it.
+  __attribute__((noinline)) uint32_t pop_at_maximum() noexcept {
+    for (int tries = 0; tries < 8; ++tries) {
+      const uint32_t i = pop();
+      if (i != UINT32_MAX) return i;
+      std::this_thread::yield();
+    }
+    return pop();
   }
 
   // Both stacks looked empty: another thread may be moving a batch (or be a

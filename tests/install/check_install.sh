@@ -37,7 +37,7 @@ fi
 
 # Nothing installed may point back into the build tree (RPATH/RUNPATH).
 while IFS= read -r elf; do
-  if readelf -dW "$elf" 2>/dev/null | grep -E '\((RPATH|RUNPATH)\)' | grep -qF "$build"; then
+  if readelf -dW "$elf" 2>/dev/null | grep -E '\((RPATH|RUNPATH)\)' | grep -cF "$build" >/dev/null; then
     fail "$elf has an RPATH into the build tree"
   fi
 done < <(find "$prefix" -type f \( -path '*/bin/*' -o -name '*.so' \))

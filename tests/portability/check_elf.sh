@@ -25,9 +25,9 @@ done
 
 # 2. No RPATH/RUNPATH (the library must not look in the build tree or anywhere else), no TEXTREL.
 if readelf -dW "$so" | grep -Eq '\((RPATH|RUNPATH)\)'; then err "has RPATH/RUNPATH: $(readelf -dW "$so" | grep -E 'RPATH|RUNPATH')"; fi
-if readelf -dW "$so" | grep -q '(TEXTREL)'; then err "has text relocations"; fi
+if readelf -dW "$so" | grep -c '(TEXTREL)' >/dev/null; then err "has text relocations"; fi
 # Executable stack would make every process that loads it run with an executable stack (or fail under SELinux).
-if readelf -lW "$so" | awk '$1 == "GNU_STACK" { print $7 }' | grep -q E; then err "requests an executable stack"; fi
+if readelf -lW "$so" | awk '$1 == "GNU_STACK" { print $7 }' | grep -c E >/dev/null; then err "requests an executable stack"; fi
 
 # 3. Symbol versions required: only GLIBC_*, and none newer than the documented minimum.
 mapfile -t vers < <(objdump -T "$so" | grep -oE '\b[A-Z][A-Z0-9]*(_[A-Z0-9]+)*_[0-9]+(\.[0-9]+)*\b' | sort -u)
@@ -37,14 +37,15 @@ mapfile -t vers_r < <(readelf -VW "$so" | sed -n 's/.*Name: \([^ ]*\).*/\1/p' | 
 foreign=()
 for v in "${vers[@]}"; do [[ $v == GLIBC_* || $v == GLIBC_PRIVATE ]] || foreign+=("$v"); done
 ((${#foreign[@]} == 0)) || err "symbol versions from outside glibc (libstdc++/libgcc_s leaked?): ${foreign[*]}"
-if objdump -T "$so" | grep -q 'GLIBC_PRIVATE'; then err "uses GLIBC_PRIVATE symbols"; fi
+if objdump -T "$so" | grep -c 'GLIBC_PRIVATE' >/dev/null; then err "uses GLIBC_PRIVATE symbols"; fi
 newest=$(printf '%s\n' "${vers[@]}" | sed -n 's/^GLIBC_\([0-9][0-9.]*\)$/\1/p' | sort -V | tail -n1)
 echo "newest GLIBC version required: ${newest:-none} (documented minimum: glibc $max_glibc)"
 if [[ -n $newest ]] && [[ $(printf '%s\n%s\n' "$newest" "$max_glibc" | sort -V | tail -n1) != "$max_glibc" ]]; then
   err "requires GLIBC_$newest, newer than the documented minimum $max_glibc; these symbols need it:"
   objdump -T "$so" | grep "GLIBC_$newest" >&2 || true
 fi
-readelf -VW "$so" | grep -q 'Version needs section' || err "readelf -V shows no version needs (not a glibc-linked .so?)"
+# (grep -c reads everything: grep -q would stop early and, under pipefail, readelf's SIGPIPE would fail the test)
+readelf -VW "$so" | grep -c 'Version needs section' >/dev/null || err "readelf -V shows no version needs (not a glibc-linked .so?)"
 
 # 4. Exports: exactly the six profiler tables and the two marker functions.
 mapfile -t exported < <(objdump -T "$so" | awk '$0 !~ /\*UND\*/ && NF >= 6 && $2 ~ /^[gwu]$/ { print $NF }' | sort -u)
@@ -56,7 +57,7 @@ if [[ "${exported[*]}" != "${expected[*]}" ]]; then
   diff <(printf '%s\n' "${expected[@]}") <(printf '%s\n' "${exported[@]}") >&2 || true
 fi
 # STB_GNU_UNIQUE ("u") symbols would make dlclose a no-op (the library could never be unloaded).
-if objdump -T "$so" | awk '$2 == "u"' | grep -q .; then err "has STB_GNU_UNIQUE symbols (dlclose could not unload it)"; fi
+if objdump -T "$so" | awk '$2 == "u"' | grep -c . >/dev/null; then err "has STB_GNU_UNIQUE symbols (dlclose could not unload it)"; fi
 
 # 5. Nothing that names CUDA or NCCL libraries as a load-time dependency, even indirectly via symbol names.
 if objdump -T "$so" | grep '\*UND\*' | grep -Eq '\b(cuda|cu[A-Z]|nccl)[A-Za-z_]*$'; then
