@@ -7,7 +7,6 @@
 #include <ctime>
 #include <mutex>
 #include <new>
-#include <set>
 
 namespace ni::out {
 namespace {
@@ -77,15 +76,23 @@ std::string unsafe_dir_reason(Io& io, const std::string& dir) {
 }
 
 void warn_if_unsafe_dir(Io& io, const std::string& dir, const std::function<void(const std::string&)>& warn) {
-  // Never destroyed (built in static storage, like posix_io()): the final
-  // cycle may run from an exit hook after static destructors.
+  // The directories checked so far, as 64-bit FNV-1a hashes in static storage:
+  // no heap memory that would outlive a dlclose of the plugin (which unmaps
+  // the pointer to it), and nothing to destroy at exit (the final cycle may
+  // run from an exit hook after static destructors). Past kMaxDirs directories
+  // a new one is checked (and may warn) every time.
+  constexpr int kMaxDirs = 32;
   alignas(std::mutex) static unsigned char mu_storage[sizeof(std::mutex)];
-  alignas(std::set<std::string>) static unsigned char set_storage[sizeof(std::set<std::string>)];
   static std::mutex* mu = new (mu_storage) std::mutex();
-  static auto* seen = new (set_storage) std::set<std::string>();
+  static uint64_t seen[kMaxDirs];
+  static int n_seen = 0;  // under *mu
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : dir) h = (h ^ ch) * 1099511628211ull;
   {
     std::lock_guard<std::mutex> lk(*mu);
-    if (!seen->insert(dir).second) return;  // checked before: once per directory per process
+    for (int i = 0; i < n_seen; ++i)
+      if (seen[i] == h) return;  // checked before: once per directory per process
+    if (n_seen < kMaxDirs) seen[n_seen++] = h;
   }
   std::string why = unsafe_dir_reason(io, dir);
   if (why.empty()) return;
