@@ -5,6 +5,7 @@
 // in ring.cpp.
 #include "src/core/runtime.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <cstdarg>
@@ -15,6 +16,7 @@
 
 #include "src/core/clock.h"
 #include "src/core/cuda_device.h"
+#include "src/core/fork.h"
 #include "src/core/names.h"
 #include "src/core/ring.h"
 #include "src/core/tracker.h"
@@ -52,6 +54,72 @@ struct UnloadGuard {
   }
 } g_unload_guard;
 uint64_t g_generation = 0;  // guarded by g_mu
+
+// ===================================================================== fork (fork.h)
+
+// Written during static initialisation only (join_fork), read by the handlers.
+constinit ForkParticipant g_fork_parts[kMaxForkParticipants] = {};
+constinit int g_fork_n = 0;
+
+// The runtimes a forked child inherited and abandoned (a few generations of
+// forks; past that they are simply unreachable).
+constexpr int kAbandoned = 16;
+// volatile: written only so that leak checkers see the pointers; the stores
+// must not be optimised away as dead.
+constinit Runtime* volatile g_abandoned[kAbandoned] = {};
+constinit int g_abandoned_n = 0;
+
+void fork_prepare() noexcept {
+  // g_mu first: a thread holding it may be joining a dump thread, which may
+  // need any lock below; none of those is held while g_mu is taken.
+  g_mu.lock();
+  for (int i = 0; i < g_fork_n; ++i)
+    if (g_fork_parts[i].prepare) g_fork_parts[i].prepare();
+  SlotTable<OpSlot>::lock_for_fork();  // leaves
+  SlotTable<NetSlot>::lock_for_fork();
+}
+
+void fork_parent() noexcept {
+  SlotTable<NetSlot>::unlock_after_fork();
+  SlotTable<OpSlot>::unlock_after_fork();
+  for (int i = g_fork_n - 1; i >= 0; --i)
+    if (g_fork_parts[i].parent) g_fork_parts[i].parent();
+  g_mu.unlock();
+}
+
+void fork_child() noexcept {
+  // Only this thread exists now. The parent's runtime, its graveyard and
+  // every slot stay as they are, unreachable: freeing them would run
+  // destructors that wait on the parent's threads (a condition variable its
+  // dump thread waits on), and the parent's files are not ours to write.
+  // Relaxed: no other thread exists to pair with.
+  Runtime* rt = g_rt.load(std::memory_order_relaxed);
+  if (rt != nullptr) {
+    // Late callbacks of the parent's comms find no live context (counted).
+    for (auto& slot : rt->contexts) {
+      Context* c = slot.load(std::memory_order_relaxed);  // relaxed: single-threaded here
+      if (c != nullptr) c->live.store(0, std::memory_order_relaxed);
+    }
+  }
+  // Kept reachable (leak checkers scan static storage) rather than freed.
+  if (rt != nullptr && g_abandoned_n < kAbandoned) g_abandoned[g_abandoned_n++] = rt;
+  Runtime* grave = g_graveyard.release();
+  if (grave != nullptr && g_abandoned_n < kAbandoned) g_abandoned[g_abandoned_n++] = grave;
+  g_rt.store(nullptr, std::memory_order_release);  // pairs with runtime()'s acquire (the child's later threads)
+  SlotTable<OpSlot>::forget_in_child();
+  SlotTable<NetSlot>::forget_in_child();
+  SlotTable<NetSlot>::unlock_after_fork();
+  SlotTable<OpSlot>::unlock_after_fork();
+  for (int i = g_fork_n - 1; i >= 0; --i)
+    if (g_fork_parts[i].child) g_fork_parts[i].child();
+  g_mu.unlock();
+}
+
+// One registration per library load: glibc ties handlers registered from a
+// shared object to it and drops them at dlclose.
+struct ForkHandlers {
+  ForkHandlers() noexcept { pthread_atfork(fork_prepare, fork_parent, fork_child); }
+} g_fork_handlers;
 
 
 
@@ -263,6 +331,17 @@ void* comm_init(const InitArgs& a) noexcept {
   } catch (...) {
     return nullptr;  // never let an exception reach NCCL
   }
+}
+
+bool join_fork(const ForkParticipant& p) noexcept {
+  if (g_fork_n >= kMaxForkParticipants) return false;
+  int i = g_fork_n++;
+  while (i > 0 && g_fork_parts[i - 1].order > p.order) {  // kept sorted by order
+    g_fork_parts[i] = g_fork_parts[i - 1];
+    --i;
+  }
+  g_fork_parts[i] = p;
+  return true;
 }
 
 void comm_finalize(void* ctx) noexcept {

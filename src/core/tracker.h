@@ -260,7 +260,11 @@ class SlotTable {
       if (next_ >= reserved_chunks_) return UINT32_MAX;
       Slot* c = base_ + static_cast<size_t>(next_) * kChunk;
       if (mprotect(c, kChunk * sizeof(Slot), PROT_READ | PROT_WRITE) != 0) return UINT32_MAX;
-      for (uint32_t k = 0; k < kChunk; ++k) new (c + k) Slot();
+      for (uint32_t k = 0; k < kChunk; ++k) {
+        new (c + k) Slot();
+        // Relaxed: published by the release store of limit_ below.
+        c[k].gen.store(first_gen_, std::memory_order_relaxed);
+      }
       id = next_++;
       // Release pairs with find()'s acquire: the constructed slots are visible.
       limit_.store(next_ * kChunk, std::memory_order_release);
@@ -286,6 +290,21 @@ class SlotTable {
     std::lock_guard<std::mutex> lk(mu());
     auto& fl = free_chunks();
     fl.ids[fl.n++] = id;
+  }
+
+  // fork() (fork.h): the table's lock is held across the fork; in the child
+  // the table starts afresh without touching the parent's slots (their
+  // mapping stays, unreachable), and its new slots start at other generations
+  // so that a handle the parent handed out never names one of them.
+  static void lock_for_fork() noexcept { mu().lock(); }
+  static void unlock_after_fork() noexcept { mu().unlock(); }
+  static void forget_in_child() noexcept {
+    limit_.store(0, std::memory_order_release);  // pairs with find()'s acquire
+    base_ = nullptr;
+    reserved_chunks_ = 0;
+    next_ = 0;
+    free_chunks().n = 0;
+    first_gen_ += 0x9E3779B9u;  // any odd step: each generation of children starts elsewhere
   }
 
   // Library unload with no runtime left: unmaps everything.
@@ -330,6 +349,7 @@ class SlotTable {
   static inline Slot* base_ = nullptr;            // set under mu() before limit_ first grows
   static inline uint32_t reserved_chunks_ = 0;    // guarded by mu()
   static inline uint32_t next_ = 0;               // guarded by mu()
+  static inline uint32_t first_gen_ = 0;          // a new slot's generation; guarded by mu()
 };
 
 // One context's slots: chunks of kChunk slots taken from the SlotTable up to a

@@ -9,6 +9,7 @@
 #include <ctime>
 
 #include "include/nccl_inspector/version.h"
+#include "src/core/fork.h"
 
 namespace ni::out {
 namespace {
@@ -41,6 +42,15 @@ DumpSink* g_sinks[kMaxSinks] = {};       // under g_exit_mu
 bool g_hook_registered = false;          // under g_exit_mu
 
 extern "C" void ni_output_exit_hook(void*) { DumpSink::run_exit_hook(); }
+
+// fork (src/core/fork.h): held across the fork; a child forgets the parent's
+// sinks, so that its exit never drains (joins) a dump thread it does not have.
+const bool g_sinks_in_fork = core::join_fork({core::kForkOrderExitHooks, []() noexcept { g_exit_mu.lock(); },
+                                              []() noexcept { g_exit_mu.unlock(); },
+                                              []() noexcept {
+                                                for (auto& slot : g_sinks) slot = nullptr;
+                                                g_exit_mu.unlock();
+                                              }});
 
 void register_sink(DumpSink* s) {
   std::lock_guard<std::mutex> lk(g_exit_mu);
@@ -218,8 +228,8 @@ void DumpSink::stop_internal() {
 void DumpSink::run() {
   pthread_setname_np(pthread_self(), "ni-dump");
   const auto interval = std::chrono::microseconds(cfg_.dump_interval_us > 0 ? cfg_.dump_interval_us : 100000);
-  std::vector<CommInfo> added;
-  std::vector<uint32_t> removed;
+  std::vector<CommInfo>& added = taken_added_;
+  std::vector<uint32_t>& removed = taken_removed_;
   for (;;) {
     bool final;
     {

@@ -123,6 +123,11 @@ class DumpSink final : public Sink {
   ClockAnchor anchor_;
   // After what they refer to (cfg_, meta_): destroyed first.
   std::vector<Configured> outputs_;
+  // What the dump thread took from pending_added_/pending_removed_ this cycle.
+  // Members rather than run()'s locals: a forked child, which has no dump
+  // thread, still reaches them through the sink it abandoned (fork.h).
+  std::vector<CommInfo> taken_added_;
+  std::vector<uint32_t> taken_removed_;
   Output* counting_ = nullptr;   // the output that decides records_written (output.h)
   bool wants_clock_ = false;     // some output wants clock estimates
 

@@ -8,6 +8,8 @@
 #include <mutex>
 #include <new>
 
+#include "src/core/fork.h"
+
 namespace ni::out {
 namespace {
 
@@ -75,24 +77,32 @@ std::string unsafe_dir_reason(Io& io, const std::string& dir) {
   return "";
 }
 
+namespace {
+// The directories checked so far, as 64-bit FNV-1a hashes in static storage:
+// no heap memory that would outlive a dlclose of the plugin (which unmaps the
+// pointer to it), and nothing to destroy at exit (std::mutex is trivially
+// destructible here; the final cycle may run from an exit hook). Past kMaxDirs
+// directories a new one is checked (and may warn) every time.
+constexpr int kMaxDirs = 32;
+constinit std::mutex g_dirs_mu;
+constinit uint64_t g_dirs_seen[kMaxDirs] = {};
+constinit int g_n_dirs = 0;  // under g_dirs_mu
+
+// fork (src/core/fork.h): a leaf lock, held across the fork so that the
+// child's first file does not wait for a dump thread it does not have.
+const bool g_dirs_in_fork = core::join_fork({core::kForkOrderLeaf, []() noexcept { g_dirs_mu.lock(); },
+                                              []() noexcept { g_dirs_mu.unlock(); },
+                                              []() noexcept { g_dirs_mu.unlock(); }});
+}  // namespace
+
 void warn_if_unsafe_dir(Io& io, const std::string& dir, const std::function<void(const std::string&)>& warn) {
-  // The directories checked so far, as 64-bit FNV-1a hashes in static storage:
-  // no heap memory that would outlive a dlclose of the plugin (which unmaps
-  // the pointer to it), and nothing to destroy at exit (the final cycle may
-  // run from an exit hook after static destructors). Past kMaxDirs directories
-  // a new one is checked (and may warn) every time.
-  constexpr int kMaxDirs = 32;
-  alignas(std::mutex) static unsigned char mu_storage[sizeof(std::mutex)];
-  static std::mutex* mu = new (mu_storage) std::mutex();
-  static uint64_t seen[kMaxDirs];
-  static int n_seen = 0;  // under *mu
   uint64_t h = 1469598103934665603ull;
   for (unsigned char ch : dir) h = (h ^ ch) * 1099511628211ull;
   {
-    std::lock_guard<std::mutex> lk(*mu);
-    for (int i = 0; i < n_seen; ++i)
-      if (seen[i] == h) return;  // checked before: once per directory per process
-    if (n_seen < kMaxDirs) seen[n_seen++] = h;
+    std::lock_guard<std::mutex> lk(g_dirs_mu);
+    for (int i = 0; i < g_n_dirs; ++i)
+      if (g_dirs_seen[i] == h) return;  // checked before: once per directory per process
+    if (g_n_dirs < kMaxDirs) g_dirs_seen[g_n_dirs++] = h;
   }
   std::string why = unsafe_dir_reason(io, dir);
   if (why.empty()) return;

@@ -23,6 +23,7 @@
 
 #include "plugin/abi/all.h"
 #include "src/analysis/reader.h"
+#include "tests/integration/harness.h"
 
 namespace fs = std::filesystem;
 namespace ana = ni::analysis;
@@ -30,28 +31,7 @@ using json = nlohmann::json;
 
 namespace {
 
-fs::path temp_dir(const std::string& tag) {
-  fs::path p = fs::temp_directory_path() / ("ni-it-" + tag + "-" + std::to_string(getpid()));
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
-
-struct Read {
-  ana::ReadResult result;
-  std::vector<ana::Op> ops;
-};
-
-Read read_dir(const fs::path& dir) {
-  ana::Discovery d = ana::discover_files({dir.string()});
-  EXPECT_TRUE(d.error.empty()) << d.error;
-  Read r;
-  ana::ReadOptions o;
-  o.progress = 0;
-  auto sink = ana::read_merged<ana::CollectSink>(d.files, o, 2, r.result);
-  r.ops = std::move(sink->ops);
-  return r;
-}
+using namespace ni::it;
 
 std::string func_name(const ana::Op& op) { return std::string(ana::to_string(op.func)); }
 
@@ -193,51 +173,6 @@ TEST(Burst, MillionOpsThroughATinyRingAreWrittenOrCounted) {
   if (!HasFailure()) fs::remove_all(dir);
 }
 
-// Drives the real .so through ABI v5 directly (as NCCL 2.28 would).
-struct Plugin {
-  void* lib = nullptr;
-  ni::abi::ProfilerV5* t = nullptr;
-  explicit Plugin(const fs::path& logs) {
-    setenv("NCCL_INSPECTOR_DUMP_DIR", logs.c_str(), 1);
-    setenv("NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES", "0", 1);
-    lib = dlopen(NI_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
-    if (lib) t = static_cast<ni::abi::ProfilerV5*>(dlsym(lib, "ncclProfiler_v5"));
-  }
-  ~Plugin() {
-    if (lib) dlclose(lib);
-    unsetenv("NCCL_INSPECTOR_DUMP_DIR");
-    unsetenv("NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES");
-  }
-  void* init(uint64_t hash) {
-    int mask = 0;
-    void* ctx = nullptr;
-    t->init(&ctx, hash, &mask, "t", 1, 2, 0, nullptr);
-    return ctx;
-  }
-  void op(void* ctx, uint64_t seq) {
-    ni::abi::EventDescrV5 d{};
-    d.type = ni::abi::kColl;
-    d.coll.func = "AllReduce";
-    d.coll.datatype = "ncclFloat32";
-    d.coll.count = 1024;
-    d.coll.nChannels = 1;
-    d.coll.seqNumber = seq;
-    void* h = nullptr;
-    t->startEvent(ctx, &h, &d);
-    t->stopEvent(h);
-    ni::abi::EventDescrV5 k{};
-    k.type = ni::abi::kKernelCh;
-    k.parentObj = h;
-    k.kernelCh.pTimer = 1000 + seq;
-    void* kh = nullptr;
-    t->startEvent(ctx, &kh, &k);
-    ni::abi::StateArgsV5 a{};
-    a.kernelCh.pTimer = 2000 + seq;
-    t->recordEventState(kh, ni::abi::kKernelChStop, &a);
-    t->stopEvent(kh);
-  }
-};
-
 // The last finalize stops and joins the dump thread; the dump thread may then
 // need the comm table (a record of a comm it no longer knows, here a mark
 // written after its comm was finalized). That must never wait on the lock the
@@ -296,40 +231,6 @@ TEST(Lifetime, ThreadThatExitsWithAFullRingLosesNothing) {
 
 // fork() with the plugin loaded and its dump thread running: the child can
 // create its own communicators and write its own log; the parent carries on.
-TEST(Lifetime, ForkedChildGetsItsOwnLogAndParentContinues) {
-#if defined(__SANITIZE_THREAD__)
-  GTEST_SKIP() << "ThreadSanitizer cannot start threads after a multi-threaded fork";
-#endif
-  fs::path dir = temp_dir("fork");
-  {
-    Plugin p(dir / "logs");
-    ASSERT_NE(p.t, nullptr);
-    void* ctx = p.init(0xf0);
-    for (uint64_t i = 0; i < 50; ++i) p.op(ctx, i);
-    pid_t child = fork();
-    ASSERT_GE(child, 0);
-    if (child == 0) {
-      void* c2 = p.init(0xc1);
-      for (uint64_t i = 0; i < 30; ++i) p.op(c2, i);
-      p.t->finalize(c2);
-      _exit(0);
-    }
-    for (uint64_t i = 50; i < 100; ++i) p.op(ctx, i);
-    int status = 0;
-    ASSERT_EQ(waitpid(child, &status, 0), child);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
-    p.t->finalize(ctx);
-  }
-  Read r = read_dir(dir / "logs");
-  ASSERT_EQ(r.result.files.size(), 2u);
-  size_t parent_ops = 0, child_ops = 0;
-  for (const auto& op : r.ops) (op.comm_hash == 0xf0 ? parent_ops : child_ops)++;
-  EXPECT_EQ(parent_ops, 100u);
-  EXPECT_EQ(child_ops, 30u);
-  for (const auto& f : r.result.files) EXPECT_TRUE(f.has_end) << f.path;
-  if (!HasFailure()) fs::remove_all(dir);
-}
-
 // An op the plugin could not time (timing "none", no dur_us) is legal: the
 // reader counts it apart and does not call it a bad line.
 TEST(Reader, OpsWithoutDurationAreCountedNotBad) {
