@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -137,6 +138,14 @@ struct CommInfo {
 
 enum class FileFormat : std::uint8_t { kUnknown, kOurs, kUpstreamV4 };
 
+// The longest line the reader reads, far more than the longest record the
+// plugin writes (docs/log-format.md: a few KiB at most). A longer line is
+// skipped unread and counted (FileInfo::long_lines, and as a bad line): an
+// endless line, which is what a gzip bomb is, then costs no memory.
+inline constexpr std::size_t kMaxLineBytes = 1u << 20;
+// Mark labels and comm names are kept up to this many bytes (the rest is cut).
+inline constexpr std::size_t kMaxLabelBytes = 256;
+
 struct FileInfo {
   std::string path;
   FileFormat format = FileFormat::kUnknown;
@@ -152,6 +161,8 @@ struct FileInfo {
   bool gzip = false;
   bool truncated = false;             // gzip stream ended early or last line cut
   bool corrupt = false;               // gzip data error (rest of the file unreadable)
+  bool failed = false;                // reading stopped early by the reader's own failure (out of
+                                      // memory): what was read before stays, error says why
   bool has_end = false;               // clean shutdown "end" record seen
   bool meta_first = false;            // first line was a meta record (ours)
   std::uint64_t dropped_total_end = 0;
@@ -159,6 +170,7 @@ struct FileInfo {
   std::uint64_t ops = 0;
   std::uint64_t truncated_lines = 0;  // a cut last line (counted, not a bad line)
   std::uint64_t bad_lines = 0;        // not JSON or not an object or missing required fields
+  std::uint64_t long_lines = 0;       // of bad_lines: over the reader's line limit, skipped unread
   std::uint64_t no_duration = 0;      // valid op records without dur_us (timing "none"): counted, not analysed
   std::uint64_t unknown_records = 0;  // valid JSON with an unknown "type"
   std::uint64_t compressed_bytes = 0;

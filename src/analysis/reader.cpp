@@ -8,6 +8,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <exception>
+#include <new>
+#include <string>
 #include <filesystem>
 #include <system_error>
 #include <thread>
@@ -28,15 +31,51 @@ void add_totals(ReadResult& res) {
     res.ops += f.ops;
     res.lines += f.lines;
     res.bad_lines += f.bad_lines;
+    res.long_lines += f.long_lines;
     res.no_duration += f.no_duration;
     res.unknown_records += f.unknown_records;
     res.truncated_files += f.truncated ? 1 : 0;
     res.corrupt_files += f.corrupt ? 1 : 0;
+    res.failed_files += f.failed ? 1 : 0;
     res.uncompressed_bytes += f.uncompressed_bytes;
     res.compressed_bytes += f.compressed_bytes;
     for (const auto& c : f.comms) {
       auto& n = res.comm_names[c.comm_hash];
       if (n.empty()) n = c.name;
+    }
+  }
+}
+
+// What a failed file gives back: its own collections (marks, clock records,
+// schema problems), which may be what exhausted memory. Its ops already in the
+// sink and its comms (names) stay.
+void release(FileInfo& info) noexcept {
+  std::vector<MarkInfo>().swap(info.marks);
+  std::vector<ClockInfo>().swap(info.clocks);
+  std::vector<std::string>().swap(info.problems);
+}
+
+// One file; a failure of ours while reading it (memory exhausted, a buffer the
+// system would not give) ends that file's read, never the process's or the
+// other files': the ops it handed to the sink so far stay, and the file says why.
+void read_one(FileInfo& info, std::uint32_t idx, OpSink& sink, bool validate, rd::Decoder& decoder,
+              std::atomic<std::uint64_t>& done) noexcept {
+  try {
+    rd::read_file(info, idx, sink, validate, decoder, done);
+  } catch (const std::bad_alloc&) {
+    info.failed = true;
+    release(info);
+    try {
+      info.error = "out of memory after " + std::to_string(info.lines) +
+                   " lines: the rest of the file is unread, its marks and clock records are dropped";
+    } catch (...) {  // no memory even for the message: failed says it
+    }
+  } catch (const std::exception& e) {
+    info.failed = true;
+    release(info);
+    try {
+      info.error = std::string("read failed after ") + std::to_string(info.lines) + " lines: " + e.what();
+    } catch (...) {
     }
   }
 }
@@ -69,11 +108,17 @@ ReadResult read_logs(const std::vector<std::string>& files, const ReadOptions& o
       rd::Decoder decoder;  // its buffers are reused for the worker's files
       // Relaxed: only hands out indices; each file's results are published by the join below.
       for (std::size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < files.size();)
-        rd::read_file(res.files[i], static_cast<std::uint32_t>(i), *sink, options.validate, decoder, done);
+        read_one(res.files[i], static_cast<std::uint32_t>(i), *sink, options.validate, decoder, done);
     };
     const std::size_t nthreads = std::max<std::size_t>(1, std::min(sinks.size(), files.size()));
     std::vector<std::thread> threads;
-    for (std::size_t t = 1; t < nthreads; ++t) threads.emplace_back(worker, sinks[t]);
+    for (std::size_t t = 1; t < nthreads; ++t) {
+      try {
+        threads.emplace_back(worker, sinks[t]);
+      } catch (const std::exception&) {
+        break;  // no more threads to be had: the ones started (and this one) read every file
+      }
+    }
     worker(sinks[0]);
     for (auto& t : threads) t.join();
   }

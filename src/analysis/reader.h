@@ -60,10 +60,12 @@ struct ReadResult {
   std::uint64_t ops = 0;
   std::uint64_t lines = 0;
   std::uint64_t bad_lines = 0;
+  std::uint64_t long_lines = 0;    // of bad_lines: over the line limit (reader_decode.h), skipped unread
   std::uint64_t no_duration = 0;   // op records without a duration (timing "none"), not analysed
   std::uint64_t unknown_records = 0;
   std::uint64_t truncated_files = 0;
   std::uint64_t corrupt_files = 0;
+  std::uint64_t failed_files = 0;  // reading stopped by a failure of ours (out of memory): FileInfo::failed
   std::uint64_t uncompressed_bytes = 0;
   std::uint64_t compressed_bytes = 0;
   double seconds = 0;

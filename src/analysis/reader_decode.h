@@ -64,17 +64,24 @@ class Decoder {
 
 // Splits decompressed chunks into lines. on_line(p, len, last) gets a line
 // without its '\n' and with kLinePadding readable bytes after it; last is true
-// only for a final line that had no '\n'.
+// only for a final line that had no '\n'. on_long() is called, in line order,
+// for each line over kMaxLineBytes, which on_line never sees.
 class LineSplitter {
  public:
-  template <class OnLine>
-  void feed(char* buf, std::size_t n, OnLine&& on_line) {
+  template <class OnLine, class OnLong>
+  void feed(char* buf, std::size_t n, OnLine&& on_line, OnLong&& on_long) {
     std::size_t s = 0;
     while (s < n) {
       const char* nl = static_cast<const char*>(std::memchr(buf + s, '\n', n - s));
       if (!nl) break;
       const std::size_t e = static_cast<std::size_t>(nl - buf);
-      if (!carry_.empty()) {
+      if (skipping_) {
+        skipping_ = false;  // the long line ends here
+        on_long();
+      } else if (e - s > kMaxLineBytes || carry_.size() + (e - s) > kMaxLineBytes) {
+        carry_.clear();
+        on_long();
+      } else if (!carry_.empty()) {
         carry_.insert(carry_.end(), buf + s, buf + e);
         flush_carry(on_line, false);
       } else {
@@ -82,14 +89,27 @@ class LineSplitter {
       }
       s = e + 1;
     }
-    if (s < n) carry_.insert(carry_.end(), buf + s, buf + n);
+    if (s >= n || skipping_) return;
+    if (carry_.size() + (n - s) > kMaxLineBytes) {
+      // Too long already: forget it and skip to its end.
+      carry_.clear();
+      carry_.shrink_to_fit();
+      skipping_ = true;
+    } else {
+      carry_.insert(carry_.end(), buf + s, buf + n);
+    }
   }
 
   // At the end of the file: a last line without '\n' is fine when it parses (a
   // hand-written .log); when it does not (on_line counted a bad line), the writer
   // was cut mid-line: counted as truncation instead of a bad line.
-  template <class OnLine>
-  void finish(FileInfo& info, OnLine&& on_line) {
+  template <class OnLine, class OnLong>
+  void finish(FileInfo& info, OnLine&& on_line, OnLong&& on_long) {
+    if (skipping_) {
+      skipping_ = false;
+      on_long();
+      return;
+    }
     if (carry_.empty()) return;
     const bool all_space =
         std::all_of(carry_.begin(), carry_.end(), [](char c) { return c == ' ' || c == '\r' || c == '\t'; });
@@ -117,6 +137,7 @@ class LineSplitter {
   }
 
   std::vector<char> carry_;  // the start of a line that continues in the next chunk
+  bool skipping_ = false;    // inside a line over kMaxLineBytes, until its '\n'
 };
 
 }  // namespace ni::analysis::reader_detail

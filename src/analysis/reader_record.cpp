@@ -49,6 +49,15 @@ std::string without(std::string_view record, std::string_view key) {
 
 using Counts = std::vector<std::pair<std::string, std::uint64_t>>;
 
+// A label or name kept to kMaxLabelBytes, cut before a UTF-8 character, never
+// inside one (the outputs must stay valid UTF-8).
+std::string cut_label(std::string_view s) {
+  if (s.size() <= kMaxLabelBytes) return std::string(s);
+  std::size_t n = kMaxLabelBytes;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;  // s[n] continues a character
+  return std::string(s.substr(0, n));
+}
+
 // One file: its line splitter, scanner state and memos, the Line being mapped.
 class RecordReader final : public ChunkSink {
  public:
@@ -59,10 +68,14 @@ class RecordReader final : public ChunkSink {
   }
 
   void chunk(char* buf, std::size_t n) override {
-    lines_.feed(buf, n, [this](const char* p, std::size_t len, bool last) { parse_line(p, len, last); });
+    lines_.feed(
+        buf, n, [this](const char* p, std::size_t len, bool last) { parse_line(p, len, last); },
+        [this] { long_line(); });
   }
   void finish() {
-    lines_.finish(info_, [this](const char* p, std::size_t len, bool last) { parse_line(p, len, last); });
+    lines_.finish(
+        info_, [this](const char* p, std::size_t len, bool last) { parse_line(p, len, last); },
+        [this] { long_line(); });
   }
 
   // Called by the scanners, once per field of the line. v by reference: copying
@@ -72,6 +85,13 @@ class RecordReader final : public ChunkSink {
 
  private:
   void parse_line(const char* p, std::size_t len, bool last);
+  // A line over kMaxLineBytes, skipped unread: a bad line of its own kind.
+  void long_line() {
+    ++info_.lines;
+    ++info_.bad_lines;
+    ++info_.long_lines;
+    problem("longer than " + std::to_string(kMaxLineBytes >> 20) + " MiB: skipped unread");
+  }
   void reset_line() {
     L_ = Line{};
     if (!dropped_.empty() || !filtered_.empty() || !faults_.empty()) {
@@ -419,7 +439,7 @@ void RecordReader::dispatch() {
   } else if (t == sc::kTypeStats) {
     on_stats();
   } else if (t == sc::kTypeMark) {
-    info_.marks.push_back({L.wall_ns, std::string(L.label)});
+    info_.marks.push_back({L.wall_ns, cut_label(L.label)});
   } else if (t == sc::kTypeEnd) {
     info_.has_end = true;
     info_.dropped_total_end = L.dropped_total;
@@ -460,7 +480,7 @@ void RecordReader::on_comm() {
     problem(without(sc::kTypeComm, sc::kCommHash));
     return;
   }
-  CommInfo c{L.comm_hash, std::string(L.comm_name), static_cast<int>(L.rank), static_cast<int>(L.nranks),
+  CommInfo c{L.comm_hash, cut_label(L.comm_name), static_cast<int>(L.rank), static_cast<int>(L.nranks),
              static_cast<int>(L.nnodes), L.cuda_dev >= 0 && L.cuda_dev < 1 << 20 ? static_cast<int>(L.cuda_dev) : -1,
              std::string(L.pci_bus_id)};
   info_.comms.push_back(std::move(c));
@@ -556,7 +576,7 @@ void RecordReader::fill_op(RecType rt, Op& op) {
     }
   }
   if (L.has_comm_name && !L.comm_name.empty() && !find_comm(op.comm_hash)) {
-    info_.comms.push_back({op.comm_hash, std::string(L.comm_name), op.rank, op.nranks, op.nnodes, -1, ""});
+    info_.comms.push_back({op.comm_hash, cut_label(L.comm_name), op.rank, op.nranks, op.nnodes, -1, ""});
   }
   op.transport = cached(transport_cache_, L.transport, transport_code);
   if (L.reclaimed) op.flags |= kFlagReclaimed;

@@ -73,6 +73,8 @@ bool check_read(const ReadResult& res) {
     std::cerr << "nccl-inspector: note: " << res.truncated_files << " truncated file(s), "
               << res.corrupt_files << " corrupt file(s), " << res.bad_lines
               << " bad line(s) skipped (see the health section)\n";
+  for (const auto& f : res.files)
+    if (f.failed) std::cerr << "nccl-inspector: warning: " << f.path << ": " << f.error << "\n";
   return true;
 }
 

@@ -227,6 +227,7 @@ RTable input_table(const Page& p) {
   row("ops without a start time (not on timelines)", std::to_string(no_start));
   row("truncated files (killed writer)", std::to_string(res.truncated_files));
   row("corrupt files", std::to_string(res.corrupt_files));
+  row("files not read to the end (out of memory)", std::to_string(res.failed_files));
   row("bad lines", std::to_string(res.bad_lines));
   row("unknown records", std::to_string(res.unknown_records));
   row("processes without an end record", std::to_string(dt.processes_without_end));

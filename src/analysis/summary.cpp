@@ -250,7 +250,15 @@ void file_rows(const HealthRows& row, const ReadResult& res) {
   for (const auto& f : res.files)
     if (f.corrupt && corrupt.size() < 300) corrupt += (corrupt.empty() ? "" : "; ") + f.path + ": " + f.error;
   row("corrupt files", res.corrupt_files, corrupt);
-  row("bad lines", res.bad_lines, "not JSON objects or op records missing comm_hash/func");
+  std::string failed;
+  for (const auto& f : res.files)
+    if (f.failed && failed.size() < 300) failed += (failed.empty() ? "" : "; ") + f.path + ": " + f.error;
+  row("files not read to the end", res.failed_files, failed);
+  row("bad lines", res.bad_lines,
+      "not JSON objects or op records missing comm_hash/func" +
+          (res.long_lines ? "; " + std::to_string(res.long_lines) + " over the " +
+                                std::to_string(kMaxLineBytes >> 20) + " MiB line limit, skipped unread"
+                          : std::string()));
   row("ops without duration", res.no_duration, "timing \"none\": no usable time; counted, not analysed");
   std::map<std::string, std::uint64_t> ut;
   for (const auto& f : res.files)

@@ -55,7 +55,10 @@ ValidateResult validate_files(const std::vector<std::string>& files, int threads
     std::vector<std::string> why;
     if (f.format == FileFormat::kUnknown) why.push_back(f.lines ? "unknown format (no meta record, not upstream v4.0)" : "empty");
     if (f.corrupt) why.push_back(f.error);
-    if (f.bad_lines) why.push_back(std::to_string(f.bad_lines) + " bad lines");
+    if (f.failed) why.push_back(f.error);
+    if (f.bad_lines)
+      why.push_back(std::to_string(f.bad_lines) + " bad lines" +
+                    (f.long_lines ? " (" + std::to_string(f.long_lines) + " over the line limit)" : ""));
     if (f.format == FileFormat::kOurs && !f.meta_first) why.push_back("first line is not a meta record");
     if (!f.problems.empty()) why.push_back(std::to_string(f.problems.size()) + " schema problems");
     const bool bad = !why.empty();
