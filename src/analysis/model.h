@@ -34,6 +34,15 @@ enum class Timing : std::uint8_t {
   kUnknown, kCount_
 };
 
+// Timed by the CPU (the proxy thread's view of the kernel, network progress,
+// the enqueue; upstream's kernel_cpu and collective_cpu): such a time says when
+// the CPU saw the op, not how long its bytes moved. The reader gives these ops
+// no bandwidth, whatever their line says (docs/analysis.md).
+constexpr bool cpu_timed(Timing t) {
+  return t == Timing::kProxyCpu || t == Timing::kNetCpu || t == Timing::kEnqueueCpu || t == Timing::kKernelCpu ||
+         t == Timing::kCollectiveCpu;
+}
+
 std::string_view to_string(Func f);
 std::string_view to_string(Algo a);
 std::string_view to_string(Proto p);

@@ -559,7 +559,7 @@ void RecordReader::fill_op(RecType rt, Op& op) {
   op.bytes = L.bytes;
   op.seq = L.seq;
   op.dur_us = L.dur_us;
-  op.busbw_gbs = L.busbw;
+  op.busbw_gbs = cpu_timed(op.timing) ? kNaN : L.busbw;  // older plugins wrote one (model.h: cpu_timed)
   op.ch_balance = static_cast<float>(L.ch_balance);
   op.rank = static_cast<std::int32_t>(L.rank);
   op.nranks = static_cast<std::int32_t>(L.nranks);

@@ -1,6 +1,8 @@
 #include "src/analysis/stats.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -133,6 +135,18 @@ void QuantileSketch::merge(const QuantileSketch& o) {
   for (std::size_t i = 0; i < o.hist_.size(); ++i) hist_[i] += o.hist_[i];
 }
 
+namespace {
+// The exact values are kept as float, which holds 7 significant digits; a
+// quantile of them is rounded to those, so that 0.6 prints as 0.6 and not as
+// the float's 0.600000024 (tests/analysis: Summary.CpuTimedOps...).
+double seven_digits(double v) {
+  if (!std::isfinite(v) || v == 0) return v;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.7g", v);
+  return std::strtod(buf, nullptr);
+}
+}  // namespace
+
 double QuantileSketch::quantile(double q) const {
   if (count_ == 0) return std::numeric_limits<double>::quiet_NaN();
   q = std::clamp(q, 0.0, 1.0);
@@ -147,8 +161,8 @@ double QuantileSketch::quantile(double q) const {
     const std::size_t lo = static_cast<std::size_t>(pos);
     const std::size_t hi = std::min(lo + 1, exact_.size() - 1);
     const double frac = pos - static_cast<double>(lo);
-    return static_cast<double>(exact_[lo]) +
-           frac * (static_cast<double>(exact_[hi]) - static_cast<double>(exact_[lo]));
+    return seven_digits(static_cast<double>(exact_[lo]) +
+                        frac * (static_cast<double>(exact_[hi]) - static_cast<double>(exact_[lo])));
   }
   const double rank = q * static_cast<double>(count_ - 1);
   std::uint64_t seen = 0;

@@ -18,7 +18,8 @@ std::size_t GroupKeyHash::operator()(const GroupKey& k) const {
       static_cast<std::uint32_t>(k.rank));
   mix(static_cast<std::uint64_t>(k.nnodes) << 40 | static_cast<std::uint64_t>(static_cast<std::uint8_t>(k.bucket)) << 32 |
       static_cast<std::uint64_t>(k.func) << 24 | static_cast<std::uint64_t>(k.algo) << 16 |
-      static_cast<std::uint64_t>(k.proto) << 8 | static_cast<std::uint64_t>(k.kind));
+      static_cast<std::uint64_t>(k.proto) << 8 | static_cast<std::uint64_t>(k.kind) |
+      static_cast<std::uint64_t>(k.timed) << 56);
   return static_cast<std::size_t>(h);
 }
 
@@ -50,6 +51,7 @@ void OpHealth::add(const Op& op) {
   if (op.flags & kFlagPartial) ++partial;
   if (op.flags & kFlagGraph) ++graph;
   if (!op.has_busbw()) ++no_busbw;
+  if (cpu_timed(op.timing)) ++cpu_timed_ops;
   if (!op.has_start()) ++no_start;
 }
 void OpHealth::merge(const OpHealth& o) {
@@ -58,6 +60,7 @@ void OpHealth::merge(const OpHealth& o) {
   reclaimed += o.reclaimed;
   partial += o.partial;
   no_busbw += o.no_busbw;
+  cpu_timed_ops += o.cpu_timed_ops;
   no_start += o.no_start;
   graph += o.graph;
 }
@@ -136,6 +139,7 @@ void SummarySink::on_op(const Op& op, const OpDetail*, const FileInfo& file) {
   k.algo = op.algo;
   k.proto = op.proto;
   k.kind = op.kind;
+  k.timed = cpu_timed(op.timing) ? 1 : op.timing == Timing::kGpu || op.timing == Timing::kKernelGpu ? 0 : 2;
   k.rank = opt_->per_rank ? op.rank : -1;
   Slot& slot = lookup(k);
   int lat_bucket = -1, bw_bucket = -1;  // computed at most once for both accumulators
@@ -301,7 +305,11 @@ void drop_rows(const HealthRows& row, const DropTotals& d) {
 void op_rows(const HealthRows& row, const OpHealth& ops, const DropTotals& d) {
   row("reclaimed ops", ops.reclaimed, "stats say " + std::to_string(d.reclaimed_ops));
   row("partial ops", ops.partial, "some channel never stopped");
-  row("ops without busbw", ops.no_busbw);
+  row("ops without busbw", ops.no_busbw,
+      ops.cpu_timed_ops ? std::to_string(ops.cpu_timed_ops) +
+                              " CPU-timed: their time is when the CPU saw the op, not how long its bytes moved, "
+                              "so they feed no bandwidth, util, peak or detector"
+                        : std::string());
   std::string ts;
   for (int i = 0; i < static_cast<int>(Timing::kCount_); ++i)
     if (ops.by_timing[i])
@@ -408,9 +416,9 @@ void summary_table(Report& r, const SummarySink& s, const ReadResult& res, const
   sec.table.columns = {group_col, "op", "algo", "proto", "size", "nranks", "nnodes"};
   if (o.per_rank) sec.table.columns.push_back("rank");
   for (const char* c : {"count", "bytes", "lat_p50_us", "lat_p90_us", "lat_p99_us", "lat_max_us",
-                        "busbw_p50_gbs", "busbw_p10_gbs", "busbw_min_gbs", "util_pct"})
+                        "busbw_p50_gbs", "busbw_p10_gbs", "busbw_min_gbs", "util_pct", "timing"})
     sec.table.columns.push_back(c);
-  bool any_sketch = false;
+  bool any_sketch = false, any_cpu = false;
   for (const auto& row : rows) {
     const GroupKey& k = *row.k;
     const GroupAcc& a = *row.a;
@@ -435,6 +443,8 @@ void summary_table(Report& r, const SummarySink& s, const ReadResult& res, const
     else if (auto st = o.peak_busbw.find("*"); st != o.peak_busbw.end()) peak = st->second;
     else if (auto b = best.find({k.func, k.nranks, k.nnodes}); b != best.end()) peak = b->second;
     c.push_back(Cell(a.bw.count() && peak > 0 ? 100.0 * a.bw.quantile(0.5) / peak : kNaN, 1));
+    c.push_back(std::string(k.timed == 0 ? "gpu" : k.timed == 1 ? "cpu" : "unknown"));
+    any_cpu = any_cpu || k.timed == 1;
     any_sketch = any_sketch || !a.lat.exact() || !a.bw.exact();
     sec.table.rows.push_back(std::move(c));
   }
@@ -442,6 +452,10 @@ void summary_table(Report& r, const SummarySink& s, const ReadResult& res, const
                           ? "util_pct: busbw P50 / best P50 observed for the same (op, nranks, nnodes)"
                           : "util_pct: busbw P50 / --peak-busbw (by op, else by link type of most ops, else the default)");
   sec.notes.push_back("busbw per record and per rank (nccl-tests factors); never averaged across ranks");
+  if (any_cpu)
+    sec.notes.push_back(
+        "timing cpu: latency as the CPU saw it (the proxy thread, network progress, or just the enqueue of a "
+        "copy-engine collective), not the transfer's; no bandwidth");
   if (any_sketch)
     sec.notes.push_back("groups with more than 4096 records use a log-bucketed sketch: percentiles within 1%");
 

@@ -40,6 +40,9 @@ struct GroupKey {
   Algo algo = Algo::kUnknown;
   Proto proto = Proto::kUnknown;
   OpKind kind = OpKind::kColl;
+  // 0 GPU-timed, 1 CPU-timed (model.h: cpu_timed: latency only, and the row
+  // says so), 2 timing unknown (a line without one).
+  std::uint8_t timed = 0;
   bool operator==(const GroupKey&) const = default;
 };
 struct GroupKeyHash {
@@ -62,6 +65,7 @@ struct GroupAcc {
 struct OpHealth {
   std::uint64_t by_timing[static_cast<int>(Timing::kCount_)] = {};
   std::uint64_t reclaimed = 0, partial = 0, no_busbw = 0, no_start = 0, graph = 0;
+  std::uint64_t cpu_timed_ops = 0;  // of no_busbw: CPU-timed (model.h: cpu_timed), bandwidth never used
   std::uint64_t by_kind[3] = {};
   void add(const Op& op);
   void merge(const OpHealth& o);

@@ -171,7 +171,9 @@ TEST(Reader, UpstreamV4Format) {
     } else {
       EXPECT_EQ(k.func, ana::Func::kSend);
       p2p += a.count;
-      EXPECT_EQ(a.bw.count(), a.count);  // "nan" algbw string ignored, busbw kept
+      // kernel_cpu: the CPU's gettimeofday around the KernelCh callbacks, no
+      // measure of the transfer: the line's busbw is not used (model.h: cpu_timed).
+      EXPECT_EQ(a.bw.count(), 0u);
     }
   }
   EXPECT_EQ(coll, 60u);
@@ -783,4 +785,56 @@ TEST(Summary, PeakBusbwPerOpAndLinkType) {
     const double peak = row[1].text() == "AllReduce" ? 40 : 20;  // AllGather on tp is intra_node
     EXPECT_NEAR(util, 100.0 * p50 / peak, 0.2) << row[1].text();
   }
+}
+
+// CPU-timed ops (here enqueue-timed copy-engine AllGathers whose lines carry
+// the 22,075 GB/s an older plugin computed from 0.6 us) keep their latency but
+// feed no bandwidth: the GPU-timed AllGather row is the peak (util 100%, not
+// 0.5%), the CPU row has no busbw and says "cpu", and health counts them.
+TEST(Summary, CpuTimedOpsFeedNoBandwidthUtilOrPeak) {
+  const auto dir = ni::test::temp_dir("cpu_timed");
+  std::string text = R"({"type":"meta","format":"nccl-inspector-log","format_version":1,"host":"h","pid":1})" "\n";
+  for (int i = 0; i < 20; ++i) {
+    char line[512];
+    std::snprintf(line, sizeof line,
+                  R"({"type":"coll","comm_hash":"0x0a","rank":0,"nranks":8,"nnodes":1,"seq":%d,"func":"AllGather",)"
+                  R"("bytes":1048576,"algo":"RING","proto":"SIMPLE","dur_us":%d,"timing":"gpu","busbw_gbs":100})"
+                  "\n",
+                  i, 100 + i);
+    text += line;
+    std::snprintf(line, sizeof line,
+                  R"({"type":"ce","comm_hash":"0x0a","rank":0,"nranks":8,"nnodes":1,"seq":%d,"func":"AllGather",)"
+                  R"("bytes":1048576,"dur_us":0.6,"timing":"enqueue_cpu","algbw_gbs":29434,"busbw_gbs":22075})"
+                  "\n",
+                  100 + i);
+    text += line;
+  }
+  ni::test::write_text(dir + "/h-pid1.jsonl", text);
+  const Cmd c = run(std::string(NI_CLI) + " summary --no-progress -f json " + dir);
+  ASSERT_EQ(c.rc, 0);
+  const auto js = nlohmann::json::parse(c.out);
+  int gpu_rows = 0, cpu_rows = 0;
+  for (const auto& row : js["summary"]["rows"]) {
+    if (row["timing"] == "gpu") {
+      ++gpu_rows;
+      EXPECT_DOUBLE_EQ(row["busbw_p50_gbs"].get<double>(), 100.0);
+      EXPECT_DOUBLE_EQ(row["util_pct"].get<double>(), 100.0);
+    } else {
+      ASSERT_EQ(row["timing"], "cpu");
+      ++cpu_rows;
+      EXPECT_TRUE(row["busbw_p50_gbs"].is_null()) << row.dump();
+      EXPECT_TRUE(row["util_pct"].is_null()) << row.dump();
+      EXPECT_DOUBLE_EQ(row["lat_p50_us"].get<double>(), 0.6);
+    }
+  }
+  EXPECT_EQ(gpu_rows, 1);
+  EXPECT_EQ(cpu_rows, 1);
+  bool counted = false;
+  for (const auto& row : js["health"]["rows"])
+    if (row["item"] == "ops without busbw") {
+      counted = true;
+      EXPECT_EQ(row["value"].get<int>(), 20);
+      EXPECT_NE(row["detail"].get<std::string>().find("20 CPU-timed"), std::string::npos);
+    }
+  EXPECT_TRUE(counted);
 }

@@ -51,6 +51,13 @@ OpRecord base_coll() {
   return r;
 }
 
+// The same op timed by the GPU timer: the only timing that gets a bandwidth.
+OpRecord gpu_coll() {
+  OpRecord r = base_coll();
+  r.timing = static_cast<uint8_t>(TimingSource::kGpu);
+  return r;
+}
+
 json encode(const OpRecord& r, const CommInfo* c, const ClockEstimate* clk = nullptr, bool verbose = true) {
   Encoder e(kAnchor, verbose);
   Buf b;
@@ -124,6 +131,10 @@ TEST(EncoderTest, CollFieldsAndUnits) {
   EXPECT_DOUBLE_EQ(j[sc::kDurUs].get<double>(), 123.456);
   EXPECT_DOUBLE_EQ(j[sc::kMaxChUs].get<double>(), 120.0);
   EXPECT_DOUBLE_EQ(j[sc::kChBusyUs].get<double>(), 300.0);
+  // CPU-timed: no bandwidth (the GPU-timed twin below has it).
+  EXPECT_FALSE(j.contains(sc::kAlgbwGbs));
+  EXPECT_FALSE(j.contains(sc::kBusbwGbs));
+  j = encode(gpu_coll(), &c);
   // algbw = bytes / ns = GB/s; busbw = algbw * 2(n-1)/n; 3 significant digits.
   double algbw = 1048576.0 / 123456.0;
   EXPECT_NEAR(j[sc::kAlgbwGbs].get<double>(), algbw, algbw * 0.005);
@@ -135,9 +146,10 @@ TEST(EncoderTest, CollFieldsAndUnits) {
 }
 
 TEST(EncoderTest, DefaultLineHasBothBandwidthsAndLeavesPerChannelDetailToVerbose) {
-  OpRecord r = base_coll();
+  OpRecord r = gpu_coll();
   CommInfo c = make_comm(3, 8, 2);
-  json j = encode(r, &c, nullptr, false);
+  ClockEstimate est{3, true, 0, 800, 16};
+  json j = encode(r, &c, &est, false);
   EXPECT_TRUE(j.contains("dur_us"));
   EXPECT_TRUE(j.contains("busbw_gbs"));
   EXPECT_TRUE(j.contains("ch_util"));
@@ -173,7 +185,7 @@ TEST(EncoderTest, BusbwFormulaPerOpType) {
   for (Case cs : {Case{Func::kAllReduce, 8}, Case{Func::kAllGather, 4}, Case{Func::kReduceScatter, 16},
                   Case{Func::kBroadcast, 8}, Case{Func::kReduce, 2}, Case{Func::kAlltoAll, 8},
                   Case{Func::kAllGatherV, 3}}) {
-    OpRecord r = base_coll();
+    OpRecord r = gpu_coll();
     r.func = static_cast<uint8_t>(cs.f);
     if (cs.f == Func::kBroadcast || cs.f == Func::kReduce) r.peer = 1;
     CommInfo c = make_comm(3, cs.n);
@@ -189,7 +201,7 @@ TEST(EncoderTest, BusbwFormulaPerOpType) {
 }
 
 TEST(EncoderTest, UnknownNranksOmitsOnlyNDependentBandwidth) {
-  OpRecord r = base_coll();
+  OpRecord r = gpu_coll();
   CommInfo c = make_comm(3, 0);  // v1-v3: nranks unknown
   json j = encode(r, &c);
   EXPECT_TRUE(j.contains("algbw_gbs"));  // AllReduce traffic = size
@@ -211,7 +223,7 @@ TEST(EncoderTest, UnknownNranksOmitsOnlyNDependentBandwidth) {
 }
 
 TEST(EncoderTest, ZeroDurationAndNoTimingHaveNoBandwidth) {
-  OpRecord r = base_coll();
+  OpRecord r = gpu_coll();
   CommInfo c = make_comm(3, 8);
   r.end_ns = r.start_ns;
   json j = encode(r, &c);
@@ -219,14 +231,14 @@ TEST(EncoderTest, ZeroDurationAndNoTimingHaveNoBandwidth) {
   EXPECT_FALSE(j.contains("algbw_gbs"));
   EXPECT_FALSE(j.contains("busbw_gbs"));
   EXPECT_FALSE(j.contains("ch_util"));
-  r = base_coll();
+  r = gpu_coll();
   r.timing = static_cast<uint8_t>(TimingSource::kNone);
   j = encode(r, &c);
   EXPECT_EQ(j["timing"], "none");
   EXPECT_FALSE(j.contains("dur_us"));
   EXPECT_FALSE(j.contains("start_wall_ns"));
   EXPECT_TRUE(j.contains("enqueue_wall_ns"));
-  r = base_coll();
+  r = gpu_coll();
   r.end_ns = r.start_ns - 1;  // stop before start: undefined, omitted
   j = encode(r, &c);
   EXPECT_FALSE(j.contains("dur_us"));
@@ -299,8 +311,38 @@ TEST(EncoderTest, FlagsNetHcasAndVerboseChannelTimes) {
   EXPECT_EQ(j["ch_times"][2], json::array({7, 2.5, 120}));
 }
 
+// Only the GPU timer's span measures a transfer. Proxy-observed kernel times
+// (2.23-2.26), network progress and the enqueue (copy-engine collectives on
+// 2.29+: ~0.6 us, which read 22,000 GB/s) keep their duration and timing but
+// carry no bandwidth, on collectives, P2P and CE ops alike.
+TEST(EncoderTest, CpuTimedOpsCarryNoBandwidth) {
+  CommInfo c = make_comm(3, 8);
+  for (TimingSource ts : {TimingSource::kProxyCpu, TimingSource::kNetCpu, TimingSource::kEnqueueCpu}) {
+    for (OpKind kind : {OpKind::kColl, OpKind::kP2p, OpKind::kCe}) {
+      OpRecord r = base_coll();
+      r.timing = static_cast<uint8_t>(ts);
+      r.kind = static_cast<uint8_t>(kind);
+      if (kind == OpKind::kP2p) {
+        r.func = static_cast<uint8_t>(Func::kSend);
+        r.peer = 5;
+      }
+      if (kind == OpKind::kCe) r.end_ns = r.start_ns + 600;  // an enqueue: 0.6 us
+      const json j = encode(r, &c);
+      const std::string where = std::to_string(static_cast<int>(ts)) + "/" + std::to_string(static_cast<int>(kind));
+      EXPECT_TRUE(j.contains("dur_us")) << where;
+      EXPECT_NE(j["timing"], "gpu") << where;
+      EXPECT_FALSE(j.contains("algbw_gbs")) << where;
+      EXPECT_FALSE(j.contains("busbw_gbs")) << where;
+      r.timing = static_cast<uint8_t>(TimingSource::kGpu);  // the control: the same op GPU-timed has both
+      const json g = encode(r, &c);
+      EXPECT_TRUE(g.contains("algbw_gbs")) << where;
+      EXPECT_TRUE(g.contains("busbw_gbs")) << where;
+    }
+  }
+}
+
 TEST(EncoderTest, P2pAndCe) {
-  OpRecord r = base_coll();
+  OpRecord r = gpu_coll();
   r.kind = static_cast<uint8_t>(OpKind::kP2p);
   r.func = static_cast<uint8_t>(Func::kSend);
   r.peer = 5;
@@ -314,7 +356,7 @@ TEST(EncoderTest, P2pAndCe) {
   EXPECT_FALSE(j.contains("root"));
   EXPECT_EQ(j["busbw_gbs"], j["algbw_gbs"]);  // p2p factor 1
 
-  r = base_coll();
+  r = gpu_coll();
   r.kind = static_cast<uint8_t>(OpKind::kCe);
   r.func = static_cast<uint8_t>(Func::kAllGather);
   r.channel_mask = 0;
