@@ -305,7 +305,8 @@ void hcas(const CollectSink& c, const ReadResult& res, const AnomalyOptions& o, 
   if (c.extra.empty()) return;
   // Normalised latency of each op within its (comm, func, bucket, kind).
   std::map<std::tuple<std::uint64_t, Func, int>, std::vector<double>> durs;
-  for (const auto& op : c.ops) durs[{op.comm_hash, op.func, size_bucket(op.bytes)}].push_back(op.dur_us);
+  for (const auto& op : c.ops)
+    if (!duration_is_enqueue(op.timing)) durs[{op.comm_hash, op.func, size_bucket(op.bytes)}].push_back(op.dur_us);
   std::map<std::tuple<std::uint64_t, Func, int>, double> med;
   for (auto& [k, v] : durs) med[k] = median_of(v);
   std::map<std::pair<std::string, std::string>, std::vector<double>> per_hca;            // (host, dev) -> ratios
@@ -317,7 +318,7 @@ void hcas(const CollectSink& c, const ReadResult& res, const AnomalyOptions& o, 
     const std::string host = op.file_idx < res.files.size() ? res.files[op.file_idx].host : "";
     for (const auto& h : c.extra[i].hcas) {
       if (h.bytes == 0) continue;
-      if (m > 0) per_hca[{host, h.dev}].push_back(op.dur_us / m);
+      if (m > 0 && !duration_is_enqueue(op.timing)) per_hca[{host, h.dev}].push_back(op.dur_us / m);
       bytes[op.file_idx][h.dev] += h.bytes;
     }
   }
@@ -375,8 +376,15 @@ void hcas(const CollectSink& c, const ReadResult& res, const AnomalyOptions& o, 
 
 AnomalyResult find_anomalies(const CollectSink& c, const ReadResult& res, const AnomalyOptions& o) {
   AnomalyResult out;
-  outliers(c.ops, res, o, out);
-  std::vector<Instance> ins = instances(c.ops);
+  // Durations that are only the enqueue say nothing about the op (model.h).
+  std::vector<Op> timed;
+  timed.reserve(c.ops.size());
+  for (const Op& op : c.ops) {
+    if (duration_is_enqueue(op.timing)) ++out.enqueue_timed;
+    else timed.push_back(op);
+  }
+  outliers(timed, res, o, out);
+  std::vector<Instance> ins = instances(timed);
   change_points(ins, res, o, out);
   bimodal(ins, res, o, out);
   channels(c, res, o, out);
@@ -396,6 +404,10 @@ Report anomalies_report(const AnomalyResult& r) {
   for (const auto& x : r.outliers)
     o.table.rows.push_back({x.comm_label, x.where, x.when, Cell(x.magnitude, 2), x.evidence});
   o.notes.push_back(std::to_string(r.outlier_count) + " outlier ops in total");
+  if (r.enqueue_timed)
+    f.notes.push_back(std::to_string(r.enqueue_timed) +
+                      " ops timed only by their enqueue (no GPU timer, or copy-engine collectives) not analysed: "
+                      "their duration is the CPU's enqueue, not the op's");
   return rep;
 }
 

@@ -48,6 +48,7 @@ struct AnomalyResult {
   std::vector<Finding> findings;   // everything but single outliers
   std::vector<Finding> outliers;   // worst single-op outliers (top N)
   std::uint64_t outlier_count = 0;
+  std::uint64_t enqueue_timed = 0;  // ops left out: their duration is only the enqueue (model.h)
 };
 
 AnomalyResult find_anomalies(const CollectSink& ops, const ReadResult& res, const AnomalyOptions& o);

@@ -18,14 +18,15 @@ struct CmpKey {
   int nranks;
   Algo algo;
   Proto proto;
-  auto tie() const { return std::tie(func, bucket, nranks, algo, proto); }
+  std::uint8_t timed;  // GroupKey::timed: GPU- and CPU-timed latencies are never compared with each other
+  auto tie() const { return std::tie(func, bucket, nranks, algo, proto, timed); }
   bool operator<(const CmpKey& o) const { return tie() < o.tie(); }
 };
 std::map<CmpKey, GroupAcc> collapse(const SummarySink& s) {
   std::map<CmpKey, GroupAcc> m;
   for (const auto& [k, a] : s.groups)
     if (k.kind == OpKind::kColl || k.kind == OpKind::kP2p)
-      m[{k.func, k.bucket, k.nranks, k.algo, k.proto}].merge(a);
+      m[{k.func, k.bucket, k.nranks, k.algo, k.proto, k.timed}].merge(a);
   return m;
 }
 double se_median(const QuantileSketch& q) {
@@ -88,13 +89,15 @@ CompareResult compare_runs(const std::vector<std::string>& base, const std::vect
         verdict = "small change";
       }
     }
-    row.insert(row.end(), {bw ? "busbw_gbs" : "lat_us", a.count, b.count, Cell(ma, 2), Cell(mbv, 2), Cell(change, 1),
+    row.insert(row.end(), {bw ? "busbw_gbs" : k.timed == 1 ? "lat_us_cpu_timed" : "lat_us", a.count, b.count, Cell(ma, 2), Cell(mbv, 2), Cell(change, 1),
                            Cell(noise, 1), verdict});
     s.table.rows.push_back(std::move(row));
   }
   s.notes.push_back("REGRESSION: busbw P50 down (or latency P50 up) by more than " +
                     std::to_string(static_cast<int>(o.threshold_pct)) +
                     "% and by more than noise_pct (3 standard errors of the medians, sigma from the IQR)");
+  s.notes.push_back("lat_us_cpu_timed: latency as the CPU saw it (no GPU timer, or a copy-engine collective's "
+                    "enqueue), compared only with the same in the other run");
   s.notes.push_back(std::to_string(cr.regressions) + " regressions, " + std::to_string(cr.improvements) +
                     " improvements in " + std::to_string(cr.compared) + " compared groups");
   return cr;

@@ -43,6 +43,12 @@ constexpr bool cpu_timed(Timing t) {
          t == Timing::kCollectiveCpu;
 }
 
+// The op's duration is only its enqueue on the CPU (no GPU timer: NCCL before
+// ABI v4 timing, copy-engine collectives): no measure of the op's run time, so
+// duration-based analyses (outliers, change points, bimodality, per-HCA time,
+// comm time per iteration) leave such ops out and say how many.
+constexpr bool duration_is_enqueue(Timing t) { return t == Timing::kEnqueueCpu; }
+
 std::string_view to_string(Func f);
 std::string_view to_string(Algo a);
 std::string_view to_string(Proto p);

@@ -244,3 +244,43 @@ TEST(Compare, RegressionExitsThree) {
   EXPECT_EQ(cli_rc("stragglers " + base), 0);
   EXPECT_EQ(cli_rc("anomalies -f json " + base), 0);
 }
+
+// An op timed only by its enqueue (NCCL 2.23-2.25, copy-engine collectives) has
+// a duration that is the CPU's enqueue: a 10x "slow" enqueue is no finding, and
+// the report says how many ops were left out. The control, the same ops
+// GPU-timed, finds the outlier, so the detector itself is not what is silent.
+TEST(Anomalies, EnqueueTimedDurationsAreNotFindings) {
+  ni::analysis::ReadResult res;
+  res.files.resize(1);
+  res.files[0].host = "h";
+  auto make = [](ni::analysis::Timing t) {
+    ni::analysis::CollectSink c;
+    for (int i = 0; i < 40; ++i) {
+      ni::analysis::Op op;
+      op.comm_hash = 0xa;
+      op.kind = ni::analysis::OpKind::kColl;
+      op.func = ni::analysis::Func::kAllReduce;
+      op.bytes = 1 << 20;
+      op.seq = static_cast<std::uint64_t>(i);
+      op.rank = 0;
+      op.nranks = 2;
+      op.timing = t;
+      op.dur_us = i == 25 ? 3.0 : 0.3 + 0.001 * (i % 7);
+      op.start_wall_ns = 1'700'000'000'000'000'000 + i * 1'000'000;
+      c.ops.push_back(op);
+    }
+    return c;
+  };
+  const ni::analysis::AnomalyOptions o;
+  const auto cpu = ni::analysis::find_anomalies(make(ni::analysis::Timing::kEnqueueCpu), res, o);
+  EXPECT_EQ(cpu.outlier_count, 0u);
+  EXPECT_TRUE(cpu.findings.empty());
+  EXPECT_EQ(cpu.enqueue_timed, 40u);
+  const auto rep = ni::analysis::anomalies_report(cpu);
+  bool noted = false;
+  for (const auto& n : rep.sections.at(0).notes) noted = noted || n.find("40 ops timed only by their enqueue") == 0;
+  EXPECT_TRUE(noted);
+  const auto gpu = ni::analysis::find_anomalies(make(ni::analysis::Timing::kGpu), res, o);
+  EXPECT_EQ(gpu.outlier_count, 1u);
+  EXPECT_EQ(gpu.enqueue_timed, 0u);
+}
