@@ -493,18 +493,19 @@ void lateness_heatmap(const Page& p, RSection& s) {
   std::vector<std::vector<double>> sum(gm.gpus.size(), std::vector<double>(bins, 0.0));
   std::vector<std::vector<std::uint32_t>> cnt(gm.gpus.size(), std::vector<std::uint32_t>(bins, 0));
   std::size_t instances = 0;
+  std::vector<double> late;
   for (std::size_t a = 0; a < idx.size();) {
     std::size_t b = a + 1;
     while (b < idx.size() && ops[idx[b]].comm_hash == ops[idx[a]].comm_hash && ops[idx[b]].func == ops[idx[a]].func &&
            ops[idx[b]].seq == ops[idx[a]].seq)
       ++b;
-    if (b - a >= 2) {
+    if (b - a >= 2 && instance_lateness(ops, idx, a, b, late)) {
       ++instances;
       const std::int64_t first = ops[idx[a]].start_wall_ns;
       const auto bin = std::min(bins - 1, static_cast<std::size_t>(static_cast<double>(first - t0) / span * static_cast<double>(bins)));
       for (std::size_t j = a; j < b; ++j) {
         const std::uint32_t g = gm.op_gpu[idx[j]];
-        sum[g][bin] += static_cast<double>(ops[idx[j]].start_wall_ns - first) / 1000.0;
+        sum[g][bin] += late[j - a];
         ++cnt[g][bin];
       }
     }
@@ -537,7 +538,7 @@ RTable lateness_table(const Page& p) {
   RTable t;
   t.title = "Ranks by lateness";
   t.columns = {"communicator", "rank", "host", "instances", "last %", "chance %", "z", "mean margin when last (us)",
-               "mean lateness (us)", "flag"};
+               "mean lateness (us)", "clock offset (us)", "flag"};
   std::vector<const RankLateness*> rl;
   for (const auto& r : sr.ranks) rl.push_back(&r);
   std::sort(rl.begin(), rl.end(), [](auto* a, auto* b) { return a->z > b->z; });
@@ -546,7 +547,8 @@ RTable lateness_table(const Page& p) {
     t.rows.push_back({q(comm_display(r.comm, res)), std::to_string(r.rank), q(r.host), std::to_string(r.ops),
                       num(100.0 * static_cast<double>(r.last) / static_cast<double>(std::max<std::uint64_t>(1, r.ops))),
                       num(100.0 / std::max(2, r.nranks)), num(r.z), num(r.last_margin_us), num(r.mean_lateness_us),
-                      q(r.flagged ? "LATE" : r.clock_suspect ? "clock?" : "")});
+                      num(r.clock_offset_us),
+                      q(r.flagged ? "LATE" : "")});
   }
   t.note = "Top 30 by z (how far above chance a rank is last); nccl-inspector stragglers has the rest.";
   return t;
@@ -555,7 +557,9 @@ RTable lateness_table(const Page& p) {
 void stragglers_section(const Page& p, std::vector<RSection>& out) {
   if (!p.timed) return;
   RSection s = section("stragglers", "Stragglers: lateness per rank over time");
-  s.note = "Lateness of a rank in a collective instance (comm, op, seq): its start minus the earliest rank's start. "
+  s.note = "Lateness of a rank in a collective instance (comm, op, seq), measured without clocks: the longest kernel "
+           "time of the instance minus the rank's own (the ranks end together, so the late rank waits least); "
+           "instances not GPU-timed on every rank are left out. "
            "Cell: the mean over the rank's instances in that time bin. A late rank is a bright row.";
   lateness_heatmap(p, s);
   s.tables.add(lateness_table(p).json());

@@ -20,61 +20,103 @@ std::string comm_display(std::uint64_t h, const ReadResult& res) {
 
 namespace {
 
+// Timed by the GPU: kernel start to kernel end, waiting for the peers included.
+bool gpu_kernel_timed(const Op& op) {
+  return (op.timing == Timing::kGpu || op.timing == Timing::kKernelGpu) && std::isfinite(op.dur_us) && op.dur_us > 0;
+}
+
+}  // namespace
+
+bool instance_lateness(const std::vector<Op>& ops, const std::vector<std::uint32_t>& idx, std::size_t b,
+                       std::size_t e, std::vector<double>& late) {
+  late.assign(e - b, kNaN);
+  for (std::size_t i = b; i < e; ++i)
+    if (!gpu_kernel_timed(ops[idx[i]])) return false;
+  // All ranks end together: arrival = end - kernel time, so the longest
+  // kernel arrived first and each rank is (longest - its own) late.
+  double mx = 0;
+  for (std::size_t i = b; i < e; ++i) mx = std::max(mx, ops[idx[i]].dur_us);
+  for (std::size_t i = b; i < e; ++i) late[i - b] = mx - ops[idx[i]].dur_us;
+  return true;
+}
+
+namespace {
+
 struct Acc {
   RankLateness r;
-  double margin_sum = 0, late_sum = 0;
+  double margin_sum = 0, margin_sq = 0, late_sum = 0;
+  std::vector<double> end_resid;  // us: its end - the instance's median end
 };
 // What the aligned instances add up to, per (comm, rank) and per comm.
 struct Alignment {
   std::map<std::pair<std::uint64_t, int>, Acc> acc;
   std::map<std::uint64_t, std::vector<double>> spreads;
   std::map<std::uint64_t, int> comm_nranks;
+  std::vector<double> late, ends;  // scratch
 };
 
-// One collective instance (comm, op, seq) seen on ranks idx[b, e), n >= 2: its
-// spread, each rank's lateness, and who was last (and whether its kernel was the shortest).
+// One collective instance (comm, op, seq) seen on ranks idx[b, e), n >= 2:
+// its start spread (clock-dependent), each rank's lateness and who came last
+// (clock-free where GPU-timed), and each rank's end against the others' (its
+// clock's offset).
 void add_instance(const std::vector<Op>& ops, const std::vector<std::uint32_t>& idx, std::size_t b,
                   std::size_t e, const ReadResult& res, StragglerResult& out, Alignment& al) {
   const Op& first = ops[idx[b]];
   const std::size_t n = e - b;
-  auto& acc = al.acc;
   ++out.aligned;
-  std::int64_t mn = INT64_MAX, mx = INT64_MIN, second = INT64_MIN;
-  std::size_t last = b, shortest = b;
+  std::int64_t mn = INT64_MAX, mx = INT64_MIN;
+  bool starts = true;
   for (std::size_t i = b; i < e; ++i) {
-    const Op& op = ops[idx[i]];
-    mn = std::min(mn, op.start_wall_ns);
-    if (op.start_wall_ns > mx) {
-      second = mx;
-      mx = op.start_wall_ns;
-      last = i;
-    } else {
-      second = std::max(second, op.start_wall_ns);
-    }
-    if (op.dur_us < ops[idx[shortest]].dur_us) shortest = i;
+    starts = starts && ops[idx[i]].has_start();
+    mn = std::min(mn, ops[idx[i]].start_wall_ns);
+    mx = std::max(mx, ops[idx[i]].start_wall_ns);
   }
-  const double spread = static_cast<double>(mx - mn) / 1000.0;
-  al.spreads[first.comm_hash].push_back(spread);
+  if (starts) al.spreads[first.comm_hash].push_back(static_cast<double>(mx - mn) / 1000.0);
   int& cn = al.comm_nranks[first.comm_hash];
   cn = std::max(cn, std::max(first.nranks, static_cast<int>(n)));
+
+  const bool measured = instance_lateness(ops, idx, b, e, al.late);
+  out.measured += measured;
+  std::size_t last = n, second = n;  // positions of the latest and next latest arrivals
+  if (measured)
+    for (std::size_t i = 0; i < n; ++i) {
+      if (last == n || al.late[i] > al.late[last]) {
+        second = last;
+        last = i;
+      } else if (second == n || al.late[i] > al.late[second]) {
+        second = i;
+      }
+    }
+  // Each rank's end on its own wall clock against the instance's median end.
+  double median_end = kNaN;
+  if (measured && starts) {
+    al.ends.clear();
+    for (std::size_t i = b; i < e; ++i)
+      al.ends.push_back(static_cast<double>(ops[idx[i]].start_wall_ns - mn) / 1000.0 + ops[idx[i]].dur_us);
+    std::vector<double> tmp = al.ends;
+    median_end = median_of(tmp);
+  }
   for (std::size_t i = b; i < e; ++i) {
     const Op& op = ops[idx[i]];
-    Acc& a = acc[{op.comm_hash, op.rank}];
-    if (a.r.ops == 0) {
+    Acc& a = al.acc[{op.comm_hash, op.rank}];
+    if (a.r.nranks == 0) {
       a.r.comm = op.comm_hash;
       a.r.rank = op.rank;
       a.r.host = op.file_idx < res.files.size() ? res.files[op.file_idx].host : "";
     }
     a.r.nranks = std::max(a.r.nranks, std::max(op.nranks, static_cast<int>(n)));
+    if (std::isfinite(median_end)) a.end_resid.push_back(al.ends[i - b] - median_end);
+    if (!measured) continue;
     ++a.r.ops;
-    a.late_sum += static_cast<double>(op.start_wall_ns - mn) / 1000.0;
+    a.late_sum += al.late[i - b];
     auto& h = out.hosts[a.r.host];
     ++h.second;
-    if (i == last) {
+    if (i - b == last) {
       ++a.r.last;
       ++h.first;
-      a.margin_sum += static_cast<double>(mx - second) / 1000.0;
-      if (shortest == last) ++a.r.confirmed;
+      const double m = al.late[last] - al.late[second];
+      a.margin_sum += m;
+      a.margin_sq += m * m;
     }
   }
 }
@@ -94,28 +136,57 @@ void align_collectives(const std::vector<Op>& ops, const std::vector<std::uint32
   }
 }
 
-// Each rank's scores against chance (1/nranks), its flags, and the order of the list.
-void score_ranks(const Alignment& al, const StragglerOptions& o, StragglerResult& out) {
-  for (const auto& [key, a] : al.acc) {
+// Each rank's scores against chance (1/nranks), its clock offset, its flag, and the order of the list.
+void score_ranks(Alignment& al, const StragglerOptions& o, StragglerResult& out) {
+  for (auto& [key, a] : al.acc) {
     RankLateness r = a.r;
     r.mean_lateness_us = r.ops ? a.late_sum / static_cast<double>(r.ops) : 0;
-    r.last_margin_us = r.last ? a.margin_sum / static_cast<double>(r.last) : 0;
+    const double L = static_cast<double>(r.last);
+    r.last_margin_us = r.last ? a.margin_sum / L : 0;
+    r.margin_sd_us = r.last > 1 ? std::sqrt(std::max(0.0, (a.margin_sq - L * r.last_margin_us * r.last_margin_us) / (L - 1))) : 0;
     const double p = 1.0 / std::max(2, r.nranks);
     const double N = static_cast<double>(r.ops);
-    r.z = N > 0 ? (static_cast<double>(r.last) - N * p) / std::sqrt(N * p * (1 - p)) : 0;
-    const double frac = N > 0 ? static_cast<double>(r.last) / N : 0;
-    const double L = static_cast<double>(r.last);
-    r.confirm_z = L > 0 ? (static_cast<double>(r.confirmed) - L * p) / std::sqrt(L * p * (1 - p)) : 0;
-    const bool late = r.z > 4 && frac >= o.min_last_fraction && r.last_margin_us > o.threshold_us;
-    r.flagged = late && r.confirm_z > o.min_confirm_z;
-    r.clock_suspect = late && !r.flagged;
+    r.z = N > 0 ? (L - N * p) / std::sqrt(N * p * (1 - p)) : 0;
+    const double frac = N > 0 ? L / N : 0;
+    r.flagged = r.z > 4 && frac >= o.min_last_fraction && r.last_margin_us > o.threshold_us;
+    if (!a.end_resid.empty()) {
+      r.clock_samples = a.end_resid.size();
+      r.clock_offset_us = median_of(a.end_resid);
+      for (double& x : a.end_resid) x = std::fabs(x - r.clock_offset_us);
+      r.clock_spread_us = 1.4826 * median_of(a.end_resid);
+      a.end_resid = {};
+    }
     out.ranks.push_back(std::move(r));
   }
   std::sort(out.ranks.begin(), out.ranks.end(), [](const RankLateness& a, const RankLateness& b) {
     if (a.flagged != b.flagged) return a.flagged;
-    if (a.clock_suspect != b.clock_suspect) return a.clock_suspect;
     return a.last_margin_us * static_cast<double>(a.last) > b.last_margin_us * static_cast<double>(b.last);
   });
+}
+
+// Per comm: the range of its ranks' clock offsets.
+void comm_clocks(StragglerResult& out) {
+  std::map<std::uint64_t, std::pair<const RankLateness*, const RankLateness*>> ext;  // comm -> (ahead, behind)
+  std::map<std::uint64_t, CommClock> m;
+  for (const auto& r : out.ranks) {
+    if (r.clock_samples == 0) continue;
+    auto& [hi, lo] = ext[r.comm];
+    if (hi == nullptr || r.clock_offset_us > hi->clock_offset_us) hi = &r;
+    if (lo == nullptr || r.clock_offset_us < lo->clock_offset_us) lo = &r;
+    CommClock& c = m[r.comm];
+    ++c.ranks;
+    c.spread_us = std::max(c.spread_us, r.clock_spread_us);
+  }
+  for (auto& [comm, c] : m) {
+    const auto [hi, lo] = ext[comm];
+    c.comm = comm;
+    c.range_us = hi->clock_offset_us - lo->clock_offset_us;
+    c.ahead_rank = hi->rank;
+    c.ahead_host = hi->host;
+    c.behind_rank = lo->rank;
+    c.behind_host = lo->host;
+    out.clocks.push_back(std::move(c));
+  }
 }
 
 // Start skew per communicator: percentiles and a histogram of the instances' spreads.
@@ -183,12 +254,10 @@ StragglerResult find_stragglers(const std::vector<Op>& ops, const ReadResult& re
   std::vector<std::uint32_t> p2p;
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
-    if (!op.has_start()) {
-      ++out.no_start;
-      continue;
-    }
-    if (op.kind == OpKind::kColl) idx.push_back(static_cast<std::uint32_t>(i));
-    else if (op.kind == OpKind::kP2p) p2p.push_back(static_cast<std::uint32_t>(i));
+    if (!op.has_start()) ++out.no_start;
+    if (op.kind == OpKind::kColl && (op.comm_hash == 0 || op.rank < 0)) ++out.no_identity;
+    else if (op.kind == OpKind::kColl) idx.push_back(static_cast<std::uint32_t>(i));
+    else if (op.kind == OpKind::kP2p && op.has_start()) p2p.push_back(static_cast<std::uint32_t>(i));
   }
   std::sort(idx.begin(), idx.end(), [&](std::uint32_t a, std::uint32_t b) {
     const Op &x = ops[a], &y = ops[b];
@@ -197,6 +266,7 @@ StragglerResult find_stragglers(const std::vector<Op>& ops, const ReadResult& re
   Alignment al;
   align_collectives(ops, idx, res, out, al);
   score_ranks(al, o, out);
+  comm_clocks(out);
   comm_skews(al, o, out);
   p2p_skews(ops, p2p, out);
   return out;
@@ -206,33 +276,37 @@ Report stragglers_report(const StragglerResult& r, const ReadResult& res, const 
   Report rep;
   Section& f = rep.add("stragglers", "Late ranks (flagged first)");
   f.table.columns = {"comm", "rank", "host", "ops", "last", "last_pct", "chance_pct", "z", "margin_when_last_us",
-                     "mean_lateness_us", "confirmed_pct", "flagged"};
+                     "margin_sd_us", "mean_lateness_us", "clock_offset_us", "flagged"};
   std::size_t shown = 0;
   for (const auto& k : r.ranks) {
-    if (!k.flagged && !k.clock_suspect && shown >= 20) break;
+    if (!k.flagged && shown >= 20) break;
     ++shown;
+    const double ops = static_cast<double>(std::max<std::uint64_t>(1, k.ops));
     f.table.rows.push_back({comm_display(k.comm, res), k.rank, k.host, k.ops, k.last,
-                            Cell(100.0 * static_cast<double>(k.last) / static_cast<double>(std::max<std::uint64_t>(1, k.ops)), 1),
-                            Cell(100.0 / std::max(2, k.nranks), 1), Cell(k.z, 1), Cell(k.last_margin_us, 2),
-                            Cell(k.mean_lateness_us, 2),
-                            Cell(k.last ? 100.0 * static_cast<double>(k.confirmed) / static_cast<double>(k.last) : kNaN, 1),
-                            k.flagged ? "LATE" : k.clock_suspect ? "clock?" : ""});
+                            Cell(k.ops ? 100.0 * static_cast<double>(k.last) / ops : kNaN, 1),
+                            Cell(100.0 / std::max(2, k.nranks), 1), Cell(k.ops ? k.z : kNaN, 1),
+                            Cell(k.last ? k.last_margin_us : kNaN, 2), Cell(k.last > 1 ? k.margin_sd_us : kNaN, 2),
+                            Cell(k.ops ? k.mean_lateness_us : kNaN, 2),
+                            Cell(k.clock_offset_us, 1), k.flagged ? "LATE" : ""});
   }
-  char buf[240];
+  char buf[320];
   std::snprintf(buf, sizeof buf,
-                "flagged: last far more often than chance (binomial z > 4), in >= %.0f%% of its ops, by > %.1f us",
+                "LATE: last far more often than chance (binomial z > 4 against 1/nranks), in >= %.0f%% of its ops, "
+                "by > %.1f us on average (--threshold-us)",
                 100 * o.min_last_fraction, o.threshold_us);
   f.notes.push_back(buf);
-  std::snprintf(buf, sizeof buf,
-                "LATE also needs the clock-free confirmation: when last, its kernel was the shortest (it waited least) "
-                "far more often than chance (binomial z > %.0f)",
-                o.min_confirm_z);
-  f.notes.push_back(buf);
-  f.notes.push_back("confirmed_pct: when last, how often its kernel was also the shortest");
-  f.notes.push_back("clock?: last by start time but not confirmed by durations: most likely an offset between the "
-                    "clocks of processes or hosts (see the clock uncertainty under Health in `validate` or `summary`), not a late rank");
-  f.notes.push_back(std::to_string(r.aligned) + " aligned collectives, " + std::to_string(r.single_rank) +
-                    " seen on one rank only, " + std::to_string(r.no_start) + " ops without start time");
+  f.notes.push_back("arrival without clocks: the ranks of a collective end together, so a rank's GPU kernel time is "
+                    "the common end minus its arrival; the late rank has the shortest kernel and its margin is the "
+                    "next shortest kernel time minus its own. Only instances GPU-timed on every rank are measured "
+                    "(a CPU-timed start is when a CPU saw the op, not when the rank arrived)");
+  f.notes.push_back("clock_offset_us: median of its kernel end minus the instance's median end, on the wall clock "
+                    "of each process (+ = its times run ahead); what the start skew below is off by");
+  f.notes.push_back(std::to_string(r.aligned) + " aligned collectives, " + std::to_string(r.measured) +
+                    " of them GPU-timed on every rank (measured), " + std::to_string(r.aligned - r.measured) +
+                    " not; " + std::to_string(r.single_rank) + " seen on one rank only; " +
+                    std::to_string(r.no_identity) +
+                    " collectives without communicator hash or rank (profiler ABI v1-v3): not aligned; " +
+                    std::to_string(r.no_start) + " ops without start time");
   Section& h = rep.add("hosts", "Hosts");
   h.table.columns = {"host", "instances", "last", "last_pct", "flagged_ranks"};
   for (const auto& [host, v] : r.hosts) {
@@ -242,7 +316,18 @@ Report stragglers_report(const StragglerResult& r, const ReadResult& res, const 
     h.table.rows.push_back({host, v.second, v.first,
                             Cell(100.0 * static_cast<double>(v.first) / static_cast<double>(std::max<std::uint64_t>(1, v.second)), 1), fl});
   }
-  Section& s = rep.add("skew", "Start skew per communicator (max - min kernel start)");
+  if (!r.clocks.empty()) {
+    Section& c = rep.add("clocks", "Clock agreement per communicator (from the collectives' common end)");
+    c.table.columns = {"comm", "ranks", "offset_range_us", "uncertainty_us", "most_ahead", "most_behind"};
+    for (const auto& x : r.clocks)
+      c.table.rows.push_back({comm_display(x.comm, res), x.ranks, Cell(x.range_us, 1), Cell(x.spread_us, 1),
+                              "rank " + std::to_string(x.ahead_rank) + " on " + x.ahead_host,
+                              "rank " + std::to_string(x.behind_rank) + " on " + x.behind_host});
+    c.notes.push_back("offset_range_us: how far apart the ranks' wall clocks are (largest minus smallest rank offset); "
+                      "start-time skews and trace positions across these ranks are off by up to that much. "
+                      "uncertainty_us: the largest per-rank scatter (1.4826 x MAD) of those offsets");
+  }
+  Section& s = rep.add("skew", "Start skew per communicator (max - min kernel start, on the ranks' own clocks)");
   s.table.columns = {"comm", "nranks", "instances", "p50_us", "p90_us", "p99_us", "max_us", "over_threshold_pct",
                      "<1us", "1-5us", "5-20us", "20-100us", "0.1-1ms", ">=1ms"};
   for (const auto& c : r.comms) {
@@ -265,27 +350,24 @@ Report stragglers_report(const StragglerResult& r, const ReadResult& res, const 
 
 namespace {
 
-// Late ranks: findings for the report's table (stragglers and suspected clock
-// offsets) and markers on the trace (stragglers only).
+// Late ranks: findings for the report's table and markers on the trace.
 std::vector<Marker> straggler_markers(const StragglerResult& sr, const ReadResult& res) {
   std::vector<Marker> v;
   for (const auto& rl : sr.ranks) {
-    if (!rl.flagged && !rl.clock_suspect) continue;
+    if (!rl.flagged) continue;
     Marker m;
-    m.kind = rl.flagged ? "straggler" : "clock_offset?";
+    m.kind = "straggler";
     m.comm_label = comm_display(rl.comm, res);
     m.where = "rank " + std::to_string(rl.rank) + " on " + rl.host;
     m.magnitude = rl.mean_lateness_us;
-    char ev[240];
-    const double conf = rl.last ? 100.0 * static_cast<double>(rl.confirmed) / static_cast<double>(rl.last) : 0;
+    char ev[300];
     std::snprintf(ev, sizeof ev,
-                  "last in %llu of %llu instances (z %.1f), by %.1f us on average; its kernel the shortest in "
-                  "%.0f%% of those%s",
+                  "last in %llu of %llu instances (z %.1f, chance %.0f%%), by %.1f +- %.1f us on average "
+                  "(from kernel times: no clocks involved)",
                   static_cast<unsigned long long>(rl.last), static_cast<unsigned long long>(rl.ops), rl.z,
-                  rl.last_margin_us, conf,
-                  rl.flagged ? "" : " (not above chance: likely a clock offset between processes/hosts)");
+                  100.0 / std::max(2, rl.nranks), rl.last_margin_us, rl.margin_sd_us);
     m.evidence = ev;
-    m.in_trace = rl.flagged;
+    m.in_trace = true;
     m.track = "stragglers";
     m.comm = rl.comm;
     m.rank = rl.rank;
@@ -309,10 +391,10 @@ std::vector<Marker> straggler_markers(const StragglerResult& sr, const ReadResul
 class StragglersAnalysis : public Analysis {
  public:
   std::string_view name() const override { return "stragglers"; }
-  std::string_view help() const override { return "cross-rank alignment: late ranks/hosts and start skew"; }
+  std::string_view help() const override { return "late ranks/hosts (clock-free), clock agreement and start skew"; }
   Input input() const override { return Input::kOps; }
   void options(std::vector<OptionSpec>& o) override {
-    o.push_back({"--threshold-us", "start skew that counts as late (NPKit: 5 us)", &opt_.threshold_us, true});
+    o.push_back({"--threshold-us", "mean margin (us) a rank must be last by to be LATE (NPKit: 5 us)", &opt_.threshold_us, true});
     o.push_back({"--min-last-fraction", "flag a rank last in at least this fraction of its ops",
                  &opt_.min_last_fraction, true});
   }

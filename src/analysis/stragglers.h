@@ -1,7 +1,11 @@
-// `stragglers`: aligns every (comm, op, seq) across ranks on the wall clock
-// (P2P: a send with the matching recv by comm/peer/order) and finds the ranks
-// and hosts that arrive last, with the duration asymmetry (the late rank waits
-// least, so its kernel is the shortest) as a clock-free confirmation.
+// `stragglers`: finds the ranks and hosts that arrive last at collectives,
+// measured without trusting clocks. Every rank of a collective instance (comm,
+// op, seq) finishes at about the same time, so a rank's GPU kernel time is the
+// common end minus its arrival: the late rank's kernel is the shortest, and
+// how late it came is the difference of kernel times (no cross-process clock
+// involved). The same common end calibrates each rank's wall clock against the
+// others' (its end-time offset). Start skew per communicator and P2P skew are
+// clock-dependent and shown as such.
 #pragma once
 
 #include <map>
@@ -16,27 +20,33 @@ namespace ni::analysis {
 struct StragglerOptions {
   double threshold_us = 5.0;        // NPKit: > 5 us between ranks is a synchronisation problem
   double min_last_fraction = 0.3;   // and last this often (and far above chance, binomial z > 4)
-  double min_confirm_z = 3.0;       // and, when last, the shortest kernel far above chance
 };
+
+// Each rank's lateness in one instance (ops[idx[b..e)]), in us after the
+// earliest arrival, into `late` (resized to e - b), measured from kernel
+// times: false (nothing measured) unless every rank's op is GPU-timed. A
+// CPU-timed start is when a CPU saw the op, not when the rank arrived.
+bool instance_lateness(const std::vector<Op>& ops, const std::vector<std::uint32_t>& idx, std::size_t b,
+                       std::size_t e, std::vector<double>& late);
 
 struct RankLateness {
   std::uint64_t comm = 0;
   int rank = -1;
   int nranks = 0;
   std::string host;
-  std::uint64_t ops = 0;          // aligned instances the rank took part in
-  std::uint64_t last = 0;         // instances where it started last
-  double last_margin_us = 0;      // mean (its start - next latest start) when last
-  double mean_lateness_us = 0;    // mean (its start - earliest start)
-  std::uint64_t confirmed = 0;    // when last, its duration was also the shortest
+  std::uint64_t ops = 0;          // instances where its arrival was measured (from kernel times)
+  std::uint64_t last = 0;         // instances where it arrived last
+  double last_margin_us = 0;      // mean (its arrival - the next latest arrival) when last
+  double margin_sd_us = 0;        // standard deviation of that margin
+  double mean_lateness_us = 0;    // mean (its arrival - earliest arrival)
   double z = 0;                   // binomial z of `last` against chance (1/nranks)
-  double confirm_z = 0;           // binomial z of `confirmed` against chance (1/nranks of `last`)
-  // Late by start time and confirmed by durations: a straggler.
-  bool flagged = false;
-  // Late by start time only: its kernels are not the shortest when it is last,
-  // so the lateness is most likely an offset between the clocks of processes
-  // or hosts (each aligns its GPU clock on its own), not a late rank.
-  bool clock_suspect = false;
+  bool flagged = false;           // a straggler (StragglerOptions)
+  // Its wall clock against the other ranks' of the comm, from the instances'
+  // common end (GPU-timed instances with >= 2 ranks): median of (its end - the
+  // instance's median end); + = its times run ahead. NaN without such instances.
+  std::uint64_t clock_samples = 0;
+  double clock_offset_us = kNaN;
+  double clock_spread_us = kNaN;  // 1.4826 x MAD of those residuals: the offset's scatter
 };
 
 struct CommSkew {
@@ -56,12 +66,26 @@ struct P2pSkew {
   double p90_abs_us = 0;
 };
 
+// Per communicator: how far its ranks' wall clocks disagree (from the
+// ranks' end-time offsets).
+struct CommClock {
+  std::uint64_t comm = 0;
+  int ranks = 0;               // ranks with an offset estimate
+  double range_us = 0;         // max - min offset
+  double spread_us = 0;        // largest per-rank scatter (uncertainty of an offset)
+  int ahead_rank = -1, behind_rank = -1;
+  std::string ahead_host, behind_host;
+};
+
 struct StragglerResult {
   std::vector<RankLateness> ranks;
   std::vector<CommSkew> comms;
+  std::vector<CommClock> clocks;
   std::vector<P2pSkew> p2p;
-  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> hosts;  // host -> (last, instances)
+  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> hosts;  // host -> (last, instances measured)
   std::uint64_t aligned = 0, single_rank = 0, no_start = 0;
+  std::uint64_t measured = 0;      // aligned instances with every rank GPU-timed
+  std::uint64_t no_identity = 0;   // collectives without comm hash or rank (ABI v1-v3): not aligned
 };
 
 StragglerResult find_stragglers(const std::vector<Op>& ops, const ReadResult& res,

@@ -442,6 +442,8 @@ void TraceBuild::pair_collectives(std::vector<std::uint32_t>& coll_k) {
     return std::make_tuple(x.comm_hash, x.func, x.seq, x.start_wall_ns, a) <
            std::make_tuple(y.comm_hash, y.func, y.seq, y.start_wall_ns, b);
   });
+  std::vector<std::uint32_t> group;
+  std::vector<double> late;
   for (std::size_t a = 0; a < coll_k.size();) {
     const Op& first = ops[sel[coll_k[a]]];
     std::size_t b = a + 1;
@@ -453,11 +455,13 @@ void TraceBuild::pair_collectives(std::vector<std::uint32_t>& coll_k) {
     if (b - a >= 2) {  // sorted by start within the group: coll_k[a] is the earliest
       const std::uint32_t src = coll_k[a];
       const int src_pid = pid_of_sel(src);
-      for (std::size_t j = a; j < b; ++j) {
-        const std::uint32_t k = coll_k[j];
-        late_us_[k] = static_cast<float>(static_cast<double>(ops[sel[k]].start_wall_ns - first.start_wall_ns) / 1000.0);
-        if (j > a && o_.flows && pid_of_sel(k) != src_pid) flows_.push_back({src, k});
-      }
+      group.clear();
+      for (std::size_t j = a; j < b; ++j) group.push_back(sel[coll_k[j]]);
+      // Lateness measured without clocks where the ranks are GPU-timed (stragglers.h).
+      if (instance_lateness(ops, group, 0, group.size(), late))
+        for (std::size_t j = a; j < b; ++j) late_us_[coll_k[j]] = static_cast<float>(late[j - a]);
+      for (std::size_t j = a + 1; j < b; ++j)
+        if (o_.flows && pid_of_sel(coll_k[j]) != src_pid) flows_.push_back({src, coll_k[j]});
     }
     a = b;
   }

@@ -40,6 +40,11 @@ const std::vector<Entry>& table() {
         "nccl-inspector-<SLURM_JOB_ID>, or nccl-inspector-unknown-jobid outside SLURM, relative to the "
         "working directory."},
        NI_STR(dump_dir)},
+      {{"NCCL_INSPECTOR_HOSTNAME", SettingType::kString, "<gethostname()>", 0, 0,
+        "Host name written in the log and its file name (characters other than letters, digits, '-', '_' "
+        "and '.' become '_'). For containers whose hostname is not the node's: pass the node's name, e.g. "
+        "docker -e NCCL_INSPECTOR_HOSTNAME=$(hostname); the analyzer groups ranks by host with it."},
+       NI_STR(host_name)},
       {{"NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS", SettingType::kInt, "100000", 100, 60000000,
         "How often the dump thread drains the rings and writes. It also wakes early when a ring passes "
         "half full, and finalize / process exit always drain at once."},

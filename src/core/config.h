@@ -15,6 +15,7 @@ namespace ni {
 struct Config {
   bool enable = true;                  // NCCL_INSPECTOR_ENABLE
   std::string dump_dir;                // NCCL_INSPECTOR_DUMP_DIR ("" = derived default)
+  std::string host_name;               // NCCL_INSPECTOR_HOSTNAME ("" = gethostname())
   int64_t dump_interval_us = 100000;   // NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS
   bool dump_verbose = false;           // NCCL_INSPECTOR_DUMP_VERBOSE
   bool json_dump = true;               // NCCL_INSPECTOR_JSON_DUMP

@@ -247,6 +247,10 @@ struct RunResult {
   std::string bound_symbol;  // "ncclProfiler_v5"
   std::vector<TruthOp> truth;
   Summary summary;
+  // The planted culprits (the workload's truth knobs) and the job's shape,
+  // written as "planted" lines after the ops.
+  TruthKnobs planted;
+  int world = 0, nodes = 1;
 };
 
 RunResult run(const Options& o);

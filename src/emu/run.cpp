@@ -340,6 +340,9 @@ RunResult run_impl(const Options& o) {
   res.summary.callbacks["dlclose"] = static_cast<uint64_t>(loader.unloads());
   for (const TruthOp& t : res.truth) ++res.summary.ops_by_comm_kind[t.comm + "/" + t.kind];
   res.summary.wall_s = static_cast<double>(now_mono_ns() - P.t0_mono_ns) / 1e9;
+  res.planted = o.workload.truth;
+  res.world = P.world;
+  res.nodes = std::max(1, P.nodes);
   if (P.foreign_page != reinterpret_cast<void*>(uintptr_t{0xdead0000})) munmap(P.foreign_page, 4096);
   res.ok = true;
   return res;

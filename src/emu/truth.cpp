@@ -51,6 +51,28 @@ std::string truth_op_json(const TruthOp& t) { return op_json(t).dump(); }
 
 void write_truth_jsonl(std::ostream& os, const RunResult& r) {
   for (const TruthOp& t : r.truth) os << op_json(t).dump() << '\n';
+  // The culprits planted in the model: what a detector should name.
+  const TruthKnobs& k = r.planted;
+  const int per_node = std::max(1, r.world / std::max(1, r.nodes));
+  for (const auto& [g, us] : k.rank_skew_us) {
+    nlohmann::json j{{"type", "planted"}, {"kind", "straggler"}, {"world_rank", g}, {"node", g / per_node},
+                     {"skew_us", us}};
+    os << j.dump() << '\n';
+  }
+  for (const auto& [ch, f] : k.channel_slowdown)
+    os << nlohmann::json{{"type", "planted"}, {"kind", "slow_channel"}, {"channel", ch}, {"factor", f}}.dump() << '\n';
+  for (const auto& [h, f] : k.hca_slowdown)
+    os << nlohmann::json{{"type", "planted"}, {"kind", "slow_hca"}, {"hca", h}, {"factor", f}}.dump() << '\n';
+  if (k.congestion_factor != 1 && k.congestion_from >= 0)
+    os << nlohmann::json{{"type", "planted"},          {"kind", "congestion"}, {"from_op", k.congestion_from},
+                         {"to_op", k.congestion_to}, {"factor", k.congestion_factor}}
+              .dump()
+       << '\n';
+  if (k.bimodal_p > 0)
+    os << nlohmann::json{{"type", "planted"}, {"kind", "bimodal"}, {"proto", k.bimodal_proto}, {"p", k.bimodal_p},
+                         {"factor", k.bimodal_factor}}
+              .dump()
+       << '\n';
   nlohmann::json s;
   s["type"] = "summary";
   s["bound_abi"] = r.bound_abi;
@@ -60,6 +82,8 @@ void write_truth_jsonl(std::ostream& os, const RunResult& r) {
   s["callbacks"] = r.summary.callbacks;
   s["total_callbacks"] = r.summary.total_callbacks;
   s["wall_s"] = r.summary.wall_s;
+  s["world"] = r.world;
+  s["nodes"] = r.nodes;
   os << s.dump() << '\n';
 }
 

@@ -132,7 +132,9 @@ bool DumpSink::start_locked(const Config& cfg) {
 
   const GetEnv getenv_fn = opts_.getenv ? opts_.getenv : GetEnv([](const char* n) { return std::getenv(n); });
   meta_.plugin_version = opts_.plugin_version.empty() ? std::string(kVersion) : opts_.plugin_version;
-  meta_.host = opts_.host.empty() ? host_name() : sanitize_for_filename(opts_.host);
+  meta_.host = !opts_.host.empty()     ? sanitize_for_filename(opts_.host)
+               : !cfg_.host_name.empty() ? sanitize_for_filename(cfg_.host_name)
+                                         : host_name();
   meta_.pid = owner_pid_;
   const std::string stamp = start_stamp(wall);
   meta_.job = detect_job(getenv_fn, meta_.host + "-" + std::to_string(meta_.pid) + "-" + stamp);

@@ -278,6 +278,28 @@ TEST(DumpSinkTest, RestartInTheSameProcessNeverOverwrites) {
   EXPECT_EQ(testing::count_type(lines, "end"), 3u);
 }
 
+// NCCL_INSPECTOR_HOSTNAME (a container's hostname is not the node's; the
+// emulator's hosts): the name in meta and in the file name, made file-safe.
+TEST(DumpSinkTest, HostNameSettingNamesTheLogAndItsFile) {
+  TempDir d;
+  SinkOptions o;
+  o.exit_hook = false;
+  o.trigger_check_ns = 10000000;
+  DumpSink sink(std::make_unique<FakeSource>(), o);
+  Config c = test_config(d.path());
+  c.host_name = "node 7/a";
+  sink.start(c, nullptr);
+  sink.stop();
+  const auto files = testing::list_dir(d.path());
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_EQ(files[0].rfind("node_7_a-pid", 0), 0u) << files[0];
+  const auto lines = all_lines(d.path());
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines[0]["type"], "meta");
+  EXPECT_EQ(lines[0]["host"], "node_7_a");
+  EXPECT_EQ(lines[0]["config"]["NCCL_INSPECTOR_HOSTNAME"], "node 7/a");
+}
+
 TEST(DumpSinkTest, RotationRepeatsMetaAndLiveComms) {
   TempDir d;
   Rig rig;
