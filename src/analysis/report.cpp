@@ -270,6 +270,30 @@ RTable clock_table(const Page& p) {
   return c;
 }
 
+// What the clock calibration shifted (stragglers.h), per communicator.
+RTable calibration_table(const Page& p) {
+  RTable c;
+  c.title = "Clock calibration (from the collectives' common end)";
+  c.columns = {"communicator", "ranks", "offset range before (us)", "uncertainty (us)", "most ahead", "largest shift (us)"};
+  const ClockCalibration* cal = p.o.calibration;
+  if (cal == nullptr) {
+    c.note = "Not calibrated (--no-clock-calibration): charts place each rank at its logged times.";
+    return c;
+  }
+  for (const CommClock& x : cal->comms) {
+    double largest = 0;
+    for (auto it = cal->shift_ns.lower_bound({x.comm, INT32_MIN}); it != cal->shift_ns.end() && it->first.first == x.comm; ++it)
+      largest = std::max(largest, static_cast<double>(it->second) / 1000.0);
+    c.rows.push_back({q(comm_display(x.comm, p.res)), std::to_string(x.ranks), num(x.range_us), num(x.spread_us),
+                      q("rank " + std::to_string(x.ahead_rank) + " on " + x.ahead_host), num(largest)});
+  }
+  c.note = std::to_string(cal->comms.size()) + " of " + std::to_string(cal->comms_measured) +
+           " communicators with GPU-timed collectives had ranks whose clocks disagree; each of their ranks is "
+           "shifted by its offset (its kernel ends against the others') to the rank least ahead, so every "
+           "chart puts the ranks on one timeline. --no-clock-calibration: times as logged.";
+  return c;
+}
+
 // Every registered analysis's findings (analysis.h), in registry order.
 RTable findings_table(const Page& p) {
   RTable fd;
@@ -284,10 +308,12 @@ RTable findings_table(const Page& p) {
 
 void health_section(const Page& p, std::vector<RSection>& out) {
   RSection s = section("health", "Overview and health");
-  s.note = "Read this first: losses, truncation and clock uncertainty bound what the charts can show.";
+  s.note = "Read this first: the findings (each with its evidence), then the losses, truncation and clock "
+           "uncertainty that bound what the charts can show.";
+  s.tables.add(findings_table(p).json());
   s.tables.add(input_table(p).json());
   s.tables.add(clock_table(p).json());
-  s.tables.add(findings_table(p).json());
+  s.tables.add(calibration_table(p).json());
   out.push_back(std::move(s));
 }
 

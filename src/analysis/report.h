@@ -17,6 +17,8 @@
 
 namespace ni::analysis {
 
+struct ClockCalibration;  // stragglers.h
+
 struct ReportOptions {
   std::string title = "nccl-inspector report";
   std::size_t max_comm_charts = 12;  // busbw-over-time charts (the busiest communicators)
@@ -24,6 +26,7 @@ struct ReportOptions {
   std::size_t heat_bins = 120;       // lateness heatmap columns
   std::string_view plotly_js;  // the Plotly.js bundle to inline (required: write_report throws without one)
   std::string plotly_label;    // its name and version, for the page's footer
+  const ClockCalibration* calibration = nullptr;  // applied to the ops (the health section says so)
 };
 
 struct ReportStats {

@@ -153,7 +153,7 @@ void score_ranks(Alignment& al, const StragglerOptions& o, StragglerResult& out)
       r.clock_samples = a.end_resid.size();
       r.clock_offset_us = median_of(a.end_resid);
       for (double& x : a.end_resid) x = std::fabs(x - r.clock_offset_us);
-      r.clock_spread_us = 1.4826 * median_of(a.end_resid);
+      r.clock_spread_us = std::round(1.4826 * median_of(a.end_resid) * 1000.0) / 1000.0;  // ns: no float noise
       a.end_resid = {};
     }
     out.ranks.push_back(std::move(r));
@@ -270,6 +270,36 @@ StragglerResult find_stragglers(const std::vector<Op>& ops, const ReadResult& re
   comm_skews(al, o, out);
   p2p_skews(ops, p2p, out);
   return out;
+}
+
+ClockCalibration calibrate_clocks(const StragglerResult& r) {
+  ClockCalibration cal;
+  cal.comms_measured = r.clocks.size();
+  std::map<std::uint64_t, double> least;  // comm -> least offset (us)
+  for (const CommClock& c : r.clocks) {
+    if (c.ranks < 2 || c.range_us <= ClockCalibration::kMinCorrectionUs || c.range_us <= 3 * c.spread_us) continue;
+    least[c.comm] = kNaN;
+    cal.comms.push_back(c);
+  }
+  for (const auto& k : r.ranks) {
+    auto it = least.find(k.comm);
+    if (it != least.end() && k.clock_samples > 0 && !(it->second <= k.clock_offset_us)) it->second = k.clock_offset_us;
+  }
+  for (const auto& k : r.ranks) {
+    auto it = least.find(k.comm);
+    if (it == least.end() || k.clock_samples == 0) continue;
+    cal.shift_ns[{k.comm, k.rank}] = std::llround((k.clock_offset_us - it->second) * 1000.0);
+  }
+  return cal;
+}
+
+void apply_clock_calibration(const ClockCalibration& c, std::vector<Op>& ops) {
+  if (c.shift_ns.empty()) return;
+  for (Op& op : ops) {
+    if (!op.has_start()) continue;
+    auto it = c.shift_ns.find({op.comm_hash, op.rank});
+    if (it != c.shift_ns.end()) op.start_wall_ns -= it->second;
+  }
 }
 
 Report stragglers_report(const StragglerResult& r, const ReadResult& res, const StragglerOptions& o) {

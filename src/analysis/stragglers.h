@@ -90,6 +90,22 @@ struct StragglerResult {
 
 StragglerResult find_stragglers(const std::vector<Op>& ops, const ReadResult& res,
                                 const StragglerOptions& o);
+
+// Every rank on one timeline: each (comm, rank)'s times shifted by its clock
+// offset from the collectives' common end, relative to the rank of its comm
+// whose clock is least ahead. The plugin's GPU->wall estimate errs only one
+// way (the CPU sees a kernel start after the GPU made it), so that rank's is
+// the best and the others are brought to it. A comm is corrected when its
+// ranks' offsets spread by more than kMinCorrectionUs and 3x their scatter.
+struct ClockCalibration {
+  static constexpr double kMinCorrectionUs = 1.0;
+  std::map<std::pair<std::uint64_t, int>, std::int64_t> shift_ns;  // (comm, rank) -> ns subtracted from its times
+  std::vector<CommClock> comms;  // the comms corrected: their offsets before correction
+  std::size_t comms_measured = 0;  // comms with an offset estimate
+};
+ClockCalibration calibrate_clocks(const StragglerResult& r);
+// Shifts every op's start_wall_ns (collectives, P2P and CE ops of a corrected (comm, rank)).
+void apply_clock_calibration(const ClockCalibration& c, std::vector<Op>& ops);
 Report stragglers_report(const StragglerResult& r, const ReadResult& res, const StragglerOptions& o);
 
 // Display label of a communicator: "name (0x1234abcd)" or the full hash.

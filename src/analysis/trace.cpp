@@ -850,7 +850,39 @@ void TraceBuild::write_footer(TraceJson& j) {
   j.i64(t0_);
   j.raw("\",\"t0_utc\":\"");
   j.raw(iso_utc(t0_));
-  j.raw("\",\"clock\":\"ts = microseconds since t0 on the aligned wall clock (start_wall_ns: GPU times converted with each comm's clock estimate)\"");
+  if (o_.calibration != nullptr && !o_.calibration->comms.empty())
+    j.raw("\",\"clock\":\"ts = microseconds since t0 on the aligned wall clock (start_wall_ns: GPU times converted with each "
+          "comm's clock estimate), each (comm, rank) then shifted by its clock offset measured from the collectives' "
+          "common end (clock_calibration_us; docs/analysis.md, stragglers)\"");
+  else
+    j.raw("\",\"clock\":\"ts = microseconds since t0 on the aligned wall clock (start_wall_ns: GPU times converted with each "
+          "comm's clock estimate; not calibrated)\"");
+  if (o_.calibration != nullptr) {
+    // Per corrected comm: the range and scatter of its ranks' offsets, and the shift applied to each rank.
+    j.raw(",\"clock_calibration_us\":{");
+    bool fc = true;
+    for (const CommClock& c : o_.calibration->comms) {
+      if (!fc) j.ch(',');
+      fc = false;
+      j.str(comm_short(c.comm, res_) + " " + hex_hash(c.comm));
+      j.raw(":{\"range\":");
+      j.num(c.range_us);
+      j.raw(",\"uncertainty\":");
+      j.num(c.spread_us);
+      j.raw(",\"shift\":{");
+      bool fr = true;
+      for (auto it = o_.calibration->shift_ns.lower_bound({c.comm, INT32_MIN});
+           it != o_.calibration->shift_ns.end() && it->first.first == c.comm; ++it) {
+        if (!fr) j.ch(',');
+        fr = false;
+        j.str("rank " + std::to_string(it->first.second));
+        j.ch(':');
+        j.num(static_cast<double>(it->second) / 1000.0);
+      }
+      j.raw("}}");
+    }
+    j.raw("}");
+  }
   std::map<std::uint64_t, std::int64_t> unc;
   for (const auto& f : res_.files)
     for (const auto& c : f.clocks)

@@ -27,6 +27,8 @@
 
 namespace ni::analysis {
 
+struct ClockCalibration;  // stragglers.h
+
 struct TraceOptions {
   std::string from, to;            // seconds from the first op ("12.5") or ISO 8601 UTC ("2025-01-01T00:00:12.5Z")
   std::vector<std::string> comms;  // comm names or hashes
@@ -38,6 +40,9 @@ struct TraceOptions {
   bool flows = true;
   bool counters = true;
   bool findings = true;            // run the registered analyses (their default options) for markers
+  // The clock calibration already applied to the ops (the metadata says what
+  // was shifted); nullptr: times as logged.
+  const ClockCalibration* calibration = nullptr;
 };
 
 struct TraceStats {

@@ -17,6 +17,7 @@
 #include "src/analysis/plotly_bundle.h"
 #include "src/analysis/reader.h"
 #include "src/analysis/report.h"
+#include "src/analysis/stragglers.h"
 #include "src/analysis/trace.h"
 
 namespace ana = ni::analysis;
@@ -143,8 +144,22 @@ Command analysis_command(CLI::App& app, ana::Analysis& a) {
 struct TraceArgs {
   Common c;
   ana::TraceOptions to;
-  bool no_flows = false, no_counters = false, no_findings = false;
+  bool no_flows = false, no_counters = false, no_findings = false, no_calibration = false;
 };
+
+// Every rank on one timeline (stragglers.h): measured, applied to the ops,
+// and said on stderr.
+ana::ClockCalibration calibrate(std::vector<ana::Op>& ops, const ana::ReadResult& res) {
+  ana::ClockCalibration cal = ana::calibrate_clocks(ana::find_stragglers(ops, res, {}));
+  ana::apply_clock_calibration(cal, ops);
+  double largest = 0;
+  for (const auto& [k, ns] : cal.shift_ns) largest = std::max(largest, static_cast<double>(ns) / 1000.0);
+  if (!cal.comms.empty())
+    std::cerr << "nccl-inspector: clocks calibrated from the collectives' common end: " << cal.comms.size() << " of "
+              << cal.comms_measured << " communicators shifted, by up to " << static_cast<long long>(largest + 0.5)
+              << " us (--no-clock-calibration: times as logged)\n";
+  return cal;
+}
 
 void print_trace_stats(const TraceArgs& t, const ana::TraceStats& ts) {
   std::cerr << "nccl-inspector: wrote " << t.c.output << ": " << ts.ops_written << " ops of " << ts.ops_input
@@ -167,6 +182,11 @@ int run_trace(TraceArgs& t) {
   ana::ReadResult res;
   auto v = ana::read_merged<ana::ViewSink>(files, read_opts(t.c), threads(t.c), res);
   if (!ana::check_read(res)) return kExitUsage;
+  ana::ClockCalibration cal;
+  if (!t.no_calibration) {
+    cal = calibrate(v->coll.ops, res);
+    t.to.calibration = &cal;
+  }
   ana::TraceStats ts;
   std::string err;
   if (!ana::write_trace_file(*v, res, t.to, t.c.output, ts, err)) {
@@ -200,6 +220,9 @@ Command trace_command(CLI::App& app) {
                   "per-channel sub-tracks only up to this many ops (0: never)")
       ->capture_default_str();
   trc->add_flag("--no-flows", t->no_flows, "no flow arrows between ranks");
+  trc->add_flag("--no-clock-calibration", t->no_calibration,
+                "place ops at their logged times (default: each rank shifted by its clock offset measured from "
+                "the collectives' common end)");
   trc->add_flag("--no-counters", t->no_counters, "no network/HCA counter tracks");
   trc->add_flag("--no-findings", t->no_findings,
                 "do not run the detectors (no straggler/change point/outlier markers)");
@@ -213,6 +236,7 @@ struct ReportArgs {
   ana::ReportOptions rpo;
   std::string baseline_dir, plotly_file;
   std::string plotly_text;  // a --plotly-js bundle, which rpo.plotly_js views
+  bool no_calibration = false;
 };
 
 // The charting library first: without it there is no page to write. false: printed why.
@@ -252,6 +276,11 @@ int run_report(ReportArgs& r) {
   ana::ReadResult res, bres;
   auto v = ana::read_merged<ana::ViewSink>(files, read_opts(r.c), threads(r.c), res);
   if (!ana::check_read(res)) return kExitUsage;
+  ana::ClockCalibration cal;
+  if (!r.no_calibration) {
+    cal = calibrate(v->coll.ops, res);
+    r.rpo.calibration = &cal;
+  }
   std::unique_ptr<ana::ViewSink> b;
   if (!r.baseline_dir.empty()) {
     std::vector<std::string> bf;
@@ -284,6 +313,8 @@ Command report_command(CLI::App& app) {
   rep->remove_option(rep->get_option("--format"));
   rep->get_option("--output")->required()->description("the HTML file to write");
   rep->add_option("--baseline", r->baseline_dir, "a baseline dump dir: busbw vs size drawn against it");
+  rep->add_flag("--no-clock-calibration", r->no_calibration,
+                "charts at the logged times (default: each rank shifted by its clock offset from the collectives' common end)");
   rep->add_option("--title", r->rpo.title, "page title")->capture_default_str();
   rep->add_option("--plotly-js", r->plotly_file,
                   "inline this Plotly.js bundle instead of the one built in (plotly.js-cartesian-dist-min or "

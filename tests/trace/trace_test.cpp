@@ -271,6 +271,58 @@ TEST(Trace, FixtureSchemaAndContent) {
   EXPECT_TRUE(t.metadata.contains("clock_uncertainty_ns"));
 }
 
+// One host's clock estimate 2 ms ahead: the trace measures it from the
+// collectives' common end and shifts that host's ranks back, so the ranks of
+// each dp AllReduce end together on the trace; --no-clock-calibration keeps
+// the logged times (2 ms apart).
+TEST(Trace, ClockOffsetBetweenHostsIsCalibrated) {
+  ni::test::JobSpec spec;
+  spec.iterations = 100;
+  spec.clock_offset_us = 2000;  // host1
+  const std::string dir = ni::test::temp_dir("trace_clock");
+  ni::test::write_job(dir, spec);
+  // Per dp AllReduce instance (seq): the spread of its ranks' end times on the trace.
+  auto end_spread = [&](const std::string& extra, TraceCheck& t) {
+    const std::string out = dir + "/t" + std::to_string(extra.size()) + ".json";
+    std::string log;
+    EXPECT_EQ(run(cli() + " trace " + dir + " -o " + out + extra, &log), 0) << log;
+    t = check_trace(out);
+    EXPECT_TRUE(t.errors.empty()) << errors_of(t);
+    std::map<std::uint64_t, std::pair<double, double>> ends;  // seq -> (min, max)
+    for (const auto& e : t.ops) {
+      if (e["args"]["op"] != "AllReduce" || e["args"]["nranks"] != spec.hosts * spec.ranks_per_host) continue;
+      const double end = e["ts"].get<double>() + e["dur"].get<double>();
+      auto [it, fresh] = ends.try_emplace(e["args"]["seq"].get<std::uint64_t>(), end, end);
+      it->second.first = std::min(it->second.first, end);
+      it->second.second = std::max(it->second.second, end);
+    }
+    std::vector<double> spreads;
+    for (const auto& [seq, mm] : ends) spreads.push_back(mm.second - mm.first);
+    std::sort(spreads.begin(), spreads.end());
+    EXPECT_EQ(spreads.size(), static_cast<std::size_t>(spec.iterations));
+    return spreads.empty() ? -1.0 : spreads[spreads.size() / 2];
+  };
+  TraceCheck cal, raw;
+  const double calibrated = end_spread("", cal);
+  const double logged = end_spread(" --no-clock-calibration", raw);
+  EXPECT_GT(logged, 1900.0);  // the offset as logged
+  EXPECT_LT(calibrated, 20.0);  // the fixture's ends scatter by a few us per rank
+  ASSERT_TRUE(cal.metadata.contains("clock_calibration_us"));
+  bool dp = false;
+  for (const auto& [comm, c] : cal.metadata["clock_calibration_us"].items()) {
+    if (comm.rfind("dp ", 0) != 0) continue;
+    dp = true;
+    EXPECT_NEAR(c["range"].get<double>(), 2000.0, 20.0);
+    // host1's ranks (4-7) shifted by about 2 ms, host0's by about nothing
+    for (const auto& [rank, shift] : c["shift"].items()) {
+      const int r = std::stoi(rank.substr(5));
+      EXPECT_NEAR(shift.get<double>(), r >= 4 ? 2000.0 : 0.0, 20.0) << rank;
+    }
+  }
+  EXPECT_TRUE(dp);
+  EXPECT_FALSE(raw.metadata.contains("clock_calibration_us"));
+}
+
 TEST(Trace, GzipEqualsPlain) {
   const Fixture& fx = fixture();
   const std::string d = ni::test::temp_dir("trace_gz");
@@ -562,6 +614,39 @@ int cli_charts(const std::string& log) {
   const auto a = log.find("wrote ");
   const auto b = a == std::string::npos ? a : log.find(": ", a);
   return b == std::string::npos ? -1 : std::atoi(log.c_str() + b + 2);
+}
+
+// `report` on a job whose host1 clock runs 2 ms ahead: the health section
+// opens with the findings and says what the calibration shifted.
+TEST(Report, ClockCalibrationTable) {
+  if (plotly_bundle().empty()) GTEST_SKIP() << "built without " << NI_PLOTLY_JS << " (npm ci --prefix web)";
+  ni::test::JobSpec spec;
+  spec.iterations = 60;
+  spec.clock_offset_us = 2000;
+  const std::string dir = ni::test::temp_dir("report_clock");
+  ni::test::write_job(dir, spec);
+  std::string log;
+  ASSERT_EQ(run(cli() + " report " + dir + " -o " + dir + "/r.html", &log), 0) << log;
+  EXPECT_NE(log.find("clocks calibrated"), std::string::npos) << log;
+  const json data = report_data(ni::test::read_text(dir + "/r.html"));
+  ASSERT_TRUE(data.is_object());
+  const json& health = data["sections"][0];
+  ASSERT_EQ(health["id"], "health");
+  EXPECT_EQ(health["tables"][0]["title"].get<std::string>().rfind("Findings", 0), 0u);
+  bool found = false;
+  for (const auto& t : health["tables"]) {
+    if (t["title"].get<std::string>().rfind("Clock calibration", 0) != 0) continue;
+    found = true;
+    bool dp = false;
+    for (const auto& r : t["rows"])
+      if (r[0].get<std::string>().rfind("dp", 0) == 0) {
+        dp = true;
+        EXPECT_NEAR(r[2].get<double>(), 2000.0, 20.0);  // offset range before
+        EXPECT_EQ(r[4].get<std::string>().find("host1"), r[4].get<std::string>().size() - 5);  // most ahead
+      }
+    EXPECT_TRUE(dp);
+  }
+  EXPECT_TRUE(found);
 }
 
 // `report`: one self-contained page; the data block lists every chart; a baseline adds dashed curves; Plotly.js is
