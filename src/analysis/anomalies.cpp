@@ -126,15 +126,49 @@ std::vector<Instance> instances(const std::vector<Op>& ops) {
   return out;
 }
 
+// A comm's instances in program order. Each function's collectives are in
+// seq order (NCCL numbers them per function: exact, no clock); the functions'
+// sequences are merged by their instances' earliest starts. Time alone could
+// reorder a function's own collectives: a clock estimate can move during a
+// run, and the ranks' clocks may disagree by more than the gap between them.
+void program_order(std::vector<Instance>& v, bool timed) {
+  std::sort(v.begin(), v.end(), [](const Instance& a, const Instance& b) {
+    return std::tie(a.func, a.seq) < std::tie(b.func, b.seq);
+  });
+  if (!timed) return;
+  std::vector<std::pair<std::size_t, std::size_t>> runs;  // [begin, end) per function
+  for (std::size_t b = 0; b < v.size();) {
+    std::size_t e = b + 1;
+    while (e < v.size() && v[e].func == v[b].func) ++e;
+    runs.emplace_back(b, e);
+    b = e;
+  }
+  if (runs.size() < 2) return;
+  std::vector<Instance> merged;
+  merged.reserve(v.size());
+  for (;;) {
+    std::size_t best = runs.size();
+    for (std::size_t r = 0; r < runs.size(); ++r)
+      if (runs[r].first < runs[r].second &&
+          (best == runs.size() || v[runs[r].first].start < v[runs[best].first].start))
+        best = r;
+    if (best == runs.size()) break;
+    merged.push_back(v[runs[best].first++]);
+  }
+  v = std::move(merged);
+}
+
 void change_points(std::vector<Instance> ins, const ReadResult& res, const AnomalyOptions& o, AnomalyResult& out) {
   std::map<std::uint64_t, std::vector<Instance>> per;
   for (auto& in : ins) per[in.comm].push_back(in);
+  out.min_change_instances = 4 * o.min_window;
   for (auto& [comm, v] : per) {
-    if (v.size() < 4 * o.min_window) continue;
+    if (v.size() < 4 * o.min_window) {  // no baseline to speak of: said in the report
+      ++out.short_comms;
+      continue;
+    }
     const bool timed = std::all_of(v.begin(), v.end(), [](const Instance& x) { return x.start > 0; });
-    std::sort(v.begin(), v.end(), [timed](const Instance& a, const Instance& b) {
-      return timed ? a.start < b.start : a.seq < b.seq;
-    });
+    program_order(v, timed);
     const std::size_t w = std::clamp<std::size_t>(v.size() / 50, 5, 31) | 1;
     const std::size_t h = w / 2;
     std::vector<double> roll(v.size(), 1.0);
@@ -162,18 +196,33 @@ void change_points(std::vector<Instance> ins, const ReadResult& res, const Anoma
         f.comm = comm;
         f.comm_label = comm_display(comm, res);
         f.where = "all ranks of the communicator";
-        f.start_ns = v[i].start;
-        f.end_ns = v[j - 1].start + static_cast<std::int64_t>(v[j - 1].dur * 1000);
+        f.start_ns = INT64_MAX;
+        f.end_ns = INT64_MIN;
+        for (std::size_t k = i; k < j; ++k) {
+          f.start_ns = std::min(f.start_ns, v[k].start);
+          f.end_ns = std::max(f.end_ns, v[k].start + static_cast<std::int64_t>(v[k].dur * 1000));
+        }
         std::uint64_t s0 = UINT64_MAX, s1 = 0;
+        std::map<Func, Finding::SeqRange> by_func;
         for (std::size_t k = i; k < j; ++k) {
           s0 = std::min(s0, v[k].seq);
           s1 = std::max(s1, v[k].seq);
+          Finding::SeqRange& r = by_func[v[k].func];
+          if (r.count++ == 0) r = {v[k].func, v[k].seq, v[k].seq, 1};
+          r.first = std::min(r.first, v[k].seq);
+          r.last = std::max(r.last, v[k].seq);
         }
         f.seq_first = s0;
         f.seq_last = s1;
+        std::string seqs;
+        for (const auto& [fn, r] : by_func) {
+          f.seq_ranges.push_back(r);
+          seqs += (seqs.empty() ? "" : ", ") + std::string(to_string(fn)) + " seq " + std::to_string(r.first) + ".." +
+                  std::to_string(r.last);
+        }
         f.when = (timed ? time_str(f.start_ns) + " .. " + time_str(f.end_ns) + fmt(" (%.3f s), ", static_cast<double>(f.end_ns - f.start_ns) / 1e9)
                         : std::string()) +
-                 "seq " + std::to_string(s0) + ".." + std::to_string(s1) + (j == v.size() ? " (until the end of the log)" : "");
+                 seqs + (j == v.size() ? " (until the end of the log)" : "");
         f.magnitude = base > 0 ? mag / base : mag;
         f.evidence = std::to_string(j - i) + " consecutive collectives with rolling median latency " +
                      fmt("%.2fx", f.magnitude) + " their usual (window " + std::to_string(w) + " ops); " +
@@ -404,6 +453,10 @@ Report anomalies_report(const AnomalyResult& r) {
   for (const auto& x : r.outliers)
     o.table.rows.push_back({x.comm_label, x.where, x.when, Cell(x.magnitude, 2), x.evidence});
   o.notes.push_back(std::to_string(r.outlier_count) + " outlier ops in total");
+  if (r.short_comms)
+    f.notes.push_back(std::to_string(r.short_comms) + " communicators with fewer than " +
+                      std::to_string(r.min_change_instances) +
+                      " collective instances not searched for change points: too few for a baseline");
   if (r.enqueue_timed)
     f.notes.push_back(std::to_string(r.enqueue_timed) +
                       " ops timed only by their enqueue (no GPU timer, or copy-engine collectives) not analysed: "

@@ -42,6 +42,13 @@ struct Finding {
   std::string hca;
   std::int64_t start_ns = 0, end_ns = 0;
   std::uint64_t seq_first = 0, seq_last = 0;
+  // change_point: the instances in the window, per function (NCCL numbers
+  // each function's collectives on its own): (func, first seq, last seq, count).
+  struct SeqRange {
+    Func func = Func::kOther;
+    std::uint64_t first = 0, last = 0, count = 0;
+  };
+  std::vector<SeqRange> seq_ranges;
 };
 
 struct AnomalyResult {
@@ -49,6 +56,8 @@ struct AnomalyResult {
   std::vector<Finding> outliers;   // worst single-op outliers (top N)
   std::uint64_t outlier_count = 0;
   std::uint64_t enqueue_timed = 0;  // ops left out: their duration is only the enqueue (model.h)
+  std::uint64_t short_comms = 0;    // communicators with too few collectives to search for change points
+  std::uint64_t min_change_instances = 0;  // that minimum (4 x min_window)
 };
 
 AnomalyResult find_anomalies(const CollectSink& ops, const ReadResult& res, const AnomalyOptions& o);

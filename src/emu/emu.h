@@ -209,6 +209,10 @@ struct TruthOp {
   bool kernel_events = false;          // KernelCh events delivered
   int graph_replay = -1;               // replay index, -1 = not a graph replay
   std::vector<std::string> faults;
+  // The planted culprits that shaped this op's times (TruthKnobs): "straggler"
+  // (this rank arrived late), "waited" (it waited for a late rank),
+  // "congestion", "bimodal", "slow_channel", "slow_hca".
+  std::vector<std::string> planted;
 };
 
 struct Summary {

@@ -85,6 +85,7 @@ struct Task {
   int replay = -1;            // graph replay index
   std::bitset<static_cast<size_t>(Fault::kCount)> faults;
   TruthOp* truth = nullptr;
+  std::vector<std::string> planted;  // TruthOp::planted, set by assign_times()
 };
 using TaskP = std::shared_ptr<Task>;
 

@@ -149,17 +149,30 @@ void assign_times(Proc& P, Comm& c, std::vector<Task*> ts, int /*skew_peer_world
     return static_cast<uint64_t>(s);
   };
   uint64_t arrive_max = 0;
-  for (int g : c.members) arrive_max = std::max(arrive_max, base + skew(g));
+  bool late_member = false;
+  for (int g : c.members) {
+    arrive_max = std::max(arrive_max, base + skew(g));
+    late_member = late_member || k.rank_skew_us.count(g) != 0;
+  }
   const uint64_t arrive_me = base + skew(c.R->g);
+  std::vector<std::string> planted;
+  if (k.rank_skew_us.count(c.R->g) != 0) planted.emplace_back("straggler");
+  else if (late_member) planted.emplace_back("waited");
 
   const bool net = t.net;
   const double bw = (net ? m.net_busbw_gbps : m.nvlink_busbw_gbps);  // GB/s == bytes/ns
   const double bus = static_cast<double>(t.bytes) * (t.type == kColl ? busbw_factor(t.func, c.nranks) : 1.0);
   double dur = (net ? m.net_latency_us : m.latency_us) * 1000.0 + bus / std::max(1e-3, bw);
   dur *= 1.0 + m.jitter * (unit_hash(mix64(key ^ 0x51)) - 0.5) * 2.0;
-  if (c.op_index >= k.congestion_from && c.op_index <= k.congestion_to) dur *= k.congestion_factor;
-  if (k.bimodal_p > 0 && proto_name_of(t.proto) == k.bimodal_proto && unit_hash(mix64(key ^ 0xB1)) < k.bimodal_p)
+  if (c.op_index >= k.congestion_from && c.op_index <= k.congestion_to && k.congestion_factor != 1) {
+    dur *= k.congestion_factor;
+    planted.emplace_back("congestion");
+  }
+  if (k.bimodal_p > 0 && proto_name_of(t.proto) == k.bimodal_proto && unit_hash(mix64(key ^ 0xB1)) < k.bimodal_p) {
     dur *= k.bimodal_factor;
+    planted.emplace_back("bimodal");
+  }
+  bool slow_ch = false, slow_hca = false;
 
   uint64_t end = arrive_max;
   for (Task* x : ts) {
@@ -167,16 +180,28 @@ void assign_times(Proc& P, Comm& c, std::vector<Task*> ts, int /*skew_peer_world
       ChanTime& ct = x->chans[i];
       double f = 1;
       auto cs = k.channel_slowdown.find(ct.ch);
-      if (cs != k.channel_slowdown.end()) f *= cs->second;
+      if (cs != k.channel_slowdown.end()) {
+        f *= cs->second;
+        slow_ch = true;
+      }
       if (net) {
         auto hs = k.hca_slowdown.find(ct.ch % std::max(1, m.hcas_per_node));
-        if (hs != k.hca_slowdown.end()) f *= hs->second;
+        if (hs != k.hca_slowdown.end()) {
+          f *= hs->second;
+          slow_hca = true;
+        }
       }
       ct.start_ns = arrive_me + 120 * i;
       ct.stop_ns = arrive_max + static_cast<uint64_t>(dur * f) + 40 * i;
       if (ct.stop_ns <= ct.start_ns) ct.stop_ns = ct.start_ns + 1;
       end = std::max(end, ct.stop_ns);
     }
+  }
+  if (slow_ch) planted.emplace_back("slow_channel");
+  if (slow_hca) planted.emplace_back("slow_hca");
+  for (Task* x : ts) {
+    x->planted = planted;
+    if (x->truth != nullptr) x->truth->planted = planted;
   }
   if (t.chans.empty()) end = arrive_max + static_cast<uint64_t>(dur);
   c.clock_ns = end + static_cast<uint64_t>(m.gap_us * 1000.0);

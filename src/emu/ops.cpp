@@ -36,6 +36,7 @@ void fill_truth(Proc& P, Rank& R, Comm& c, Task& t) {
   tr->root = t.root;
   tr->peer = t.peer;
   tr->net = t.net;
+  tr->planted = t.planted;
   uint64_t longest = 0;
   for (const ChanTime& ch : t.chans) {
     tr->channels.push_back(ch.ch);

@@ -43,6 +43,7 @@ nlohmann::json op_json(const TruthOp& t) {
   j["kernel_events"] = t.kernel_events;
   j["graph_replay"] = t.graph_replay;
   j["faults"] = t.faults;
+  j["planted"] = t.planted;
   return j;
 }
 }  // namespace

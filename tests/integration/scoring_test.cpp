@@ -1,13 +1,16 @@
-// The stragglers detector scored against the emulator's truth files: jobs of
-// 8-64 ranks on 2-8 emulated hosts (one nccl-emu process per host, each with
-// its own NCCL_INSPECTOR_HOSTNAME, as a launcher would start them), reseeded,
-// over the NCCL releases with GPU timers. A job with a planted late rank must
-// flag exactly that rank, on its host, with the planted margin (within 10 us
-// or 10 %); a clean job must flag nobody. Both rates are computed from the
-// truth files and must reach 95 %. The processes' clocks disagree by
-// milliseconds (pace none: each plugin's GPU clock estimate is off by
-// whatever its callbacks were late), which is exactly what the clock-free
-// measure must not see.
+// Detectors scored against the emulator's truth files: jobs of 8-64 ranks on
+// 2-8 emulated hosts (one nccl-emu process per host, each with its own
+// NCCL_INSPECTOR_HOSTNAME, as a launcher would start them), reseeded, over the
+// NCCL releases with GPU timers. Rates are computed from the truth files and
+// must reach 95 %:
+//  * a planted late rank: `stragglers` flags exactly that rank, on its host,
+//    with the planted margin (within 10 us or 10 %);
+//  * a clean job: no finding at all, from `stragglers` or `anomalies`;
+//  * a congestion window: a change point on every communicator it hit,
+//    covering its instances (and little else), none elsewhere.
+// The processes' clocks disagree by milliseconds (pace none: each plugin's
+// GPU clock estimate is off by however late its callbacks were), which the
+// clock-free measures must not see.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -18,7 +21,10 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <tuple>
 
+#include "src/analysis/anomalies.h"
+#include "src/analysis/collect_sink.h"
 #include "src/analysis/stragglers.h"
 #include "tests/integration/harness.h"
 
@@ -32,15 +38,25 @@ struct Shape {
   int world, hosts, tp;  // tp: ranks per host (one TP comm per host); dp: one rank per host, strided
 };
 
-struct Outcome {
-  int planted_world = -1;  // -1: clean job
-  double planted_us = 0;
-  int planted_node = -1;
-  std::set<int> flagged_world;
-  std::set<std::string> flagged_hosts;
-  double worst_margin_err_us = 0;  // |margin - planted| over the flagged contexts
-  std::string error;
-};
+// The releases whose kernels are GPU-timed (profiler ABI v4+); 2.26 is tested apart.
+const std::vector<std::string> kReleases = {"2.27", "2.28", "2.29", "2.30"};
+
+bool sanitized() {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  return true;
+#else
+  return false;
+#endif
+}
+
+// The plain build scores every shape over 6 seeds; the emulator and the plugin
+// run 5-20x slower under the sanitizers, which check the same code on the
+// 16-rank, 4-host shape over 5 seeds.
+std::vector<Shape> shapes() {
+  if (sanitized()) return {{16, 4, 4}};
+  return {{8, 2, 4}, {16, 4, 4}, {32, 8, 4}, {64, 8, 8}};
+}
+int seeds() { return sanitized() ? 5 : 6; }
 
 std::uint64_t mix(std::uint64_t x) {
   x ^= x >> 33;
@@ -50,7 +66,7 @@ std::uint64_t mix(std::uint64_t x) {
   return x ^ (x >> 33);
 }
 
-std::string workload(const Shape& s, int late_world, double late_us) {
+std::string workload(const Shape& s, int iterations, const json& truth) {
   json w;
   w["world"] = s.world;
   w["nodes"] = s.hosts;
@@ -60,23 +76,30 @@ std::string workload(const Shape& s, int late_world, double late_us) {
       {json{{"comm", "tp"}, {"func", "AllReduce"}, {"dtype", "ncclBfloat16"}, {"bytes", {1048576, 4194304}}, {"weight", 2}},
        json{{"comm", "tp"}, {"func", "AllGather"}, {"dtype", "ncclBfloat16"}, {"bytes", {262144}}, {"weight", 1}},
        json{{"comm", "dp"}, {"func", "AllReduce"}, {"dtype", "ncclFloat32"}, {"bytes", {4194304}}, {"weight", 1}}});
-  w["iterations"] = 60;
-  json truth = json::object();
-  if (late_world >= 0) truth["rank_skew_us"] = json{{std::to_string(late_world), late_us}};
+  w["iterations"] = iterations;
   w["truth"] = truth;
   return w.dump();
 }
 
-Outcome run_job(const Shape& s, int seed, bool fault, const std::string& nccl) {
-  Outcome out;
-  const std::uint64_t h = mix(static_cast<std::uint64_t>(seed) * 7919 + static_cast<std::uint64_t>(s.world));
-  if (fault) {
-    out.planted_world = static_cast<int>(h % static_cast<std::uint64_t>(s.world));
-    out.planted_us = 15.0 + static_cast<double>((h >> 20) % 106);  // 15 .. 120 us
-  }
-  const path dir = ni::it::temp_dir("score-" + std::to_string(s.world) + "-" + std::to_string(seed) + (fault ? "f" : "c"));
+using Instance = std::tuple<std::uint64_t, std::string, std::uint64_t>;  // (comm, func, seq)
+
+// One emulated job, read back: the analyzer's input and the truth files' facts.
+struct Job {
+  std::string error;
+  ana::ReadResult res;
+  std::unique_ptr<ana::CollectSink> data;                 // with detail, as `anomalies` reads
+  std::map<std::pair<std::uint64_t, int>, int> world_of;  // (comm, rank) -> world rank
+  std::vector<json> planted;                              // the first process's planted lines
+  std::set<Instance> congested;                           // collective instances the congestion slowed
+  std::map<std::uint64_t, std::set<std::pair<std::string, std::uint64_t>>> instances;  // comm -> (func, seq)
+  std::map<std::uint64_t, std::string> comm_names;
+};
+
+Job run_job(const Shape& s, int seed, const std::string& nccl, int iterations, const json& truth, const std::string& tag) {
+  Job job;
+  const path dir = ni::it::temp_dir("score-" + tag + "-" + std::to_string(s.world) + "-" + std::to_string(seed));
   {
-    std::ofstream(dir / "job.json") << workload(s, out.planted_world, out.planted_us);
+    std::ofstream(dir / "job.json") << workload(s, iterations, truth);
   }
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -92,12 +115,9 @@ Outcome run_job(const Shape& s, int seed, bool fault, const std::string& nccl) {
   cmd += "fail=0; for p in $(jobs -p); do wait $p || fail=1; done; exit $fail";
   const int st = std::system(("bash -c '" + cmd + "'").c_str());
   if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-    out.error = "emulator failed: " + cmd;
-    return out;
+    job.error = "emulator failed: " + cmd;
+    return job;
   }
-  // The truth: which world rank and node each (comm, rank) is; what was planted.
-  std::map<std::pair<std::uint64_t, int>, int> world_of;
-  int planted_lines = 0;
   for (int k = 0; k < s.hosts; ++k) {
     std::ifstream in(dir / ("truth-" + std::to_string(k) + ".jsonl"));
     std::string line;
@@ -106,53 +126,82 @@ Outcome run_job(const Shape& s, int seed, bool fault, const std::string& nccl) {
       if (t["type"] == "op") {
         std::uint64_t hash = 0;
         ana::parse_hash(t["comm_hash"].get<std::string>(), hash);
-        world_of[{hash, t["rank"].get<int>()}] = t["world_rank"].get<int>();
-      } else if (t["type"] == "planted" && t["kind"] == "straggler") {
-        ++planted_lines;
-        EXPECT_EQ(t["world_rank"].get<int>(), out.planted_world);
-        EXPECT_DOUBLE_EQ(t["skew_us"].get<double>(), out.planted_us);
-        out.planted_node = t["node"].get<int>();
+        job.world_of[{hash, t["rank"].get<int>()}] = t["world_rank"].get<int>();
+        job.comm_names[hash] = t["comm"];
+        if (t["kind"] == "coll") job.instances[hash].insert({t["func"].get<std::string>(), t["seq"].get<std::uint64_t>()});
+        for (const auto& p : t["planted"])
+          if (p == "congestion" && t["kind"] == "coll")
+            job.congested.insert({hash, t["func"].get<std::string>(), t["seq"].get<std::uint64_t>()});
+      } else if (t["type"] == "planted" && k == 0) {
+        job.planted.push_back(t);
       }
     }
   }
-  EXPECT_EQ(planted_lines, fault ? s.hosts : 0) << "every process's truth names the planted straggler";
-  const ni::it::Read r = ni::it::read_dir(dir / "logs");
-  const auto sr = ana::find_stragglers(r.ops, r.result, {});
+  ana::ReadOptions ro;
+  ro.progress = 0;
+  job.data = ana::read_merged<ana::CollectSink>(ana::discover_files({(dir / "logs").string()}).files, ro, 2, job.res, true);
+  ni::it::fs::remove_all(dir);
+  return job;
+}
+
+// ---------------------------------------------------------------- late ranks
+
+struct Outcome {
+  int planted_world = -1;  // -1: clean job
+  double planted_us = 0;
+  int planted_node = -1;
+  std::set<int> flagged_world;
+  std::set<std::string> flagged_hosts;
+  double worst_margin_err_us = 0;      // |margin - planted| over the flagged contexts
+  std::vector<std::string> anomalies;  // every anomalies finding, outliers included
+  std::string error;
+};
+
+Outcome straggler_job(const Shape& s, int seed, bool fault, const std::string& nccl) {
+  Outcome out;
+  const std::uint64_t h = mix(static_cast<std::uint64_t>(seed) * 7919 + static_cast<std::uint64_t>(s.world));
+  json truth = json::object();
+  if (fault) {
+    out.planted_world = static_cast<int>(h % static_cast<std::uint64_t>(s.world));
+    out.planted_us = 15.0 + static_cast<double>((h >> 20) % 106);  // 15 .. 120 us
+    truth["rank_skew_us"] = json{{std::to_string(out.planted_world), out.planted_us}};
+  }
+  Job job = run_job(s, seed, nccl, 60, truth, fault ? "late" : "clean");
+  if (!job.error.empty()) {
+    out.error = job.error;
+    return out;
+  }
+  int planted_lines = 0;
+  for (const json& t : job.planted)
+    if (t["kind"] == "straggler") {
+      ++planted_lines;
+      EXPECT_EQ(t["world_rank"].get<int>(), out.planted_world);
+      EXPECT_DOUBLE_EQ(t["skew_us"].get<double>(), out.planted_us);
+      out.planted_node = t["node"].get<int>();
+    }
+  EXPECT_EQ(planted_lines, fault ? 1 : 0) << "the truth names the planted straggler";
+  const auto sr = ana::find_stragglers(job.data->ops, job.res, {});
   for (const auto& k : sr.ranks) {
     if (!k.flagged) continue;
-    auto it = world_of.find({k.comm, k.rank});
-    out.flagged_world.insert(it == world_of.end() ? -1 : it->second);
+    auto it = job.world_of.find({k.comm, k.rank});
+    out.flagged_world.insert(it == job.world_of.end() ? -1 : it->second);
     out.flagged_hosts.insert(k.host);
     if (fault) out.worst_margin_err_us = std::max(out.worst_margin_err_us, std::fabs(k.last_margin_us - out.planted_us));
   }
-  ni::it::fs::remove_all(dir);
+  const auto an = ana::find_anomalies(*job.data, job.res, {});
+  for (const auto& f : an.findings) out.anomalies.push_back(f.kind + ": " + f.comm_label + " " + f.where + " " + f.evidence);
+  for (const auto& f : an.outliers) out.anomalies.push_back("outlier: " + f.comm_label + " " + f.where + " " + f.evidence);
   return out;
 }
 
-bool sanitized() {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  return true;
-#else
-  return false;
-#endif
-}
-
 TEST(Scoring, StragglerNamedAndCleanJobsQuietAgainstEmulatorTruth) {
-  std::vector<Shape> shapes = {{8, 2, 4}, {16, 4, 4}, {32, 8, 4}, {64, 8, 8}};
-  int seeds = 6;
-  if (sanitized()) {  // the emulator and plugin run 5-20x slower there: the smallest multi-host shapes
-    shapes = {{16, 4, 4}};
-    seeds = 5;
-  }
-  // The releases whose kernels are GPU-timed (profiler ABI v4+); 2.26 is below.
-  const std::vector<std::string> releases = {"2.27", "2.28", "2.29", "2.30"};
-  int fault_jobs = 0, hits = 0, clean_jobs = 0, quiet = 0;
+  int fault_jobs = 0, hits = 0, clean_jobs = 0, quiet = 0, anomalous_late = 0;
   double worst_err = 0;
-  for (const Shape& s : shapes)
-    for (int seed = 1; seed <= seeds; ++seed) {
-      const std::string& nccl = releases[static_cast<std::size_t>(seed) % releases.size()];
+  for (const Shape& s : shapes())
+    for (int seed = 1; seed <= seeds(); ++seed) {
+      const std::string& nccl = kReleases[static_cast<std::size_t>(seed) % kReleases.size()];
       for (bool fault : {true, false}) {
-        const Outcome o = run_job(s, seed, fault, nccl);
+        const Outcome o = straggler_job(s, seed, fault, nccl);
         ASSERT_TRUE(o.error.empty()) << o.error;
         std::string flagged;
         for (int g : o.flagged_world) flagged += " " + std::to_string(g);
@@ -163,6 +212,7 @@ TEST(Scoring, StragglerNamedAndCleanJobsQuietAgainstEmulatorTruth) {
           const bool margin_ok = o.worst_margin_err_us <= std::max(10.0, 0.1 * o.planted_us);
           hits += named && margin_ok;
           worst_err = std::max(worst_err, o.worst_margin_err_us);
+          anomalous_late += !o.anomalies.empty();
           if (!(named && margin_ok))
             std::printf("miss: %d ranks/%d hosts seed %d NCCL %s: planted world rank %d (+%.0f us) on node%d; "
                         "flagged:%s; margin error %.1f us\n",
@@ -170,18 +220,22 @@ TEST(Scoring, StragglerNamedAndCleanJobsQuietAgainstEmulatorTruth) {
                         flagged.c_str(), o.worst_margin_err_us);
         } else {
           ++clean_jobs;
-          quiet += o.flagged_world.empty();
+          quiet += o.flagged_world.empty() && o.anomalies.empty();
           if (!o.flagged_world.empty())
             std::printf("false alarm: %d ranks/%d hosts seed %d NCCL %s: flagged world ranks%s\n", s.world, s.hosts,
                         seed, nccl.c_str(), flagged.c_str());
+          for (const auto& a : o.anomalies)
+            std::printf("false alarm: %d ranks/%d hosts seed %d NCCL %s: %s\n", s.world, s.hosts, seed, nccl.c_str(),
+                        a.c_str());
         }
       }
     }
   const double hit_rate = static_cast<double>(hits) / fault_jobs;
   const double quiet_rate = static_cast<double>(quiet) / clean_jobs;
   std::printf("stragglers vs truth: named %d of %d planted late ranks (%.1f%%), worst margin error %.2f us; "
-              "%d of %d clean jobs without a finding (%.1f%%)\n",
-              hits, fault_jobs, 100 * hit_rate, worst_err, quiet, clean_jobs, 100 * quiet_rate);
+              "%d of %d clean jobs without any finding of stragglers or anomalies (%.1f%%); anomalies reported "
+              "something in %d of the late-rank jobs\n",
+              hits, fault_jobs, 100 * hit_rate, worst_err, quiet, clean_jobs, 100 * quiet_rate, anomalous_late);
   RecordProperty("hit_rate", std::to_string(hit_rate));
   RecordProperty("quiet_rate", std::to_string(quiet_rate));
   EXPECT_GE(hit_rate, 0.95);
@@ -189,12 +243,72 @@ TEST(Scoring, StragglerNamedAndCleanJobsQuietAgainstEmulatorTruth) {
 }
 
 // NCCL 2.26 (ABI v3): no GPU timer, no communicator hash. A planted late rank
-// cannot be measured there, so nothing may be flagged, and the counts say why.
+// cannot be measured there, so nothing may be flagged.
 TEST(Scoring, NoVerdictWithoutGpuTimes) {
-  const Shape s{8, 2, 4};
-  const Outcome o = run_job(s, 3, true, "2.26");
+  const Outcome o = straggler_job({8, 2, 4}, 3, true, "2.26");
   ASSERT_TRUE(o.error.empty()) << o.error;
   EXPECT_TRUE(o.flagged_world.empty());
+}
+
+// ---------------------------------------------------------------- congestion
+
+// A congestion window (per-comm op index from..to, durations x factor): every
+// comm with at least 8 slowed instances (and the detector's minimum of 32
+// instances for a baseline, which it reports) gets a change point that covers
+// >= 80 % of them, >= 80 % of whose instances were slowed; no change point on
+// a comm the window missed.
+TEST(Scoring, CongestionWindowFoundAgainstEmulatorTruth) {
+  int jobs = 0, hits = 0;
+  for (const Shape& s : shapes())
+    for (int seed = 1; seed <= seeds(); ++seed) {
+      const std::uint64_t h = mix(static_cast<std::uint64_t>(seed) * 104729 + static_cast<std::uint64_t>(s.world));
+      const int from = 20 + static_cast<int>(h % 30), len = 15 + static_cast<int>((h >> 8) % 16);
+      const double factor = 2.0 + static_cast<double>((h >> 16) % 21) / 10.0;  // 2 .. 4
+      const std::string& nccl = kReleases[static_cast<std::size_t>(seed) % kReleases.size()];
+      const json truth = {{"congestion", {{"from", from}, {"to", from + len - 1}, {"factor", factor}}}};
+      Job job = run_job(s, seed, nccl, 120, truth, "congestion");
+      ASSERT_TRUE(job.error.empty()) << job.error;
+      ASSERT_FALSE(job.congested.empty());
+      std::map<std::uint64_t, std::size_t> slowed;  // comm -> slowed instances
+      for (const auto& [comm, func, seq] : job.congested) ++slowed[comm];
+      const auto an = ana::find_anomalies(*job.data, job.res, {});
+      bool ok = true;
+      std::string why;
+      std::set<std::uint64_t> found;
+      for (const auto& f : an.findings) {
+        if (f.kind != "change_point") continue;
+        std::size_t in = 0, hit = 0;
+        for (const auto& r : f.seq_ranges) {
+          in += r.count;
+          for (std::uint64_t q = r.first; q <= r.last; ++q)
+            hit += job.congested.count({f.comm, std::string(ana::to_string(r.func)), q});
+        }
+        auto it = slowed.find(f.comm);
+        const std::size_t n = it == slowed.end() ? 0 : it->second;
+        const bool good = n > 0 && 5 * hit >= 4 * n && 5 * hit >= 4 * in;  // both >= 80 %
+        if (!good) {
+          ok = false;
+          why += " change point on " + job.comm_names[f.comm] + " covering " + std::to_string(hit) + " of " +
+                 std::to_string(n) + " slowed (" + std::to_string(in) + " in its window)";
+        }
+        found.insert(f.comm);
+      }
+      EXPECT_EQ(an.min_change_instances, 32u);
+      for (const auto& [comm, n] : slowed)
+        if (n >= 8 && job.instances[comm].size() >= an.min_change_instances && !found.count(comm)) {
+          ok = false;
+          why += " no change point on " + job.comm_names[comm] + " (" + std::to_string(n) + " slowed)";
+        }
+      ++jobs;
+      hits += ok;
+      if (!ok)
+        std::printf("miss: %d ranks/%d hosts seed %d NCCL %s, ops %d..%d x%.1f:%s\n", s.world, s.hosts, seed,
+                    nccl.c_str(), from, from + len - 1, factor, why.c_str());
+    }
+  const double rate = static_cast<double>(hits) / jobs;
+  std::printf("change points vs truth: %d of %d congestion jobs found exactly (%.1f%%)\n", hits, jobs, 100 * rate);
+  RecordProperty("congestion_rate", std::to_string(rate));
+  EXPECT_GE(rate, 0.95);
 }
 
 }  // namespace
