@@ -6,6 +6,7 @@
 #include <ctime>
 #include <map>
 #include <numeric>
+#include <set>
 
 #include "src/analysis/analysis.h"
 #include "src/analysis/stats.h"
@@ -234,7 +235,10 @@ void change_points(std::vector<Instance> ins, const ReadResult& res, const Anoma
   }
 }
 
-void bimodal(const std::vector<Instance>& ins, const ReadResult& res, const AnomalyOptions& o, AnomalyResult& out) {
+// The groups found bimodal.
+std::set<GKey> bimodal(const std::vector<Instance>& ins, const ReadResult& res, const AnomalyOptions& o,
+                       AnomalyResult& out) {
+  std::set<GKey> found;
   std::map<GKey, std::vector<const Instance*>> groups;
   for (const auto& in : ins) groups[{in.comm, in.func, in.bucket}].push_back(&in);
   for (auto& [k, v] : groups) {
@@ -301,7 +305,9 @@ void bimodal(const std::vector<Instance>& ins, const ReadResult& res, const Anom
                  (fast_mix != slow_mix ? "; the modes use different algo/proto: NCCL is switching"
                                        : "; same algo/proto in both: contention or placement");
     out.findings.push_back(std::move(f));
+    found.insert(k);
   }
+  return found;
 }
 
 void channels(const CollectSink& c, const ReadResult& res, const AnomalyOptions& o, AnomalyResult& out) {
@@ -434,8 +440,17 @@ AnomalyResult find_anomalies(const CollectSink& c, const ReadResult& res, const 
   }
   outliers(timed, res, o, out);
   std::vector<Instance> ins = instances(timed);
+  // Bimodal groups first: their slow mode is explained (interleaved), so
+  // their instances do not count towards a change point, where a chance run
+  // of slow-mode ops would read as a degradation window.
+  const std::set<GKey> bimodal_groups = bimodal(ins, res, o, out);
+  if (!bimodal_groups.empty())
+    ins.erase(std::remove_if(ins.begin(), ins.end(),
+                             [&](const Instance& in) {
+                               return bimodal_groups.count({in.comm, in.func, in.bucket}) != 0;
+                             }),
+              ins.end());
   change_points(ins, res, o, out);
-  bimodal(ins, res, o, out);
   channels(c, res, o, out);
   hcas(c, res, o, out);
   return out;

@@ -91,6 +91,8 @@ struct Job {
   std::map<std::pair<std::uint64_t, int>, int> world_of;  // (comm, rank) -> world rank
   std::vector<json> planted;                              // the first process's planted lines
   std::set<Instance> congested;                           // collective instances the congestion slowed
+  // (comm, func, size bucket) -> (instances, instances in the planted slow mode)
+  std::map<std::tuple<std::uint64_t, std::string, int>, std::pair<std::size_t, std::size_t>> modes;
   std::map<std::uint64_t, std::set<std::pair<std::string, std::uint64_t>>> instances;  // comm -> (func, seq)
   std::map<std::uint64_t, std::string> comm_names;
 };
@@ -128,7 +130,12 @@ Job run_job(const Shape& s, int seed, const std::string& nccl, int iterations, c
         ana::parse_hash(t["comm_hash"].get<std::string>(), hash);
         job.world_of[{hash, t["rank"].get<int>()}] = t["world_rank"].get<int>();
         job.comm_names[hash] = t["comm"];
-        if (t["kind"] == "coll") job.instances[hash].insert({t["func"].get<std::string>(), t["seq"].get<std::uint64_t>()});
+        if (t["kind"] == "coll" &&
+            job.instances[hash].insert({t["func"].get<std::string>(), t["seq"].get<std::uint64_t>()}).second) {
+          auto& m = job.modes[{hash, t["func"].get<std::string>(), ana::size_bucket(t["bytes"].get<std::uint64_t>())}];
+          ++m.first;
+          for (const auto& p : t["planted"]) m.second += p == "bimodal";
+        }
         for (const auto& p : t["planted"])
           if (p == "congestion" && t["kind"] == "coll")
             job.congested.insert({hash, t["func"].get<std::string>(), t["seq"].get<std::uint64_t>()});
@@ -308,6 +315,68 @@ TEST(Scoring, CongestionWindowFoundAgainstEmulatorTruth) {
   const double rate = static_cast<double>(hits) / jobs;
   std::printf("change points vs truth: %d of %d congestion jobs found exactly (%.1f%%)\n", hits, jobs, 100 * rate);
   RecordProperty("congestion_rate", std::to_string(rate));
+  EXPECT_GE(rate, 0.95);
+}
+
+// Protocol bimodality (a share p of the LL128 ops runs `factor` slower,
+// interleaved): every (comm, op, size) group with >= 40 instances (the
+// detector's minimum) and 10-90 % of them slow gets a bimodal finding; no
+// bimodal finding on a group without slow instances, no change point.
+TEST(Scoring, BimodalLatencyFoundAgainstEmulatorTruth) {
+  int jobs = 0, hits = 0, groups = 0;
+  for (const Shape& s : shapes())
+    for (int seed = 1; seed <= seeds(); ++seed) {
+      const std::uint64_t h = mix(static_cast<std::uint64_t>(seed) * 15485863 + static_cast<std::uint64_t>(s.world));
+      const double p = 0.15 + static_cast<double>(h % 26) / 100.0;               // 0.15 .. 0.40
+      const double factor = 1.8 + static_cast<double>((h >> 8) % 13) / 10.0;   // 1.8 .. 3.0
+      const std::string& nccl = kReleases[static_cast<std::size_t>(seed) % kReleases.size()];
+      const json truth = {{"bimodal", {{"proto", "LL128"}, {"p", p}, {"factor", factor}}}};
+      Job job = run_job(s, seed, nccl, 240, truth, "bimodal");
+      ASSERT_TRUE(job.error.empty()) << job.error;
+      const auto an = ana::find_anomalies(*job.data, job.res, {});
+      std::set<std::pair<std::uint64_t, std::string>> found;  // (comm, where)
+      bool ok = true;
+      std::string why;
+      for (const auto& f : an.findings) {
+        if (f.kind == "change_point") {
+          ok = false;
+          why += " change point on " + job.comm_names[f.comm];
+        }
+        if (f.kind == "bimodal") found.insert({f.comm, f.where});
+      }
+      std::size_t expected = 0;
+      for (const auto& [key, m] : job.modes) {
+        const auto& [comm, func, bucket] = key;
+        const std::string where = func + " " + ana::size_bucket_label(bucket);
+        const bool reported = found.erase({comm, where}) != 0;
+        const double share = static_cast<double>(m.second) / static_cast<double>(m.first);
+        if (m.first >= 40 && share >= 0.1 && share <= 0.9) {
+          ++expected;
+          if (!reported) {
+            ok = false;
+            why += " no bimodal finding on " + job.comm_names[comm] + " " + where + " (" + std::to_string(m.second) +
+                   " of " + std::to_string(m.first) + " slow)";
+          }
+        } else if (reported && m.second == 0) {
+          ok = false;
+          why += " bimodal on " + job.comm_names[comm] + " " + where + " with no slow instance";
+        }
+      }
+      for (const auto& [comm, where] : found) {
+        ok = false;
+        why += " bimodal on " + job.comm_names[comm] + " " + where + " (no such group in the truth)";
+      }
+      ++jobs;
+      groups += static_cast<int>(expected);
+      hits += ok && expected > 0;
+      if (!ok || expected == 0)
+        std::printf("miss: %d ranks/%d hosts seed %d NCCL %s, LL128 p %.2f x%.1f:%s%s\n", s.world, s.hosts, seed,
+                    nccl.c_str(), p, factor, why.c_str(), expected == 0 ? " (no group to find)" : "");
+    }
+  const double rate = static_cast<double>(hits) / jobs;
+  std::printf("bimodality vs truth: %d of %d jobs exactly right (%d slow-mode groups to find) (%.1f%%)\n", hits, jobs,
+              groups, 100 * rate);
+  RecordProperty("bimodal_rate", std::to_string(rate));
   EXPECT_GE(rate, 0.95);
 }
 
