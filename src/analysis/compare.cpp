@@ -18,7 +18,7 @@ struct CmpKey {
   int nranks;
   Algo algo;
   Proto proto;
-  std::uint8_t timed;  // GroupKey::timed: GPU- and CPU-timed latencies are never compared with each other
+  TimedBy timed;  // GroupKey::timed: GPU- and CPU-timed latencies are never compared with each other
   auto tie() const { return std::tie(func, bucket, nranks, algo, proto, timed); }
   bool operator<(const CmpKey& o) const { return tie() < o.tie(); }
 };
@@ -89,7 +89,7 @@ CompareResult compare_runs(const std::vector<std::string>& base, const std::vect
         verdict = "small change";
       }
     }
-    row.insert(row.end(), {bw ? "busbw_gbs" : k.timed == 1 ? "lat_us_cpu_timed" : "lat_us", a.count, b.count, Cell(ma, 2), Cell(mbv, 2), Cell(change, 1),
+    row.insert(row.end(), {bw ? "busbw_gbs" : k.timed == TimedBy::kCpu ? "lat_us_cpu_timed" : "lat_us", a.count, b.count, Cell(ma, 2), Cell(mbv, 2), Cell(change, 1),
                            Cell(noise, 1), verdict});
     s.table.rows.push_back(std::move(row));
   }

@@ -43,6 +43,16 @@ constexpr bool cpu_timed(Timing t) {
          t == Timing::kCollectiveCpu;
 }
 
+// Timed by the GPU (ours, or upstream's kernel_gpu): kernel start to end,
+// waiting for the peers included.
+constexpr bool gpu_timed(Timing t) { return t == Timing::kGpu || t == Timing::kKernelGpu; }
+
+// How an op was timed, in three classes (summary and compare keep them apart).
+enum class TimedBy : std::uint8_t { kGpu = 0, kCpu = 1, kUnknown = 2 };
+constexpr TimedBy timed_by(Timing t) {
+  return cpu_timed(t) ? TimedBy::kCpu : gpu_timed(t) ? TimedBy::kGpu : TimedBy::kUnknown;
+}
+
 // The op's duration is only its enqueue on the CPU (no GPU timer: NCCL before
 // ABI v4 timing, copy-engine collectives): no measure of the op's run time, so
 // duration-based analyses (outliers, change points, bimodality, per-HCA time,

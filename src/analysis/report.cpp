@@ -266,7 +266,8 @@ RTable clock_table(const Page& p) {
     c.rows.push_back({q(comm_display(h, res)), std::to_string(std::get<0>(v)), num(static_cast<double>(std::get<1>(v)) / 1e3),
                       num(static_cast<double>(std::get<2>(v)) / 1e3), std::to_string(std::get<4>(v))});
   c.note = cl.empty() ? "No clock records: cross-rank times rely on CPU clocks (or the logs are upstream v4.0)."
-                      : "Lateness below the uncertainty of a communicator is not meaningful.";
+                      : "Start skew across processes below the uncertainty of a communicator is not meaningful; "
+                        "lateness (stragglers) is measured from kernel times, without clocks.";
   return c;
 }
 

@@ -22,7 +22,7 @@ namespace {
 
 // Timed by the GPU: kernel start to kernel end, waiting for the peers included.
 bool gpu_kernel_timed(const Op& op) {
-  return (op.timing == Timing::kGpu || op.timing == Timing::kKernelGpu) && std::isfinite(op.dur_us) && op.dur_us > 0;
+  return gpu_timed(op.timing) && std::isfinite(op.dur_us) && op.dur_us > 0;
 }
 
 }  // namespace

@@ -139,7 +139,7 @@ void SummarySink::on_op(const Op& op, const OpDetail*, const FileInfo& file) {
   k.algo = op.algo;
   k.proto = op.proto;
   k.kind = op.kind;
-  k.timed = cpu_timed(op.timing) ? 1 : op.timing == Timing::kGpu || op.timing == Timing::kKernelGpu ? 0 : 2;
+  k.timed = timed_by(op.timing);
   k.rank = opt_->per_rank ? op.rank : -1;
   Slot& slot = lookup(k);
   int lat_bucket = -1, bw_bucket = -1;  // computed at most once for both accumulators
@@ -348,7 +348,7 @@ void clock_row(const HealthRows& row, const ReadResult& res) {
     char det[256];
     std::snprintf(det, sizeof det,
                   "final GPU->wall estimates (%zu comm x process): median %.1f us, max %.1f us (%s); start skew "
-                  "or lateness below it is not meaningful",
+                  "across processes below it is not meaningful (stragglers measures lateness without clocks)",
                   unc_us.size(), unc_us[unc_us.size() / 2], worst, worst_where.c_str());
     row("clock uncertainty (us)", Cell(worst, 1), det);
   }
@@ -443,8 +443,8 @@ void summary_table(Report& r, const SummarySink& s, const ReadResult& res, const
     else if (auto st = o.peak_busbw.find("*"); st != o.peak_busbw.end()) peak = st->second;
     else if (auto b = best.find({k.func, k.nranks, k.nnodes}); b != best.end()) peak = b->second;
     c.push_back(Cell(a.bw.count() && peak > 0 ? 100.0 * a.bw.quantile(0.5) / peak : kNaN, 1));
-    c.push_back(std::string(k.timed == 0 ? "gpu" : k.timed == 1 ? "cpu" : "unknown"));
-    any_cpu = any_cpu || k.timed == 1;
+    c.push_back(std::string(k.timed == TimedBy::kGpu ? "gpu" : k.timed == TimedBy::kCpu ? "cpu" : "unknown"));
+    any_cpu = any_cpu || k.timed == TimedBy::kCpu;
     any_sketch = any_sketch || !a.lat.exact() || !a.bw.exact();
     sec.table.rows.push_back(std::move(c));
   }

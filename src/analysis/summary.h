@@ -40,9 +40,8 @@ struct GroupKey {
   Algo algo = Algo::kUnknown;
   Proto proto = Proto::kUnknown;
   OpKind kind = OpKind::kColl;
-  // 0 GPU-timed, 1 CPU-timed (model.h: cpu_timed: latency only, and the row
-  // says so), 2 timing unknown (a line without one).
-  std::uint8_t timed = 0;
+  // CPU-timed rows have latency only, and say so (model.h: cpu_timed).
+  TimedBy timed = TimedBy::kGpu;
   bool operator==(const GroupKey&) const = default;
 };
 struct GroupKeyHash {
