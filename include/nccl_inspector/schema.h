@@ -85,6 +85,7 @@ inline constexpr std::string_view kBusbwGbs = "busbw_gbs"; // float GB/s, nccl-t
 inline constexpr std::string_view kChBusyUs = "ch_busy_us";// float: sum of per-channel times
 inline constexpr std::string_view kChUtil = "ch_util";     // float 0..1: busy / (span x channels)
 inline constexpr std::string_view kChBalance = "ch_balance";// float 0..1: min channel time / max channel time
+inline constexpr std::string_view kChSlow = "ch_slow";     // [channel id, its us, median channel us]: the longest channel
 inline constexpr std::string_view kTransport = "transport";// "intra_node" | "network" | "unknown"
 inline constexpr std::string_view kTransportIntraNode = "intra_node";  // kTransport values
 inline constexpr std::string_view kTransportNetwork = "network";

@@ -9,6 +9,8 @@
 #include <set>
 
 #include "src/analysis/analysis.h"
+#include "src/analysis/locate.h"
+#include "src/analysis/slow_channel.h"
 #include "src/analysis/stats.h"
 #include "src/analysis/stragglers.h"
 
@@ -310,7 +312,38 @@ std::set<GKey> bimodal(const std::vector<Instance>& ins, const ReadResult& res, 
   return found;
 }
 
-void channels(const CollectSink& c, const ReadResult& res, const AnomalyOptions& o, AnomalyResult& out) {
+Finding slow_channel_finding(const SlowChannel& x, const ReadResult& res) {
+  Finding f;
+  f.kind = "slow_channel";
+  f.comm = x.comm;
+  f.comm_label = comm_display(x.comm, res);
+  f.channel = x.channel;
+  f.every_rank = x.every_rank;
+  f.ranks = x.slow_ranks;
+  std::string hosts;
+  for (const auto& h : x.hosts) hosts += (hosts.empty() ? "" : " ") + h;
+  if (x.hosts.size() == 1) f.host = x.hosts[0];
+  if (x.every_rank) {
+    f.where = "channel " + std::to_string(x.channel) + " on every rank (" + std::to_string(x.ranks_measured) +
+              ", hosts " + hosts + "): the channel's path";
+  } else {
+    std::string rs;
+    for (int r : x.slow_ranks) rs += (rs.empty() ? "" : ",") + std::to_string(r);
+    f.where = "channel " + std::to_string(x.channel) + " on rank" + (x.slow_ranks.size() > 1 ? "s " : " ") + rs + " of " +
+              std::to_string(x.ranks_measured) + " (hosts " + hosts + "): one GPU or link";
+  }
+  f.when = std::to_string(x.samples) + " rank-ops";
+  f.magnitude = x.factor;
+  f.evidence = fmt("the longest channel in %.0f%% of", 100 * x.slowest_share) + " " + std::to_string(x.samples) +
+               " rank-ops" + fmt(", by %.2fx the median channel", x.factor) +
+               fmt(" once the rank's wait for the others is taken out (P25 %.2fx", x.p25) +
+               fmt(", +%.1f us); share of ops each channel was the longest:", x.excess_us);
+  for (const auto& [ch, r] : x.channels) f.evidence += " " + std::to_string(ch) + fmt("=%.0f%%", 100 * r);
+  return f;
+}
+
+void channels(const CollectSink& c, const ReadResult& res, const AnomalyOptions& o,
+              const std::set<std::uint64_t>& explained, AnomalyResult& out) {
   struct Acc {
     std::vector<double> bal;
     std::map<int, std::size_t> slowest;
@@ -330,7 +363,7 @@ void channels(const CollectSink& c, const ReadResult& res, const AnomalyOptions&
     }
   }
   for (auto& [k, a] : acc) {
-    if (a.bal.size() < 10) continue;
+    if (a.bal.size() < 10 || explained.count(k.first)) continue;  // a slow channel says more
     const double med = median_of(a.bal);
     if (med >= o.min_ch_balance) continue;
     Finding f;
@@ -451,8 +484,42 @@ AnomalyResult find_anomalies(const CollectSink& c, const ReadResult& res, const 
                              }),
               ins.end());
   change_points(ins, res, o, out);
-  channels(c, res, o, out);
+  const SlowChannelResult sc = find_slow_channels(c, res, o.slow_channel);
+  std::set<std::uint64_t> explained;
+  for (const SlowChannel& x : sc.found) {
+    explained.insert(x.comm);
+    out.findings.push_back(slow_channel_finding(x, res));
+  }
+  out.slow_channel_samples = sc.samples;
+  channels(c, res, o, explained, out);
   hcas(c, res, o, out);
+  // Where the per-rank findings concentrate: every (comm, rank) judged, and
+  // those a channel finding names.
+  std::map<std::pair<std::uint64_t, int>, Judged> units;
+  for (const Op& op : c.ops)
+    if (op.kind == OpKind::kColl && op.comm_hash != 0 && op.rank >= 0)
+      units.emplace(std::make_pair(op.comm_hash, op.rank), Judged{op.file_idx, false});
+  auto mark = [&](std::uint64_t comm, int rank) {
+    auto it = units.find({comm, rank});
+    if (it != units.end()) it->second.affected = true;
+  };
+  for (const Finding& f : out.findings) {
+    if (f.kind == "channel_imbalance") mark(f.comm, f.rank);
+    if (f.kind == "slow_channel" && !f.every_rank)
+      for (int r : f.ranks) mark(f.comm, r);
+  }
+  std::vector<Judged> judged;
+  for (const auto& [k, u] : units) judged.push_back(u);
+  for (const Concentration& k : concentrations(res, judged)) {
+    Finding f;
+    f.kind = "concentration";
+    f.where = k.level + " " + k.where;
+    f.host = k.level == "host" ? k.where : "";
+    f.when = "whole run";
+    f.magnitude = static_cast<double>(k.affected_here) / static_cast<double>(std::max(1, k.affected_total));
+    f.evidence = k.text() + "; affected: ranks of the channel findings above";
+    out.findings.push_back(std::move(f));
+  }
   return out;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "src/analysis/reader.h"
+#include "src/analysis/slow_channel.h"
 #include "src/analysis/table.h"
 
 namespace ni::analysis {
@@ -25,10 +26,12 @@ struct AnomalyOptions {
   double min_ch_balance = 0.7;   // channel imbalance
   double hca_slow_ratio = 1.25;  // HCA slowness: its ops' normalised latency vs all HCAs
   double hca_min_share = 0.5;    // HCA traffic imbalance: min/max bytes across a process's HCAs
+  SlowChannelOptions slow_channel;
 };
 
 struct Finding {
-  std::string kind;       // outlier | change_point | bimodal | channel_imbalance | hca_slow | hca_imbalance
+  std::string kind;       // outlier | change_point | bimodal | slow_channel | channel_imbalance | hca_slow |
+                          // hca_imbalance | concentration
   std::uint64_t comm = 0;
   std::string comm_label;
   std::string where;      // ranks, host, channel, HCA
@@ -49,6 +52,9 @@ struct Finding {
     std::uint64_t first = 0, last = 0, count = 0;
   };
   std::vector<SeqRange> seq_ranges;
+  // slow_channel: the ranks where the channel is slow, and whether that is every rank measured.
+  std::vector<int> ranks;
+  bool every_rank = false;
 };
 
 struct AnomalyResult {
@@ -58,6 +64,7 @@ struct AnomalyResult {
   std::uint64_t enqueue_timed = 0;  // ops left out: their duration is only the enqueue (model.h)
   std::uint64_t short_comms = 0;    // communicators with too few collectives to search for change points
   std::uint64_t min_change_instances = 0;  // that minimum (4 x min_window)
+  std::uint64_t slow_channel_samples = 0;  // (instance, rank) samples the slow-channel detector measured
 };
 
 AnomalyResult find_anomalies(const CollectSink& ops, const ReadResult& res, const AnomalyOptions& o);

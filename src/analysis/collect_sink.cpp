@@ -13,7 +13,7 @@ void CollectSink::on_op(const Op& op, const OpDetail* d, const FileInfo&) {
   Extra e;
   if (d) {
     e.hcas = d->hcas;
-    if (d->ch_times.size() >= 2) {
+    if (d->ch_times.size() >= 2) {  // verbose: every channel's time
       std::vector<double> durs;
       double mx = -1;
       for (const auto& c : d->ch_times) {
@@ -23,10 +23,20 @@ void CollectSink::on_op(const Op& op, const OpDetail* d, const FileInfo&) {
           e.slowest_channel = c.channel;
         }
       }
-      std::nth_element(durs.begin(), durs.begin() + static_cast<std::ptrdiff_t>(durs.size() / 2), durs.end());
-      const double med = durs[durs.size() / 2];
-      e.slowest_ratio = med > 0 ? mx / med : 0;
+      // The median as the plugin writes it in ch_slow: the middle one, or the
+      // mean of the two middle ones.
+      const std::size_t n = durs.size();
+      std::nth_element(durs.begin(), durs.begin() + static_cast<std::ptrdiff_t>(n / 2), durs.end());
+      double med = durs[n / 2];
+      if (n % 2 == 0) med = (med + *std::max_element(durs.begin(), durs.begin() + static_cast<std::ptrdiff_t>(n / 2))) / 2;
+      e.slowest_us = static_cast<float>(mx);
+      e.median_us = static_cast<float>(med);
+    } else if (d->slow_ch >= 0) {  // ch_slow
+      e.slowest_channel = d->slow_ch;
+      e.slowest_us = static_cast<float>(d->slow_us);
+      e.median_us = static_cast<float>(d->median_us);
     }
+    if (e.slowest_channel >= 0) e.slowest_ratio = e.median_us > 0 ? e.slowest_us / e.median_us : 0;
   }
   extra.push_back(std::move(e));
 }

@@ -24,6 +24,8 @@ class CollectSink : public OpSink {
     std::vector<HcaUse> hcas;
     int slowest_channel = -1;
     double slowest_ratio = 0;  // slowest channel time / median channel time
+    float slowest_us = 0;      // the slowest channel's time (us)
+    float median_us = 0;       // the median channel time (us)
   };
   std::vector<Extra> extra;
 

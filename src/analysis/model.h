@@ -118,11 +118,15 @@ struct ChTime {
 struct OpDetail {
   std::vector<HcaUse> hcas;
   std::vector<ChTime> ch_times;
+  // ch_slow: the longest channel, its time and the median channel time (us).
+  int slow_ch = -1;
+  double slow_us = 0, median_us = 0;
   double net_wait_us = kNaN;
   std::uint64_t net_send_bytes = 0, net_recv_bytes = 0;  // "net" object (network events), 0 when absent
   void clear() {
     hcas.clear();
     ch_times.clear();
+    slow_ch = -1;
     net_wait_us = kNaN;
     net_send_bytes = net_recv_bytes = 0;
   }
@@ -178,6 +182,7 @@ struct FileInfo {
   std::string format_string;          // ours: "nccl-inspector-log"; upstream: "v4.0"
   std::string plugin_version;
   std::string host;
+  std::string rack;                   // from --host-map or the hostname (locate.h); "" unknown
   std::int64_t pid = -1;
   std::int64_t file_seq = 0;
   int abi_version = 0;

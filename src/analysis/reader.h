@@ -57,6 +57,7 @@ struct ReadOptions {
 struct ReadResult {
   std::vector<FileInfo> files;                       // same order as the input list
   std::map<std::uint64_t, std::string> comm_names;   // comm_hash -> name ("" unknown)
+  std::string racks_from;                            // where FileInfo::rack came from ("" not assigned)
   std::uint64_t ops = 0;
   std::uint64_t lines = 0;
   std::uint64_t bad_lines = 0;

@@ -21,6 +21,7 @@ Field field_id(std::string_view k) {
       {sc::kChannels, Field::kChannels},
       {sc::kChBalance, Field::kChBalance},
       {sc::kChTimes, Field::kChTimes},
+      {sc::kChSlow, Field::kChSlow},
       {up::kCollPerf, Field::kCollPerf},
       {sc::kDurUs, Field::kDurUs},
       {sc::kDropped, Field::kDropped},

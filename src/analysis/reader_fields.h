@@ -18,7 +18,7 @@ namespace ni::analysis::reader_detail {
 // The key -> handler lookup happens once per key position and is then cached
 // (reader_memo.h): the writer repeats its key order on every line.
 enum class Field : std::uint8_t {
-  kNone, kAlgo, kAbi, kBytes, kBusbw, kCommHash, kCommName, kChannels, kChBalance, kChTimes, kCollPerf,
+  kNone, kAlgo, kAbi, kBytes, kBusbw, kCommHash, kCommName, kChannels, kChBalance, kChSlow, kChTimes, kCollPerf,
   kDurUs, kDropped, kDroppedTotal, kFunc, kFormat, kFormatVersion, kFileSeq, kFiltered, kFaults, kGraph,
   kHost, kHcas, kHeader, kJob, kLabel, kMetadata, kNranks, kNnodes, kNchannels, kNet, kOpsCompleted,
   kProto, kPeer, kPid, kPluginVersion, kPartial, kP2pPerf, kRank, kReclaimed, kRecordsWritten,

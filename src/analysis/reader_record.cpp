@@ -115,6 +115,8 @@ class RecordReader final : public ChunkSink {
   template <class V>
   void ch_times(const V& vin);
   template <class V>
+  void ch_slow(const V& vin);
+  template <class V>
   void net(const V& vin);
   template <class V>
   void upstream(const V& vin, void (*section)(dom::element, Line&));
@@ -230,6 +232,7 @@ template <class V>
     case Field::kChannels: if (fields_ & kOpFieldChannels) array_count(v, L.channels_len); break;
     case Field::kChBalance: if (fields_ & kOpFieldChBalance) get_f64(v, L.ch_balance); break;
     case Field::kChTimes: if (want_detail_) ch_times(v); break;
+    case Field::kChSlow: if (want_detail_) ch_slow(v); break;
     case Field::kCollPerf: upstream_op(v, false); break;
     case Field::kDurUs: get_f64(v, L.dur_us); break;
     case Field::kDropped: counts(v, dropped_); break;
@@ -389,6 +392,26 @@ void RecordReader::ch_times(const V& vin) {
     }
     if (i >= 3) detail_.ch_times.push_back({static_cast<int>(vals[0]), vals[1], vals[2]});
   }
+}
+
+// ch_slow: [channel, its us, median channel us].
+template <class V>
+void RecordReader::ch_slow(const V& vin) {
+  dom::element v;
+  if (!nested_.parse(vin, v)) return;
+  dom::array a;
+  if (v.get_array().get(a)) return;
+  double vals[3] = {-1, 0, 0};
+  int i = 0;
+  for (auto x : a) {
+    double d;
+    if (i < 3 && !x.get_double().get(d)) vals[i] = d;
+    ++i;
+  }
+  if (i != 3 || !(vals[0] >= 0 && vals[0] < 64) || !(vals[1] >= 0) || !(vals[2] >= 0)) return;
+  detail_.slow_ch = static_cast<int>(vals[0]);
+  detail_.slow_us = vals[1];
+  detail_.median_us = vals[2];
 }
 
 // net: the network totals of an op.

@@ -103,6 +103,7 @@ void add_instance(const std::vector<Op>& ops, const std::vector<std::uint32_t>& 
       a.r.comm = op.comm_hash;
       a.r.rank = op.rank;
       a.r.host = op.file_idx < res.files.size() ? res.files[op.file_idx].host : "";
+      a.r.file = op.file_idx;
     }
     a.r.nranks = std::max(a.r.nranks, std::max(op.nranks, static_cast<int>(n)));
     if (std::isfinite(median_end)) a.end_resid.push_back(al.ends[i - b] - median_end);
@@ -269,6 +270,10 @@ StragglerResult find_stragglers(const std::vector<Op>& ops, const ReadResult& re
   comm_clocks(out);
   comm_skews(al, o, out);
   p2p_skews(ops, p2p, out);
+  std::vector<Judged> units;
+  for (const auto& k : out.ranks)
+    if (k.ops != 0) units.push_back({k.file, k.flagged});
+  out.where = concentrations(res, units);
   return out;
 }
 
@@ -337,6 +342,20 @@ Report stragglers_report(const StragglerResult& r, const ReadResult& res, const 
                     std::to_string(r.no_identity) +
                     " collectives without communicator hash or rank (profiler ABI v1-v3): not aligned; " +
                     std::to_string(r.no_start) + " ops without start time");
+  if (!r.where.empty()) {
+    Section& w = rep.add("where", "Where the late ranks are");
+    w.table.columns = {"level", "where", "affected", "of_affected", "measured_there", "of_measured", "chance", "hosts"};
+    for (const auto& c : r.where) {
+      std::string hs;
+      for (const auto& x : c.hosts) hs += (hs.empty() ? "" : " ") + x;
+      w.table.rows.push_back({c.level, c.where, c.affected_here, c.affected_total, c.measured_here, c.measured_total,
+                              Cell(c.p_chance, 4), hs});
+    }
+    w.notes.push_back("LATE (comm, rank)s, by host and by rack" +
+                      (res.racks_from.empty() ? std::string() : " (racks from " + res.racks_from + ")") +
+                      ": shown where >= 75% of them are and chance (hypergeometric) explains it with < 1% "
+                      "probability");
+  }
   Section& h = rep.add("hosts", "Hosts");
   h.table.columns = {"host", "instances", "last", "last_pct", "flagged_ranks"};
   for (const auto& [host, v] : r.hosts) {
@@ -413,6 +432,15 @@ std::vector<Marker> straggler_markers(const StragglerResult& sr, const ReadResul
                   hex_hash(rl.comm).c_str(), rl.rank, static_cast<unsigned long long>(rl.last),
                   static_cast<unsigned long long>(rl.ops), rl.z, rl.mean_lateness_us);
     m.trace_args = a;
+    v.push_back(std::move(m));
+  }
+  for (const auto& c : sr.where) {
+    Marker m;
+    m.kind = "late_" + c.level;
+    m.where = c.level + " " + c.where;
+    m.magnitude = static_cast<double>(c.affected_here) / static_cast<double>(std::max(1, c.affected_total));
+    m.evidence = c.text();
+    m.in_trace = false;  // a place, not a time
     v.push_back(std::move(m));
   }
   return v;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "src/analysis/locate.h"
 #include "src/analysis/reader.h"
 #include "src/analysis/table.h"
 
@@ -34,6 +35,7 @@ struct RankLateness {
   int rank = -1;
   int nranks = 0;
   std::string host;
+  std::uint32_t file = UINT32_MAX;  // its process's log (ReadResult::files)
   std::uint64_t ops = 0;          // instances where its arrival was measured (from kernel times)
   std::uint64_t last = 0;         // instances where it arrived last
   double last_margin_us = 0;      // mean (its arrival - the next latest arrival) when last
@@ -86,6 +88,8 @@ struct StragglerResult {
   std::uint64_t aligned = 0, single_rank = 0, no_start = 0;
   std::uint64_t measured = 0;      // aligned instances with every rank GPU-timed
   std::uint64_t no_identity = 0;   // collectives without comm hash or rank (ABI v1-v3): not aligned
+  // Where the flagged ranks' processes concentrate (locate.h): a host or a rack.
+  std::vector<Concentration> where;
 };
 
 StragglerResult find_stragglers(const std::vector<Op>& ops, const ReadResult& res,

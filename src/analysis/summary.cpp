@@ -1,5 +1,7 @@
 #include "src/analysis/summary.h"
 
+#include "src/analysis/locate.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -8,6 +10,7 @@
 #include <sstream>
 
 #include "src/analysis/analysis.h"
+#include "src/analysis/locate.h"
 
 namespace ni::analysis {
 
@@ -63,31 +66,6 @@ void OpHealth::merge(const OpHealth& o) {
   cpu_timed_ops += o.cpu_timed_ops;
   no_start += o.no_start;
   graph += o.graph;
-}
-
-bool load_host_map(const std::string& path, std::map<std::string, std::string>& out, std::string& error) {
-  std::ifstream in(path);
-  if (!in) {
-    error = "cannot open host map " + path;
-    return false;
-  }
-  std::string line;
-  int n = 0;
-  while (std::getline(in, line)) {
-    ++n;
-    if (auto c = line.find('#'); c != std::string::npos) line.resize(c);
-    for (char& ch : line)
-      if (ch == ',' || ch == '=' || ch == ':' || ch == '\t') ch = ' ';
-    std::istringstream ss(line);
-    std::string host, rack;
-    if (!(ss >> host)) continue;
-    if (!(ss >> rack)) {
-      error = path + ":" + std::to_string(n) + ": expected 'host rack'";
-      return false;
-    }
-    out[host] = rack;
-  }
-  return true;
 }
 
 bool parse_peak(const std::string& s, std::map<std::string, double>& out) {
@@ -538,7 +516,11 @@ class SummaryAnalysis : public Analysis {
     else return "--group-by must be comm, host or rack";
     if (opt_.group_by == GroupBy::kRack && host_map_.empty()) return "--group-by rack needs --host-map FILE";
     std::string err;
-    if (!host_map_.empty() && !load_host_map(host_map_, opt_.host_map, err)) return err;
+    HostMap m;
+    if (!host_map_.empty()) {
+      if (!load_host_map(host_map_, m, err)) return err;
+      opt_.host_map = std::move(m.rack_of);
+    }
     for (const auto& p : peaks_)
       if (!parse_peak(p, opt_.peak_busbw)) return "bad --peak-busbw '" + p + "' (expected 300 or AllReduce=300)";
     opt_.advice = !no_advice_;

@@ -25,8 +25,6 @@ struct SummaryOptions {
   bool advice = true;
 };
 
-// Parses "host rack" / "host,rack" / "host=rack" lines ('#' comments). false + error on failure.
-bool load_host_map(const std::string& path, std::map<std::string, std::string>& out, std::string& error);
 // Parses "300", "AllReduce=300" or "network=25" / "intra_node=300" into the map.
 bool parse_peak(const std::string& s, std::map<std::string, double>& out);
 

@@ -17,6 +17,7 @@
 #include "src/analysis/plotly_bundle.h"
 #include "src/analysis/reader.h"
 #include "src/analysis/report.h"
+#include "src/analysis/locate.h"
 #include "src/analysis/stragglers.h"
 #include "src/analysis/trace.h"
 
@@ -33,11 +34,17 @@ struct Common {
   std::string output;
   int threads = 0;
   bool progress = false, no_progress = false;
+  std::string host_map;
 };
 
-void add_common(CLI::App* app, Common& c, bool inputs = true) {
+void add_common(CLI::App* app, Common& c, bool inputs = true, bool host_map = true) {
   if (inputs)
     app->add_option("inputs", c.inputs, "dump directories (searched recursively) or log files")->required();
+  if (inputs && host_map) {
+    app->add_option("--host-map", c.host_map,
+                    "a file of \"host rack\" lines: where late or slow ranks concentrate is also told per rack "
+                    "(default: the rack in hostnames like r12n03, see docs/analysis.md)");
+  }
   app->add_option("--format,-f", c.format, "table | csv | json | markdown")->capture_default_str();
   app->add_option("--output,-o", c.output, "write to this file instead of stdout");
   app->add_option("--threads,-j", c.threads, "reader threads (default: all cores)");
@@ -52,6 +59,27 @@ ana::ReadOptions read_opts(const Common& c) {
 }
 int threads(const Common& c) {
   return c.threads > 0 ? c.threads : ana::default_threads();
+}
+
+// Racks of the hosts read (locate.h): from --host-map, else from the hostnames.
+bool assign_racks(const Common& c, ana::ReadResult& res) {
+  if (c.host_map.empty()) {
+    ana::assign_racks(res, nullptr);
+    return true;
+  }
+  ana::HostMap m;
+  std::string err;
+  if (!ana::load_host_map(c.host_map, m, err)) {
+    std::cerr << "nccl-inspector: " << err << "\n";
+    return false;
+  }
+  ana::assign_racks(res, &m);
+  std::size_t unmapped = 0;
+  for (const auto& f : res.files) unmapped += f.rack.empty();
+  if (unmapped)
+    std::cerr << "nccl-inspector: " << unmapped << " of " << res.files.size() << " logs come from hosts not in "
+              << c.host_map << ": no rack for them\n";
+  return true;
 }
 
 // Renders to -o FILE or stdout.
@@ -124,7 +152,7 @@ int run_analysis(ana::Analysis& a, const Common& c) {
   ana::ReadResult res;
   auto ops = ana::read_merged<ana::CollectSink>(in.files, in.ro, in.threads, res,
                                                 a.input() == ana::Input::kOpsDetail);
-  if (!ana::check_read(res)) return kExitUsage;
+  if (!ana::check_read(res) || !assign_racks(c, res)) return kExitUsage;
   return finish(a.run(ana::AnalysisInput{*ops, res}), c);
 }
 
@@ -132,7 +160,10 @@ Command analysis_command(CLI::App& app, ana::Analysis& a) {
   auto c = std::make_shared<Common>();
   c->format = std::string(a.default_format());
   CLI::App* sub = app.add_subcommand(std::string(a.name()), std::string(a.help()));
-  add_common(sub, *c, a.input() != ana::Input::kOwnInputs);
+  // The analyses that read ops get --host-map here; the others read files
+  // themselves (summary has its own, for --group-by rack).
+  add_common(sub, *c, a.input() != ana::Input::kOwnInputs,
+             a.input() == ana::Input::kOps || a.input() == ana::Input::kOpsDetail);
   std::vector<ana::OptionSpec> specs;
   a.options(specs);
   for (const auto& s : specs) add_spec(sub, s);
@@ -181,7 +212,7 @@ int run_trace(TraceArgs& t) {
   if (!ana::discover(t.c.inputs, files)) return kExitUsage;
   ana::ReadResult res;
   auto v = ana::read_merged<ana::ViewSink>(files, read_opts(t.c), threads(t.c), res);
-  if (!ana::check_read(res)) return kExitUsage;
+  if (!ana::check_read(res) || !assign_racks(t.c, res)) return kExitUsage;
   ana::ClockCalibration cal;
   if (!t.no_calibration) {
     cal = calibrate(v->coll.ops, res);
@@ -275,7 +306,7 @@ int run_report(ReportArgs& r) {
   if (!ana::discover(r.c.inputs, files)) return kExitUsage;
   ana::ReadResult res, bres;
   auto v = ana::read_merged<ana::ViewSink>(files, read_opts(r.c), threads(r.c), res);
-  if (!ana::check_read(res)) return kExitUsage;
+  if (!ana::check_read(res) || !assign_racks(r.c, res)) return kExitUsage;
   ana::ClockCalibration cal;
   if (!r.no_calibration) {
     cal = calibrate(v->coll.ops, res);

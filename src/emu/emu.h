@@ -145,6 +145,18 @@ struct TruthKnobs {
   std::map<int, double> rank_skew_us;        // world rank -> arrival delay (a straggler)
   std::map<int, double> channel_slowdown;    // channel id -> duration factor
   std::map<int, double> hca_slowdown;        // HCA index -> duration factor (network ops on its channels)
+  // One channel of some comms slower (an asymmetric NVLink / one degraded
+  // link in the channel's ring): every rank of the matching comm groups.
+  struct SlowChannel {
+    std::string comm;  // comm name ("" = every comm)
+    int group = -1;    // which group of that comm (-1 = every group)
+    int channel = 0;
+    double factor = 1;
+  };
+  std::vector<SlowChannel> slow_channels;
+  // Emulated host index -> mean extra arrival delay (us, exponentially
+  // distributed per op) of its ranks: a host or rack with latency variance.
+  std::map<int, double> host_jitter_us;
   int congestion_from = -1, congestion_to = -1;  // per-comm op index window ...
   double congestion_factor = 1;                  // ... whose duration is multiplied
   double bimodal_p = 0;                      // probability an op runs slow ...
@@ -211,7 +223,8 @@ struct TruthOp {
   std::vector<std::string> faults;
   // The planted culprits that shaped this op's times (TruthKnobs): "straggler"
   // (this rank arrived late), "waited" (it waited for a late rank),
-  // "congestion", "bimodal", "slow_channel", "slow_hca".
+  // "congestion", "bimodal", "slow_channel", "slow_hca", "jitter" (this
+  // rank's host added random arrival delay).
   std::vector<std::string> planted;
 };
 

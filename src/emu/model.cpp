@@ -142,10 +142,16 @@ void assign_times(Proc& P, Comm& c, std::vector<Task*> ts, int /*skew_peer_world
   const TruthKnobs& k = P.o->workload.truth;
   const uint64_t key = mix64(P.o->seed ^ c.hash ^ (static_cast<uint64_t>(c.op_index) << 24));
   const uint64_t base = c.clock_ns;
+  const int per_node = std::max(1, P.world / std::max(1, P.nodes));
   auto skew = [&](int g) {
     double s = unit_hash(mix64(key ^ (static_cast<uint64_t>(g) * 0x9E37ull))) * 1500.0;
     auto it = k.rank_skew_us.find(g);
     if (it != k.rank_skew_us.end()) s += it->second * 1000.0;
+    auto jt = k.host_jitter_us.find(g / per_node);
+    if (jt != k.host_jitter_us.end()) {  // exponential, mean jt->second us
+      const double u = unit_hash(mix64(key ^ (static_cast<uint64_t>(g) * 0x7F4Bull) ^ 0x1177));
+      s += -std::log(1.0 - u) * jt->second * 1000.0;
+    }
     return static_cast<uint64_t>(s);
   };
   uint64_t arrive_max = 0;
@@ -158,6 +164,7 @@ void assign_times(Proc& P, Comm& c, std::vector<Task*> ts, int /*skew_peer_world
   std::vector<std::string> planted;
   if (k.rank_skew_us.count(c.R->g) != 0) planted.emplace_back("straggler");
   else if (late_member) planted.emplace_back("waited");
+  if (k.host_jitter_us.count(c.R->g / per_node) != 0) planted.emplace_back("jitter");
 
   const bool net = t.net;
   const double bw = (net ? m.net_busbw_gbps : m.nvlink_busbw_gbps);  // GB/s == bytes/ns
@@ -184,6 +191,11 @@ void assign_times(Proc& P, Comm& c, std::vector<Task*> ts, int /*skew_peer_world
         f *= cs->second;
         slow_ch = true;
       }
+      for (const auto& sc : k.slow_channels)
+        if (sc.channel == ct.ch && (sc.comm.empty() || sc.comm == c.spec->name) && (sc.group < 0 || sc.group == c.group)) {
+          f *= sc.factor;
+          slow_ch = true;
+        }
       if (net) {
         auto hs = k.hca_slowdown.find(ct.ch % std::max(1, m.hcas_per_node));
         if (hs != k.hca_slowdown.end()) {

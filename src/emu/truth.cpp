@@ -62,6 +62,13 @@ void write_truth_jsonl(std::ostream& os, const RunResult& r) {
   }
   for (const auto& [ch, f] : k.channel_slowdown)
     os << nlohmann::json{{"type", "planted"}, {"kind", "slow_channel"}, {"channel", ch}, {"factor", f}}.dump() << '\n';
+  for (const auto& sc : k.slow_channels)
+    os << nlohmann::json{{"type", "planted"}, {"kind", "slow_channel"}, {"comm", sc.comm},
+                         {"group", sc.group},  {"channel", sc.channel},  {"factor", sc.factor}}
+              .dump()
+       << '\n';
+  for (const auto& [node, us] : k.host_jitter_us)
+    os << nlohmann::json{{"type", "planted"}, {"kind", "host_jitter"}, {"node", node}, {"mean_us", us}}.dump() << '\n';
   for (const auto& [h, f] : k.hca_slowdown)
     os << nlohmann::json{{"type", "planted"}, {"kind", "slow_hca"}, {"hca", h}, {"factor", f}}.dump() << '\n';
   if (k.congestion_factor != 1 && k.congestion_from >= 0)

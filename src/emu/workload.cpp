@@ -125,10 +125,23 @@ Workload parse_workload_json(const std::string& text) {
     }
     if (j.contains("truth")) {
       const json& t = j.at("truth");
-      check_keys(t, {"rank_skew_us", "channel_slowdown", "hca_slowdown", "congestion", "bimodal"}, "truth");
+      check_keys(t, {"rank_skew_us", "channel_slowdown", "hca_slowdown", "slow_channels", "host_jitter_us", "congestion", "bimodal"},
+                 "truth");
       if (t.contains("rank_skew_us")) w.truth.rank_skew_us = int_map(t.at("rank_skew_us"));
       if (t.contains("channel_slowdown")) w.truth.channel_slowdown = int_map(t.at("channel_slowdown"));
       if (t.contains("hca_slowdown")) w.truth.hca_slowdown = int_map(t.at("hca_slowdown"));
+      if (t.contains("host_jitter_us")) w.truth.host_jitter_us = int_map(t.at("host_jitter_us"));
+      for (const json& sc : t.value("slow_channels", json::array())) {
+        check_keys(sc, {"comm", "group", "channel", "factor"}, "slow_channels entry");
+        TruthKnobs::SlowChannel x;
+        get(sc, "comm", x.comm);
+        get(sc, "group", x.group);
+        get(sc, "channel", x.channel);
+        get(sc, "factor", x.factor);
+        if (x.channel < 0 || x.channel >= 64) throw std::runtime_error("slow_channels: channel must be 0..63");
+        if (!(x.factor > 0)) throw std::runtime_error("slow_channels: factor must be > 0");
+        w.truth.slow_channels.push_back(x);
+      }
       if (t.contains("congestion")) {
         const json& c = t.at("congestion");
         check_keys(c, {"from", "to", "factor"}, "congestion");

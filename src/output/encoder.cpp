@@ -1,5 +1,6 @@
 #include "src/output/encoder.h"
 
+#include <algorithm>
 #include <bit>
 #include <string_view>
 
@@ -143,6 +144,34 @@ void put_hcas(Buf& b, const OpRecord& r) {
     kv_int(b, sc::kHcaQps, h.qps);
     b.put('}');
   }
+  b.put(']');
+}
+
+// "ch_slow":[channel id, its us, median channel us]: which channel was the
+// longest and by how much, for ops with 2+ channels all in the record (the
+// slow-channel detector's input without verbose logs).
+void put_ch_slow(Buf& b, const OpRecord& r) {
+  const int nch = std::popcount(r.channel_mask);
+  if (nch < 2 || nch > kRecordChannels || (r.flags & (kFlagChannelsTruncated | kFlagPartialChannels))) return;
+  uint32_t d[kRecordChannels] = {};
+  int slow = 0;
+  for (int i = 0; i < nch; ++i) {
+    d[i] = r.channels[i].dur_ns;
+    if (d[i] > d[slow]) slow = i;
+  }
+  const uint32_t slow_ns = d[slow];
+  std::nth_element(d, d + nch / 2, d + nch);
+  uint64_t med = d[nch / 2];
+  if (nch % 2 == 0) med = (med + *std::max_element(d, d + nch / 2)) / 2;
+  uint64_t m = r.channel_mask;
+  for (int i = 0; i < slow; ++i) m &= m - 1;
+  key(b, sc::kChSlow);
+  b.put('[');
+  b.put_int(std::countr_zero(m));
+  b.put(',');
+  b.put_milli(static_cast<int64_t>(slow_ns));
+  b.put(',');
+  b.put_milli(static_cast<int64_t>(med));
   b.put(']');
 }
 
@@ -290,6 +319,7 @@ void Encoder::op_times(Buf& b, const OpRecord& r, const ClockEstimate* clk, cons
   }
   if (r.max_channel_ns != 0 && r.min_channel_ns <= r.max_channel_ns)
     kv_ratio(b, sc::kChBalance, static_cast<double>(r.min_channel_ns) / r.max_channel_ns);
+  put_ch_slow(b, r);
 }
 
 void Encoder::meta(Buf& b, const MetaInfo& m, uint32_t file_seq) const {

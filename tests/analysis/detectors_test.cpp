@@ -3,12 +3,15 @@
 #include <sys/wait.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <set>
 #include <sstream>
 
 #include "src/analysis/anomalies.h"
 #include "src/analysis/compare.h"
 #include "tests/analysis/fixtures.h"
 #include "src/analysis/iterations.h"
+#include "src/analysis/locate.h"
 #include "src/analysis/reader.h"
 #include "src/analysis/stragglers.h"
 #include "src/analysis/summary.h"
@@ -285,4 +288,94 @@ TEST(Anomalies, EnqueueTimedDurationsAreNotFindings) {
   const auto gpu = ni::analysis::find_anomalies(make(ni::analysis::Timing::kGpu), res, o);
   EXPECT_EQ(gpu.outlier_count, 1u);
   EXPECT_EQ(gpu.enqueue_timed, 0u);
+}
+
+// ---- hosts and racks (locate.h)
+
+TEST(Locate, RackFromHostname) {
+  EXPECT_EQ(ana::rack_from_hostname("r12n03"), "r12");
+  EXPECT_EQ(ana::rack_from_hostname("rack12-node03"), "rack12");
+  EXPECT_EQ(ana::rack_from_hostname("sc-a12-07.cluster.example"), "sc-a12");
+  EXPECT_EQ(ana::rack_from_hostname("node017"), "");
+  EXPECT_EQ(ana::rack_from_hostname("localhost"), "");
+  EXPECT_EQ(ana::rack_from_hostname("12-03"), "");  // no letters before the rack number
+  EXPECT_EQ(ana::rack_from_hostname(""), "");
+}
+
+TEST(Locate, HostMapIsReadOrRefusedWithTheLine) {
+  const std::string dir = ni::test::temp_dir("hostmap");
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir + "/" + name) << text;
+    return dir + "/" + name;
+  };
+  ana::HostMap m;
+  std::string err;
+  ASSERT_TRUE(ana::load_host_map(write("ok", "# host rack\nnode0 rackA\nnode1,rackA\nnode2=rackB  # spare\n\n"), m, err))
+      << err;
+  EXPECT_EQ(m.rack_of.size(), 3u);
+  EXPECT_EQ(m.rack_of["node2"], "rackB");
+  ana::HostMap bad;
+  EXPECT_FALSE(ana::load_host_map(write("one", "node0 rackA\nnode1\n"), bad, err));
+  EXPECT_NE(err.find(":2:"), std::string::npos) << err;
+  EXPECT_FALSE(ana::load_host_map(write("twice", "node0 rackA\nnode0 rackB\n"), bad, err));
+  EXPECT_NE(err.find("rack rackA already"), std::string::npos) << err;
+  ana::HostMap none;
+  EXPECT_FALSE(ana::load_host_map(write("empty", "# nothing\n"), none, err));
+  EXPECT_NE(err.find("names no host"), std::string::npos) << err;
+  EXPECT_FALSE(ana::load_host_map(dir + "/missing", bad, err));
+  EXPECT_NE(err.find("cannot read"), std::string::npos);
+  // The CLI refuses a bad map with a usage error, before any analysis.
+  const std::string logs = ni::test::temp_dir("hostmap_logs");
+  ni::test::write_job(logs, {});
+  EXPECT_EQ(cli_rc("stragglers " + logs + " --host-map " + dir + "/one"), 2);
+  EXPECT_EQ(cli_rc("stragglers " + logs + " --host-map " + dir + "/ok"), 0);
+}
+
+TEST(Locate, HypergeometricTail) {
+  EXPECT_NEAR(ana::hypergeom_tail(4, 2, 2, 2), 1.0 / 6.0, 1e-12);
+  EXPECT_NEAR(ana::hypergeom_tail(10, 5, 3, 0), 1.0, 1e-12);
+  EXPECT_NEAR(ana::hypergeom_tail(32, 16, 8, 8), 12870.0 / 10518300.0, 1e-12);
+  EXPECT_EQ(ana::hypergeom_tail(10, 2, 3, 3), 0.0);  // 3 of 3 drawn from a group of 2: impossible
+}
+
+// 8 hosts in 4 racks, 4 units per host: the affected units decide what is named.
+TEST(Locate, ConcentrationOnlyBeyondChance) {
+  ana::ReadResult res;
+  for (int h = 0; h < 8; ++h) {
+    ana::FileInfo f;
+    f.host = "node" + std::to_string(h);
+    f.rack = "rack" + std::to_string(h / 2);
+    res.files.push_back(f);
+  }
+  auto units = [&](const std::set<std::pair<int, int>>& hit) {  // (host, unit) affected
+    std::vector<ana::Judged> v;
+    for (int h = 0; h < 8; ++h)
+      for (int u = 0; u < 4; ++u) v.push_back({static_cast<std::uint32_t>(h), hit.count({h, u}) != 0});
+    return v;
+  };
+  // One affected unit: no place.
+  EXPECT_TRUE(ana::concentrations(res, units({{3, 0}})).empty());
+  // Two, on two racks: no place.
+  EXPECT_TRUE(ana::concentrations(res, units({{0, 0}, {7, 0}})).empty());
+  // Every unit of rack1's two hosts: the rack (not a host: each has half).
+  auto c = ana::concentrations(res, units({{2, 0}, {2, 1}, {2, 2}, {2, 3}, {3, 0}, {3, 1}, {3, 2}, {3, 3}}));
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].level, "rack");
+  EXPECT_EQ(c[0].where, "rack1");
+  EXPECT_EQ(c[0].affected_here, 8);
+  EXPECT_EQ(c[0].measured_here, 8);
+  EXPECT_EQ(c[0].measured_total, 32);
+  EXPECT_EQ(c[0].hosts, (std::vector<std::string>{"node2", "node3"}));
+  EXPECT_NE(c[0].text().find("8 of 8 affected ranks are in rack rack1"), std::string::npos) << c[0].text();
+  // All on one host: the host, and not its rack (one host says it).
+  c = ana::concentrations(res, units({{5, 0}, {5, 1}, {5, 2}}));
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].level, "host");
+  EXPECT_EQ(c[0].where, "node5");
+  // Spread over the job: nothing, though rack1 has the most.
+  EXPECT_TRUE(ana::concentrations(res, units({{2, 0}, {3, 0}, {0, 1}, {5, 2}, {6, 3}})).empty());
+  // Racks unknown: hosts still work, no rack is named.
+  for (auto& f : res.files) f.rack.clear();
+  c = ana::concentrations(res, units({{2, 0}, {2, 1}, {2, 2}, {2, 3}, {3, 0}, {3, 1}, {3, 2}, {3, 3}}));
+  EXPECT_TRUE(c.empty());
 }

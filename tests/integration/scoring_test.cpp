@@ -7,7 +7,12 @@
 //    with the planted margin (within 10 us or 10 %);
 //  * a clean job: no finding at all, from `stragglers` or `anomalies`;
 //  * a congestion window: a change point on every communicator it hit,
-//    covering its instances (and little else), none elsewhere.
+//    covering its instances (and little else), none elsewhere;
+//  * protocol bimodality: every group with enough slow-mode ops, no other;
+//  * a slow channel on one host's TP communicator: that channel, that comm,
+//    every rank of it, that host, the planted factor; nothing else;
+//  * a rack whose hosts add random arrival delay: the rack named from the
+//    late ranks, no other rack or host.
 // The processes' clocks disagree by milliseconds (pace none: each plugin's
 // GPU clock estimate is off by however late its callbacks were), which the
 // clock-free measures must not see.
@@ -25,6 +30,7 @@
 
 #include "src/analysis/anomalies.h"
 #include "src/analysis/collect_sink.h"
+#include "src/analysis/locate.h"
 #include "src/analysis/stragglers.h"
 #include "tests/integration/harness.h"
 
@@ -66,7 +72,7 @@ std::uint64_t mix(std::uint64_t x) {
   return x ^ (x >> 33);
 }
 
-std::string workload(const Shape& s, int iterations, const json& truth) {
+std::string workload(const Shape& s, int iterations, const json& truth, int dp_weight = 1) {
   json w;
   w["world"] = s.world;
   w["nodes"] = s.hosts;
@@ -75,10 +81,16 @@ std::string workload(const Shape& s, int iterations, const json& truth) {
   w["mix"] = json::array(
       {json{{"comm", "tp"}, {"func", "AllReduce"}, {"dtype", "ncclBfloat16"}, {"bytes", {1048576, 4194304}}, {"weight", 2}},
        json{{"comm", "tp"}, {"func", "AllGather"}, {"dtype", "ncclBfloat16"}, {"bytes", {262144}}, {"weight", 1}},
-       json{{"comm", "dp"}, {"func", "AllReduce"}, {"dtype", "ncclFloat32"}, {"bytes", {4194304}}, {"weight", 1}}});
+       json{{"comm", "dp"}, {"func", "AllReduce"}, {"dtype", "ncclFloat32"}, {"bytes", {4194304}}, {"weight", dp_weight}}});
   w["iterations"] = iterations;
   w["truth"] = truth;
   return w.dump();
+}
+
+std::string fmt_mag(double m) {
+  char b[32];
+  std::snprintf(b, sizeof b, " (%.2f)", m);
+  return b;
 }
 
 using Instance = std::tuple<std::uint64_t, std::string, std::uint64_t>;  // (comm, func, seq)
@@ -95,13 +107,15 @@ struct Job {
   std::map<std::tuple<std::uint64_t, std::string, int>, std::pair<std::size_t, std::size_t>> modes;
   std::map<std::uint64_t, std::set<std::pair<std::string, std::uint64_t>>> instances;  // comm -> (func, seq)
   std::map<std::uint64_t, std::string> comm_names;
+  std::map<std::pair<std::string, int>, std::uint64_t> group_hash;  // (comm name, group) -> hash
 };
 
-Job run_job(const Shape& s, int seed, const std::string& nccl, int iterations, const json& truth, const std::string& tag) {
+Job run_job(const Shape& s, int seed, const std::string& nccl, int iterations, const json& truth, const std::string& tag,
+            int dp_weight = 1) {
   Job job;
   const path dir = ni::it::temp_dir("score-" + tag + "-" + std::to_string(s.world) + "-" + std::to_string(seed));
   {
-    std::ofstream(dir / "job.json") << workload(s, iterations, truth);
+    std::ofstream(dir / "job.json") << workload(s, iterations, truth, dp_weight);
   }
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -130,6 +144,7 @@ Job run_job(const Shape& s, int seed, const std::string& nccl, int iterations, c
         ana::parse_hash(t["comm_hash"].get<std::string>(), hash);
         job.world_of[{hash, t["rank"].get<int>()}] = t["world_rank"].get<int>();
         job.comm_names[hash] = t["comm"];
+        job.group_hash[{t["comm"].get<std::string>(), t["comm_index"].get<int>()}] = hash;
         if (t["kind"] == "coll" &&
             job.instances[hash].insert({t["func"].get<std::string>(), t["seq"].get<std::uint64_t>()}).second) {
           auto& m = job.modes[{hash, t["func"].get<std::string>(), ana::size_bucket(t["bytes"].get<std::uint64_t>())}];
@@ -377,6 +392,112 @@ TEST(Scoring, BimodalLatencyFoundAgainstEmulatorTruth) {
   std::printf("bimodality vs truth: %d of %d jobs exactly right (%d slow-mode groups to find) (%.1f%%)\n", hits, jobs,
               groups, 100 * rate);
   RecordProperty("bimodal_rate", std::to_string(rate));
+  EXPECT_GE(rate, 0.95);
+}
+
+// ---------------------------------------------------------------- slow channel
+
+// One channel of one host's TP communicator runs `factor` slower on every
+// rank (the ring shares the channel's path): anomalies names that comm, that
+// channel, every rank, that host and the factor (within 10 %), and nothing
+// else (no channel imbalance, no change point).
+TEST(Scoring, SlowChannelNamedAgainstEmulatorTruth) {
+  int jobs = 0, hits = 0;
+  double worst_factor_err = 0;
+  for (const Shape& s : shapes())
+    for (int seed = 1; seed <= seeds(); ++seed) {
+      const std::uint64_t h = mix(static_cast<std::uint64_t>(seed) * 32452843 + static_cast<std::uint64_t>(s.world));
+      const int host = static_cast<int>(h % static_cast<std::uint64_t>(s.hosts));
+      const int channel = static_cast<int>((h >> 8) % 8);
+      const double factor = 1.6 + static_cast<double>((h >> 16) % 15) / 10.0;  // 1.6 .. 3.0
+      const std::string& nccl = kReleases[static_cast<std::size_t>(seed) % kReleases.size()];
+      const json truth = {{"slow_channels", json::array({json{{"comm", "tp"}, {"group", host}, {"channel", channel},
+                                                              {"factor", factor}}})}};
+      Job job = run_job(s, seed, nccl, 60, truth, "slowch");
+      ASSERT_TRUE(job.error.empty()) << job.error;
+      int planted_lines = 0;
+      for (const json& t : job.planted)
+        if (t["kind"] == "slow_channel") {
+          ++planted_lines;
+          EXPECT_EQ(t["channel"].get<int>(), channel);
+          EXPECT_EQ(t["group"].get<int>(), host);
+        }
+      EXPECT_EQ(planted_lines, 1) << "the truth names the planted channel";
+      const std::uint64_t comm = job.group_hash[{"tp", host}];
+      const auto an = ana::find_anomalies(*job.data, job.res, {});
+      bool ok = true;
+      int named = 0;
+      std::string why;
+      for (const auto& f : an.findings) {
+        if (f.kind == "slow_channel" && f.comm == comm && f.channel == channel && f.every_rank &&
+            f.host == "node" + std::to_string(host) && static_cast<int>(f.ranks.size()) == s.tp &&
+            std::fabs(f.magnitude - factor) <= 0.1 * factor) {
+          ++named;
+          worst_factor_err = std::max(worst_factor_err, std::fabs(f.magnitude - factor) / factor);
+          continue;
+        }
+        ok = false;
+        why += " " + f.kind + ": " + f.comm_label + " " + f.where + fmt_mag(f.magnitude);
+      }
+      ok = ok && named == 1;
+      ++jobs;
+      hits += ok;
+      if (!ok)
+        std::printf("miss: %d ranks/%d hosts seed %d NCCL %s, channel %d of tp on node%d x%.1f:%s%s\n", s.world,
+                    s.hosts, seed, nccl.c_str(), channel, host, factor, why.c_str(), named ? "" : " (not named)");
+    }
+  const double rate = static_cast<double>(hits) / jobs;
+  std::printf("slow channel vs truth: %d of %d jobs named the channel, comm, host and factor and nothing else "
+              "(%.1f%%), worst factor error %.1f%%\n",
+              hits, jobs, 100 * rate, 100 * worst_factor_err);
+  RecordProperty("slow_channel_rate", std::to_string(rate));
+  EXPECT_GE(rate, 0.95);
+}
+
+// ---------------------------------------------------------------- rack
+
+// The two hosts of one rack (a host map puts hosts 2k and 2k+1 in rack k)
+// add exponentially distributed arrival delay to their ranks: `stragglers`
+// flags late ranks there, and says they concentrate in that rack, and in no
+// other rack or host. Needs 2+ racks: the 4- and 8-host shapes.
+TEST(Scoring, LatencyVarianceLocalisedToItsRack) {
+  int jobs = 0, hits = 0;
+  for (const Shape& s : shapes()) {
+    if (s.hosts < 4) continue;
+    for (int seed = 1; seed <= seeds(); ++seed) {
+      const std::uint64_t h = mix(static_cast<std::uint64_t>(seed) * 49979687 + static_cast<std::uint64_t>(s.world));
+      const int rack = static_cast<int>(h % static_cast<std::uint64_t>(s.hosts / 2));
+      const double mean_us = 30.0 + static_cast<double>((h >> 8) % 51);  // 30 .. 80
+      const std::string& nccl = kReleases[static_cast<std::size_t>(seed) % kReleases.size()];
+      const json truth = {{"host_jitter_us", {{std::to_string(2 * rack), mean_us}, {std::to_string(2 * rack + 1), mean_us}}}};
+      Job job = run_job(s, seed, nccl, 240, truth, "rack", 2);
+      ASSERT_TRUE(job.error.empty()) << job.error;
+      int planted_lines = 0;
+      for (const json& t : job.planted) planted_lines += t["kind"] == "host_jitter";
+      EXPECT_EQ(planted_lines, 2) << "the truth names both jittery hosts";
+      ana::HostMap map;
+      for (int k = 0; k < s.hosts; ++k) map.rack_of["node" + std::to_string(k)] = "rack" + std::to_string(k / 2);
+      map.path = "(test)";
+      ana::assign_racks(job.res, &map);
+      const auto sr = ana::find_stragglers(job.data->ops, job.res, {});
+      bool named = false, other = false;
+      std::string why;
+      for (const auto& c : sr.where) {
+        if (c.level == "rack" && c.where == "rack" + std::to_string(rack)) named = true;
+        else other = true;
+        why += " " + c.text();
+      }
+      const bool ok = named && !other;
+      ++jobs;
+      hits += ok;
+      if (!ok)
+        std::printf("miss: %d ranks/%d hosts seed %d NCCL %s, rack%d +%.0f us:%s\n", s.world, s.hosts, seed,
+                    nccl.c_str(), rack, mean_us, why.empty() ? " nothing concentrated" : why.c_str());
+    }
+  }
+  const double rate = static_cast<double>(hits) / jobs;
+  std::printf("rack vs truth: %d of %d jobs named the jittery rack and nothing else (%.1f%%)\n", hits, jobs, 100 * rate);
+  RecordProperty("rack_rate", std::to_string(rate));
   EXPECT_GE(rate, 0.95);
 }
 

@@ -162,6 +162,33 @@ TEST(EncoderTest, DefaultLineHasBothBandwidthsAndLeavesPerChannelDetailToVerbose
   EXPECT_FALSE(j.contains("ch_times"));
 }
 
+// ch_slow names the longest channel by its real id, with its time and the
+// median channel time, in the default line.
+TEST(EncoderTest, ChSlowNamesTheLongestChannel) {
+  OpRecord r = gpu_coll();  // channels 4, 5, 7: 120, 60, 120 us
+  r.channels[2] = {2500, 150000};
+  CommInfo c = make_comm(3, 8, 2);
+  json j = encode(r, &c, nullptr, false);
+  ASSERT_TRUE(j.contains("ch_slow")) << j.dump();
+  EXPECT_EQ(j["ch_slow"][0], 7);
+  EXPECT_DOUBLE_EQ(j["ch_slow"][1].get<double>(), 150.0);
+  EXPECT_DOUBLE_EQ(j["ch_slow"][2].get<double>(), 120.0);  // median of 60, 120, 150
+  // Four channels: the median is the mean of the two middle ones.
+  r.channel_mask = 0b1111;
+  r.channels[3] = {0, 90000};  // 120, 60, 150, 90 -> (90 + 120) / 2
+  j = encode(r, &c, nullptr, false);
+  EXPECT_EQ(j["ch_slow"][0], 2);
+  EXPECT_DOUBLE_EQ(j["ch_slow"][2].get<double>(), 105.0);
+  // Not when a channel never stopped, the list was cut, or there is one channel.
+  r.flags = kFlagPartialChannels;
+  EXPECT_FALSE(encode(r, &c, nullptr, false).contains("ch_slow"));
+  r.flags = kFlagChannelsTruncated;
+  EXPECT_FALSE(encode(r, &c, nullptr, false).contains("ch_slow"));
+  r.flags = 0;
+  r.channel_mask = 0b1000;
+  EXPECT_FALSE(encode(r, &c, nullptr, false).contains("ch_slow"));
+}
+
 TEST(BufTest, SignificantDigits) {
   auto fmt = [](double v) {
     Buf b;

@@ -1,0 +1,147 @@
+#include "src/analysis/locate.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace ni::analysis {
+
+bool load_host_map(const std::string& path, HostMap& m, std::string& err) {
+  std::ifstream in(path);
+  if (!in) {
+    err = "cannot read host map " + path;
+    return false;
+  }
+  m.path = path;
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (auto h = line.find('#'); h != std::string::npos) line.resize(h);
+    for (char& ch : line)
+      if (ch == ',' || ch == '=' || ch == ':' || ch == '\t') ch = ' ';
+    std::istringstream ls(line);
+    std::string host, rack, extra;
+    if (!(ls >> host)) continue;
+    if (!(ls >> rack) || (ls >> extra)) {
+      err = path + ":" + std::to_string(n) + ": expected \"host rack\", got \"" + line + "\"";
+      return false;
+    }
+    auto [it, fresh] = m.rack_of.emplace(host, rack);
+    if (!fresh && it->second != rack) {
+      err = path + ":" + std::to_string(n) + ": host " + host + " is in rack " + it->second + " already";
+      return false;
+    }
+  }
+  if (m.rack_of.empty()) {
+    err = "host map " + path + " names no host";
+    return false;
+  }
+  return true;
+}
+
+std::string rack_from_hostname(const std::string& host) {
+  const std::string s = host.substr(0, host.find('.'));
+  std::size_t i = 0;
+  while (i < s.size() && !std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+  if (i == 0 || i == s.size()) return {};  // a name must start with its rack's letters
+  std::size_t j = i;
+  while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j]))) ++j;
+  bool second = false;
+  for (std::size_t k = j; k < s.size(); ++k) second = second || std::isdigit(static_cast<unsigned char>(s[k]));
+  return second ? s.substr(0, j) : std::string();
+}
+
+void assign_racks(ReadResult& res, const HostMap* m) {
+  res.racks_from = m ? "host map " + m->path : "hostnames";
+  for (FileInfo& f : res.files) {
+    if (m) {
+      auto it = m->rack_of.find(f.host);
+      if (it == m->rack_of.end()) it = m->rack_of.find(f.host.substr(0, f.host.find('.')));
+      f.rack = it == m->rack_of.end() ? "" : it->second;
+    } else {
+      f.rack = rack_from_hostname(f.host);
+    }
+  }
+}
+
+namespace {
+double log_choose(int n, int k) {
+  return std::lgamma(n + 1.0) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1.0);
+}
+}  // namespace
+
+double hypergeom_tail(int N, int K, int n, int k) {
+  double p = 0;
+  for (int x = std::max(k, 0); x <= std::min(K, n); ++x) {
+    if (n - x > N - K) continue;
+    p += std::exp(log_choose(K, x) + log_choose(N - K, n - x) - log_choose(N, n));
+  }
+  return std::min(1.0, p);
+}
+
+std::string Concentration::text() const {
+  std::string s = std::to_string(affected_here) + " of " + std::to_string(affected_total) +
+                  " affected ranks are " + (level == "host" ? "on host " : "in rack ") + where + " (" +
+                  std::to_string(measured_here) + " of " + std::to_string(measured_total) + " measured ranks";
+  if (!hosts.empty()) {
+    s += "; hosts";
+    for (const auto& h : hosts) s += " " + h;
+  }
+  char p[48];
+  std::snprintf(p, sizeof p, "; chance %.2g)", p_chance);
+  return s + p;
+}
+
+std::vector<Concentration> concentrations(const ReadResult& res, const std::vector<Judged>& units) {
+  std::vector<Concentration> out;
+  int N = 0, n = 0;
+  for (const Judged& u : units)
+    if (u.file < res.files.size()) {
+      ++N;
+      n += u.affected;
+    }
+  if (n < 2) return out;
+  for (const char* level : {"host", "rack"}) {
+    const bool host = level[0] == 'h';
+    std::map<std::string, std::pair<int, int>> groups;  // where -> (measured, affected)
+    std::map<std::string, std::set<std::string>> hosts;
+    int known = 0;
+    for (const Judged& u : units) {
+      if (u.file >= res.files.size()) continue;
+      const FileInfo& fi = res.files[u.file];
+      const std::string& g = host ? fi.host : fi.rack;
+      if (g.empty()) continue;
+      ++known;
+      ++groups[g].first;
+      if (u.affected) {
+        ++groups[g].second;
+        hosts[g].insert(fi.host);
+      }
+    }
+    if (groups.size() < 2) continue;  // one host / rack (or none known): nothing to localise
+    for (const auto& [g, mk] : groups) {
+      const auto [m, k] = mk;
+      if (k < 2 || 4 * k < 3 * n || m == known) continue;
+      if (!host && hosts[g].size() < 2) continue;
+      const double p = hypergeom_tail(N, m, n, k);
+      if (p >= 0.01) continue;
+      Concentration c;
+      c.level = level;
+      c.where = g;
+      c.affected_here = k;
+      c.affected_total = n;
+      c.measured_here = m;
+      c.measured_total = N;
+      c.p_chance = p;
+      if (!host) c.hosts.assign(hosts[g].begin(), hosts[g].end());
+      out.push_back(std::move(c));
+    }
+  }
+  return out;
+}
+
+}  // namespace ni::analysis
