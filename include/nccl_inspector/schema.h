@@ -107,6 +107,8 @@ inline constexpr std::string_view kHcas = "hcas";          // array of {dev, byt
 inline constexpr std::string_view kHcaDev = "dev";
 inline constexpr std::string_view kHcaWrs = "wrs";
 inline constexpr std::string_view kHcaQps = "qps";
+inline constexpr std::string_view kHcaWireUs = "wire_us";   // float, 0.1 us: its send work requests' time on the wire
+inline constexpr std::string_view kHcaGbs = "gbs";          // float GB/s, 3 significant digits: bytes / wire_us
 
 // ---- clock
 inline constexpr std::string_view kGpuOffsetNs = "gpu_offset_ns";     // integer: mono_ns = ptimer + offset

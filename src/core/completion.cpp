@@ -125,7 +125,6 @@ __attribute__((always_inline)) inline void write_header(OpRecord& r, const OpSlo
   std::memcpy(static_cast<void*>(&r), &s.start, sizeof(OpStart));
   r.reserved_[0] = r.reserved_[1] = 0;  // OpStart::pad_
   zero_after_start(r);
-  r.net_first_peer = -1;
   if (reclaimed) {
     r.flags |= kFlagReclaimed;
     r.complete_ns = clk::now_ns();
@@ -185,6 +184,12 @@ __attribute__((always_inline)) inline void write_cpu_times(OpRecord& r, const Co
   }
 }
 
+// A CPU tick count as 0.1 us units, saturating.
+inline uint32_t tenths_of_us(uint64_t ticks) noexcept {
+  const uint64_t t = (clk::ticks_to_ns(ticks) - clk::ticks_to_ns(0)) / 100;
+  return t > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(t);
+}
+
 // The HCAs the op's NetPlugin events named (only when network events were asked for).
 __attribute__((always_inline)) inline void write_hcas(OpRecord& r, const Context& c,
                                                       const OpSlot& s) noexcept {
@@ -200,6 +205,10 @@ __attribute__((always_inline)) inline void write_hcas(OpRecord& r, const Context
       r.hcas[nh].wrs = h.wrs.load(std::memory_order_relaxed);      // as above
       const uint64_t qps = h.qp_bits.load(std::memory_order_relaxed);  // as above
       r.hcas[nh].qps = static_cast<uint16_t>(std::popcount(qps));
+      // Wire time: known when every send work request it saw completed.
+      const int64_t busy = h.wire_ticks.load(std::memory_order_relaxed);  // as above
+      const bool closed = h.wire_open.load(std::memory_order_relaxed) == 0;  // as above
+      r.hca_wire_100ns[nh] = closed && busy > 0 ? tenths_of_us(static_cast<uint64_t>(busy)) : 0;
       ++nh;
     }
   }
@@ -218,17 +227,15 @@ __attribute__((always_inline)) inline void write_network(OpRecord& r, const Cont
     r.net_send_bytes = s.net_send_bytes.load(std::memory_order_relaxed);  // as above
     r.net_recv_bytes = s.net_recv_bytes.load(std::memory_order_relaxed);  // as above
     r.net_steps = s.net_steps.load(std::memory_order_relaxed);            // as above
-    r.net_gpu_wait_ns = clk::ticks_to_ns(s.net_gpu_wait.load(std::memory_order_relaxed)) - clk::ticks_to_ns(0);
-    r.net_wait_ns = clk::ticks_to_ns(s.net_wait.load(std::memory_order_relaxed)) - clk::ticks_to_ns(0);
-    r.net_flush_ns = clk::ticks_to_ns(s.net_flush.load(std::memory_order_relaxed)) - clk::ticks_to_ns(0);
+    r.net_gpu_wait_100ns = tenths_of_us(s.net_gpu_wait.load(std::memory_order_relaxed));  // as above
+    r.net_wait_100ns = tenths_of_us(s.net_wait.load(std::memory_order_relaxed));          // as above
+    r.net_flush_100ns = tenths_of_us(s.net_flush.load(std::memory_order_relaxed));        // as above
     const uint64_t f = s.net_first.load(std::memory_order_relaxed);  // as above
     const uint64_t l = s.net_last.load(std::memory_order_relaxed);   // as above
     r.net_first_ns = f == UINT64_MAX ? 0 : clk::ticks_to_ns(f);
     r.net_last_ns = l ? clk::ticks_to_ns(l) : 0;
     const uint32_t peers = s.net_peers_hash.load(std::memory_order_relaxed);  // as above
-    r.net_peers_hash = peers;
     r.net_peer_count = static_cast<uint16_t>(std::popcount(peers));
-    r.net_first_peer = s.net_first_peer.load(std::memory_order_relaxed);  // as above
     r.transport = static_cast<uint8_t>(Transport::kNetwork);
   } else {
     // No proxy traffic means intra-node (NVLink/P2P/SHM) only when we asked

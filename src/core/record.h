@@ -144,24 +144,25 @@ struct OpRecord {
   // network (ProxyOp / ProxyStep)
   uint64_t net_send_bytes;
   uint64_t net_recv_bytes;
-  uint64_t net_gpu_wait_ns;   // SendGPUWait + RecvGPUWait step time
-  uint64_t net_wait_ns;       // SendWait / SendPeerWait + RecvWait step time
-  uint64_t net_flush_ns;      // RecvFlushWait step time
   uint64_t net_first_ns;      // CPU ns of the first ProxyOp start
   uint64_t net_last_ns;       // CPU ns of the last ProxyOp / step stop
+  uint32_t net_gpu_wait_100ns;  // SendGPUWait + RecvGPUWait step time, 0.1 us units (saturating)
+  uint32_t net_wait_100ns;      // SendWait / SendPeerWait + RecvWait step time, 0.1 us units
+  uint32_t net_flush_100ns;     // RecvFlushWait step time, 0.1 us units
   uint32_t max_channel_ns;
   uint32_t min_channel_ns;
   uint32_t net_steps;
   uint32_t net_ops;       // ProxyOps seen
-  uint32_t net_peers_hash;// xor of (peer+1) seen, to count distinct peers cheaply
-  int32_t net_first_peer;
+  // Per hcas[] entry: the time its send work requests were on the wire (the
+  // union of their post -> completion intervals), 0.1 us units; 0 = unknown.
+  uint32_t hca_wire_100ns[kRecordHcas];
   uint16_t net_peer_count;
   uint8_t timing;         // TimingSource
   uint8_t transport;      // Transport
   uint8_t channels_started;
   uint8_t channels_stopped;
   uint8_t n_hcas;
-  uint8_t reserved2_[1];
+  uint8_t reserved2_[5];
   // Entries past min(popcount(channel_mask), kRecordChannels) / n_hcas are undefined.
   ChannelTime channels[kRecordChannels];  // ordered by channel id; entry i = i-th set bit of channel_mask
   HcaTraffic hcas[kRecordHcas];
@@ -171,5 +172,6 @@ static_assert(std::is_trivially_copyable_v<OpRecord>);
 
 static_assert(offsetof(OpRecord, start_ns) == 64, "the start-time fields fill exactly the first cache line");
 static_assert(sizeof(OpRecord) == 512, "OpRecord must stay one fixed size (ring slot)");
+static_assert(offsetof(OpRecord, channels) == 192, "the per-channel list starts the fourth cache line");
 
 }  // namespace ni

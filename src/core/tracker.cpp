@@ -145,6 +145,8 @@ __attribute__((always_inline)) inline void reset_slot(Context& c, OpSlot& s, OpK
       h.wrs.store(0, std::memory_order_relaxed);
       h.bytes.store(0, std::memory_order_relaxed);
       h.qp_bits.store(0, std::memory_order_relaxed);
+      h.wire_open.store(0, std::memory_order_relaxed);
+      h.wire_ticks.store(0, std::memory_order_relaxed);
     }
   }
   s.net_ops.store(0, std::memory_order_relaxed);
@@ -626,6 +628,10 @@ void* start_proxy_step(void* ctx, void* parent, int step) noexcept {
   st.state.store(-1, std::memory_order_relaxed);
   st.ticks.store(clk::read_ticks(), std::memory_order_relaxed);
   st.stopped.store(0, std::memory_order_relaxed);
+  // Relaxed: a step is restarted only after its earlier QP events completed
+  // (NCCL's test() waits for them, the socket helper's included).
+  st.qp_started.store(0, std::memory_order_relaxed);
+  st.qp_stopped.store(0, std::memory_order_relaxed);
   Context* oc = nullptr;
   Handle oh;
   if (OpSlot* s = op_of_net(rt, *n, &oc, &oh)) s->net_steps.fetch_add(1, std::memory_order_relaxed);  // statistic
@@ -653,7 +659,8 @@ void* start_net_plugin(void* ctx, void* parent, const NetTransfer& t) noexcept {
   if (s == nullptr) return encode(out);
   const uint32_t dev = t.device;
   if (dev == NetTransfer::kNoDevice) return encode(out);
-  for (auto& hs : s->hca) {
+  for (uint32_t i = 0; i < kRecordHcas; ++i) {
+    HcaSlot& hs = s->hca[i];
     // Relaxed: the entry is claimed by the CAS below; its counters are read after completion's acquire.
     uint32_t cur = hs.dev.load(std::memory_order_relaxed);
     if (cur == UINT32_MAX) {
@@ -666,6 +673,23 @@ void* start_net_plugin(void* ctx, void* parent, const NetTransfer& t) noexcept {
     hs.wrs.fetch_add(1, std::memory_order_relaxed);          // statistic, as above
     // Relaxed: as above.
     if (t.qp >= 0) hs.qp_bits.fetch_or(1ull << (static_cast<uint32_t>(t.qp) % 64), std::memory_order_relaxed);
+    // A posted receive waits for its sender: not wire time. Sockets: a
+    // socket task's time is the helper thread's, not the wire's.
+    if (!n->is_send || dev == NetTransfer::kSocket) return encode(out);
+    // Send work request on the wire from now until its first stop (the CQ
+    // completion). The handle carries the step and the entry for that stop.
+    const uint32_t k = p.extra % ni::abi::kNcclSteps;
+    // Relaxed: counted against the stops below (same step, same event
+    // stream); a statistic, read after completion's acquire.
+    n->steps[k].qp_started.fetch_add(1, std::memory_order_relaxed);
+    const int64_t now = static_cast<int64_t>(clk::read_ticks());
+    // Relaxed RMWs, paired with the decrement in the NetPlugin stop: the open
+    // count decides which call opens a busy period; wire_ticks only takes
+    // commutative adds (-start here, +end there), read after completion's acquire.
+    if (hs.wire_open.fetch_add(1, std::memory_order_relaxed) == 0) hs.wire_ticks.fetch_sub(now, std::memory_order_relaxed);
+    out.slot = p.slot;
+    out.gen = p.gen;
+    out.extra = k | (i << 3) | kNetWireTracked;
     return encode(out);
   }
   return encode(out);  // more HCAs than entries: not attributed
@@ -810,9 +834,32 @@ void stop_slow(Runtime* rt, void* handle) noexcept {
       }
       return;
     }
+    case Tag::kNetPlugin: {
+      if (!(h.extra & kNetWireTracked)) return;  // a receive, a socket event we could not attribute, ...
+      Context* c = nullptr;
+      NetSlot* n = net_of(rt, h, &c);
+      if (n == nullptr) return;
+      auto& st = n->steps[h.extra % ni::abi::kNcclSteps];
+      // Relaxed: paired with the increment in start_net_plugin (see there).
+      // Stops beyond the step's started events are IB's repeated stops.
+      if (st.qp_stopped.fetch_add(1, std::memory_order_relaxed) >= st.qp_started.load(std::memory_order_relaxed)) return;
+      Context* oc = nullptr;
+      Handle oh;
+      OpSlot* s = op_of_net(rt, *n, &oc, &oh);
+      if (s == nullptr) return;
+      HcaSlot& hs = s->hca[(h.extra >> 3) & 3u];
+      const int64_t now = static_cast<int64_t>(clk::read_ticks());
+      // Relaxed: paired with the increment in start_net_plugin (see there).
+      uint32_t open = hs.wire_open.load(std::memory_order_relaxed);
+      do {
+        if (open == 0) return;  // more stops than starts on this entry: nothing to close
+        // Relaxed: as above.
+      } while (!hs.wire_open.compare_exchange_weak(open, open - 1, std::memory_order_relaxed));
+      if (open == 1) hs.wire_ticks.fetch_add(now, std::memory_order_relaxed);  // as above
+      return;
+    }
     case Tag::kMarker:
     case Tag::kFiltered:
-    case Tag::kNetPlugin:
     case Tag::kCeChild: return;
     default: bump(counters().fault_stale_handle); return;
   }

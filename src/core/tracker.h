@@ -58,6 +58,9 @@ struct Handle {
 };
 
 inline constexpr int kExtraShift = 4, kGenShift = 10, kSlotShift = 44;
+// A NetPlugin handle's extra field: step % 8 (bits 0-2), the op's HCA entry
+// (bits 3-4), and this bit when it is a send whose wire time is tracked.
+inline constexpr uint32_t kNetWireTracked = 32;
 
 inline void* encode(const Handle& h) noexcept {
   uint64_t v = static_cast<uint64_t>(h.tag) | (static_cast<uint64_t>(h.extra & 63u) << kExtraShift) |
@@ -97,6 +100,11 @@ struct HcaSlot {
   std::atomic<uint32_t> wrs{0};
   std::atomic<uint64_t> bytes{0};
   std::atomic<uint64_t> qp_bits{0};  // bit (qpNum % 64): approximate distinct QPs
+  // Send work requests on the wire through it: how many are open, and the
+  // sum over its busy periods of (end - start) in CPU ticks, kept as
+  // -start at each 0 -> 1 and +end at each 1 -> 0 (one atomic, commutative adds).
+  std::atomic<uint32_t> wire_open{0};
+  std::atomic<int64_t> wire_ticks{0};
 };
 
 // What an op's start knows, written by the starting (app) thread before the
@@ -218,6 +226,10 @@ struct alignas(kCacheLine) NetSlot {
     std::atomic<int32_t> state{-1};
     std::atomic<uint64_t> ticks{0};
     std::atomic<uint32_t> stopped{1};
+    // Send-side NetPlugin (QP) events of this step: started, and stopped for
+    // the first time. IB stops each one twice (CQ completion, then test()):
+    // stops beyond the starts are those repeats.
+    std::atomic<uint32_t> qp_started{0}, qp_stopped{0};
   } steps[ni::abi::kNcclSteps];
 };
 

@@ -118,9 +118,9 @@ void put_net(Buf& b, const OpRecord& r) {
   kv_int(b, sc::kNetSteps, r.net_steps);
   kv_int(b, sc::kNetOps, r.net_ops);
   kv_int(b, sc::kNetPeers, r.net_peer_count);
-  kv_us_tenth(b, sc::kNetGpuWaitUs, r.net_gpu_wait_ns);
-  kv_us_tenth(b, sc::kNetWaitUs, r.net_wait_ns);
-  kv_us_tenth(b, sc::kNetFlushUs, r.net_flush_ns);
+  kv_us_tenth(b, sc::kNetGpuWaitUs, uint64_t{r.net_gpu_wait_100ns} * 100);
+  kv_us_tenth(b, sc::kNetWaitUs, uint64_t{r.net_wait_100ns} * 100);
+  kv_us_tenth(b, sc::kNetFlushUs, uint64_t{r.net_flush_100ns} * 100);
   if (r.net_last_ns >= r.net_first_ns && r.net_first_ns != 0)
     kv_us_tenth(b, sc::kNetSpanUs, r.net_last_ns - r.net_first_ns);
   b.put('}');
@@ -142,6 +142,11 @@ void put_hcas(Buf& b, const OpRecord& r) {
     kv_int(b, sc::kBytes, h.bytes);
     kv_int(b, sc::kHcaWrs, h.wrs);
     kv_int(b, sc::kHcaQps, h.qps);
+    if (r.hca_wire_100ns[i] != 0) {
+      // Time its send work requests were on the wire, and the bandwidth they got.
+      kv_us_tenth(b, sc::kHcaWireUs, uint64_t{r.hca_wire_100ns[i]} * 100);
+      kv_sig3(b, sc::kHcaGbs, static_cast<double>(h.bytes) / (static_cast<double>(r.hca_wire_100ns[i]) * 100.0));
+    }
     b.put('}');
   }
   b.put(']');

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <string>
 #include <thread>
@@ -515,6 +516,140 @@ TEST_F(Tracker, NetworkStepsGiveBytesAndTimeSplit) {
   EXPECT_EQ(r.hcas[0].bytes, 3000u);
   EXPECT_EQ(r.hcas[0].wrs, 3u);
   EXPECT_EQ(r.hcas[0].qps, 3);
+  unsetenv("NCCL_INSPECTOR_ENABLE_NET");
+}
+
+// Per-HCA wire time: the union of the send work requests' post -> first stop
+// (CQ completion) intervals. IB's repeated stops, the gaps between requests
+// and posted receives do not count.
+TEST_F(Tracker, HcaWireTimeIsTheUnionOfSendRequests) {
+  setenv("NCCL_INSPECTOR_ENABLE_NET", "1", 1);
+  auto pause = [](int us) { std::this_thread::sleep_for(std::chrono::microseconds(us)); };
+  CommV5 c;
+  void* op = c.coll(c.coll_api(), "AllReduce", 1 << 20, "ncclFloat32", 1, 0);
+  c.stop(op);
+  void* k = c.kch(op, 0, 100);
+  auto proxy_op = [&](int is_send) {
+    EventDescrV5 po{};
+    po.type = kProxyOp;
+    po.parentObj = op;
+    po.proxyOp.pid = getpid();
+    po.proxyOp.peer = 1;
+    po.proxyOp.isSend = is_send;
+    return c.start(po);
+  };
+  auto step = [&](void* p, int n) {
+    EventDescrV5 ps{};
+    ps.type = kProxyStep;
+    ps.parentObj = p;
+    ps.proxyStep.step = n;
+    return c.start(ps);
+  };
+  std::vector<NetIbDescrV1> ibs(8);
+  int used = 0;
+  auto qp = [&](void* sh, int dev, int qpn, uint64_t len) {
+    NetIbDescrV1& ib = ibs[static_cast<size_t>(used++)];
+    ib.type = kNetIbQp;
+    ib.qp.device = dev;
+    ib.qp.qpNum = qpn;
+    ib.qp.length = len;
+    EventDescrV5 np{};
+    np.type = kNetPlugin;
+    np.parentObj = sh;
+    np.netPlugin.id = kNetIbIdV1;
+    np.netPlugin.data = &ib;
+    return c.start(np);
+  };
+  void* send = proxy_op(1);
+  void* recv = proxy_op(0);
+  ASSERT_NE(send, nullptr);
+  ASSERT_NE(recv, nullptr);
+  auto t0 = std::chrono::steady_clock::now();
+  // Step 0, device 1: two requests on two QPs overlapping: 6 ms together.
+  void* s0 = step(send, 0);
+  void* a = qp(s0, 1, 10, 1000000);
+  pause(2000);
+  void* b = qp(s0, 1, 11, 1000000);
+  pause(2000);
+  c.stop(a);  // CQ completion
+  pause(2000);
+  c.stop(b);
+  const double dev1_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  c.stop(a);  // test() repeats both stops
+  c.stop(b);
+  c.stop(s0);
+  // A posted receive waits 30 ms for its sender: not wire time.
+  void* r0 = step(recv, 0);
+  void* rq = qp(r0, 1, 12, 0);
+  pause(30000);
+  c.stop(rq);
+  c.stop(r0);
+  // Step 1, device 2: one request of 4 ms.
+  auto t1 = std::chrono::steady_clock::now();
+  void* s1 = step(send, 1);
+  void* d = qp(s1, 2, 20, 2000000);
+  pause(4000);
+  c.stop(d);
+  const double dev2_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t1).count();
+  c.stop(d);
+  c.stop(s1);
+  c.stop(send);
+  c.stop(recv);
+  c.kstop(k, 900);
+  auto recs = sink()->take();
+  ASSERT_EQ(recs.size(), 1u);
+  const OpRecord& r = recs[0];
+  ASSERT_EQ(r.n_hcas, 2);
+  ASSERT_EQ(r.hcas[0].device, 1);
+  EXPECT_EQ(r.hcas[0].bytes, 2000000u);
+  EXPECT_EQ(r.hcas[0].wrs, 3u);  // the receive request is counted, not timed
+  ASSERT_EQ(r.hcas[1].device, 2);
+  const double w1 = r.hca_wire_100ns[0] / 10.0, w2 = r.hca_wire_100ns[1] / 10.0;  // us
+  // At least the sleeps, at most the time measured around them (no receive, no gap).
+  EXPECT_GE(w1, 6000.0);
+  EXPECT_LE(w1, dev1_us + 100.0);
+  EXPECT_GE(w2, 4000.0);
+  EXPECT_LE(w2, dev2_us + 100.0);
+  unsetenv("NCCL_INSPECTOR_ENABLE_NET");
+}
+
+// A send request that never completes leaves its HCA's wire time unknown (0),
+// not a number cut short.
+TEST_F(Tracker, HcaWireTimeUnknownWhenARequestNeverCompletes) {
+  setenv("NCCL_INSPECTOR_ENABLE_NET", "1", 1);
+  CommV5 c;
+  void* op = c.coll(c.coll_api(), "AllReduce", 1 << 20, "ncclFloat32", 1, 0);
+  c.stop(op);
+  void* k = c.kch(op, 0, 100);
+  EventDescrV5 po{};
+  po.type = kProxyOp;
+  po.parentObj = op;
+  po.proxyOp.pid = getpid();
+  po.proxyOp.peer = 1;
+  po.proxyOp.isSend = 1;
+  void* p = c.start(po);
+  EventDescrV5 ps{};
+  ps.type = kProxyStep;
+  ps.parentObj = p;
+  void* sh = c.start(ps);
+  NetIbDescrV1 ib{};
+  ib.type = kNetIbQp;
+  ib.qp.device = 3;
+  ib.qp.length = 4096;
+  EventDescrV5 np{};
+  np.type = kNetPlugin;
+  np.parentObj = sh;
+  np.netPlugin.id = kNetIbIdV1;
+  np.netPlugin.data = &ib;
+  (void)c.start(np);  // never stopped
+  c.stop(sh);
+  c.stop(p);
+  c.kstop(k, 900);
+  auto recs = sink()->take();
+  ASSERT_EQ(recs.size(), 1u);
+  ASSERT_EQ(recs[0].n_hcas, 1);
+  EXPECT_EQ(recs[0].hcas[0].bytes, 4096u);
+  EXPECT_EQ(recs[0].hca_wire_100ns[0], 0u);
   unsetenv("NCCL_INSPECTOR_ENABLE_NET");
 }
 

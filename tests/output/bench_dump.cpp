@@ -126,8 +126,8 @@ std::vector<OpRecord> make_mix(size_t n) {
       r.net_send_bytes = r.net_recv_bytes = r.bytes * 15 / 16;
       r.net_steps = static_cast<uint32_t>(nch * 64);
       r.net_peer_count = 2;
-      r.net_gpu_wait_ns = rng() % 50000;
-      r.net_wait_ns = rng() % 200000;
+      r.net_gpu_wait_100ns = static_cast<uint32_t>(rng() % 500);
+      r.net_wait_100ns = static_cast<uint32_t>(rng() % 2000);
       r.net_first_ns = start_mono + 1000;
       r.net_last_ns = start_mono + span;
     }

@@ -304,16 +304,21 @@ TEST(EncoderTest, FlagsNetHcasAndVerboseChannelTimes) {
   r.net_recv_bytes = 2000;
   r.net_steps = 16;
   r.net_peer_count = 2;
-  r.net_gpu_wait_ns = 1500;
-  r.net_wait_ns = 2500;
-  r.net_flush_ns = 140;  // 0.1 us resolution
+  r.net_gpu_wait_100ns = 15;
+  r.net_wait_100ns = 25;
+  r.net_flush_100ns = 1;  // 0.1 us resolution
   r.net_first_ns = 100;
   r.net_last_ns = 100100;
   r.n_hcas = 2;
   r.hcas[0] = {0, 2, 10, 4096};
   r.hcas[1] = {0xFFFF, 1, 5, 512};
+  r.hca_wire_100ns[0] = 20;  // 2 us: 4096 B / 2000 ns = 2.05 GB/s
   CommInfo c = make_comm(3, 8);
   json j = encode(r, &c, nullptr, true);
+  EXPECT_DOUBLE_EQ(j["hcas"][0]["wire_us"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(j["hcas"][0]["gbs"].get<double>(), 2.05);
+  EXPECT_FALSE(j["hcas"][1].contains("wire_us")) << "no wire time known: no bandwidth";
+  EXPECT_FALSE(j["hcas"][1].contains("gbs"));
   EXPECT_EQ(j["graph"], true);
   EXPECT_EQ(j["reclaimed"], true);
   EXPECT_EQ(j["partial"], true);

@@ -88,13 +88,15 @@ inline std::vector<std::pair<std::string, std::string>> log_examples() {
   n.net_send_bytes = n.net_recv_bytes = 24576000;
   n.net_steps = 512;
   n.net_peer_count = 2;
-  n.net_gpu_wait_ns = 23800;
-  n.net_wait_ns = 85200;
+  n.net_gpu_wait_100ns = 238;
+  n.net_wait_100ns = 852;
   n.net_first_ns = 1000123407000;
   n.net_last_ns = 1000123407000 + 637000;
   n.n_hcas = 2;
   n.hcas[0] = {0, 4, 256, 12288000};
   n.hcas[1] = {1, 4, 256, 12288000};
+  n.hca_wire_100ns[0] = 3120;  // 312 us on the wire: 39.4 GB/s
+  n.hca_wire_100ns[1] = 6240;  // the slow one: half that
   enc.op(b, n, &c, &est);
   take("coll (network events)", b);
 
