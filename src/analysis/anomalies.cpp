@@ -11,6 +11,7 @@
 #include "src/analysis/analysis.h"
 #include "src/analysis/locate.h"
 #include "src/analysis/slow_channel.h"
+#include "src/analysis/slow_hca.h"
 #include "src/analysis/stats.h"
 #include "src/analysis/stragglers.h"
 
@@ -320,6 +321,7 @@ Finding slow_channel_finding(const SlowChannel& x, const ReadResult& res) {
   f.channel = x.channel;
   f.every_rank = x.every_rank;
   f.ranks = x.slow_ranks;
+  f.rank = x.slow_ranks.empty() ? -1 : x.slow_ranks.front();
   std::string hosts;
   for (const auto& h : x.hosts) hosts += (hosts.empty() ? "" : " ") + h;
   if (x.hosts.size() == 1) f.host = x.hosts[0];
@@ -389,7 +391,32 @@ void channels(const CollectSink& c, const ReadResult& res, const AnomalyOptions&
   }
 }
 
-void hcas(const CollectSink& c, const ReadResult& res, const AnomalyOptions& o, AnomalyResult& out) {
+Finding slow_hca_finding(const SlowHca& x, const ReadResult& res) {
+  Finding f;
+  f.kind = "slow_hca";
+  f.host = x.host;
+  f.hca = x.dev;
+  std::string ranks;
+  for (const auto& [comm, rank] : x.comm_ranks) {
+    if (f.comm == 0) {
+      f.comm = comm;
+      f.comm_label = comm_display(comm, res);
+      f.rank = rank;
+    }
+    ranks += (ranks.empty() ? "" : ", ") + std::string("rank ") + std::to_string(rank) + " of " + comm_display(comm, res);
+  }
+  f.where = "HCA " + x.dev + " of " + ranks + " on " + x.host;
+  f.when = std::to_string(x.ops) + " ops";
+  f.magnitude = x.factor;
+  f.evidence = fmt("its send requests moved %.1f GB/s on the wire", x.gbs) +
+               " (median), device " + x.dev + " on the comm's other ranks " + fmt("%.1f GB/s", x.peers_gbs) +
+               (x.own_gbs > 0 ? fmt(", this rank's other devices %.1f GB/s", x.own_gbs) : std::string()) +
+               "; a receive-limited NIC slows its senders' requests too";
+  return f;
+}
+
+void hcas(const CollectSink& c, const ReadResult& res, const AnomalyOptions& o, bool from_durations,
+          AnomalyResult& out) {
   if (c.extra.empty()) return;
   // Normalised latency of each op within its (comm, func, bucket, kind).
   std::map<std::tuple<std::uint64_t, Func, int>, std::vector<double>> durs;
@@ -410,7 +437,7 @@ void hcas(const CollectSink& c, const ReadResult& res, const AnomalyOptions& o, 
       bytes[op.file_idx][h.dev] += h.bytes;
     }
   }
-  if (per_hca.size() >= 2) {
+  if (from_durations && per_hca.size() >= 2) {
     std::vector<std::pair<std::pair<std::string, std::string>, double>> meds;
     std::vector<double> all;
     for (auto& [k, v] : per_hca) {
@@ -491,8 +518,17 @@ AnomalyResult find_anomalies(const CollectSink& c, const ReadResult& res, const 
     out.findings.push_back(slow_channel_finding(x, res));
   }
   out.slow_channel_samples = sc.samples;
+  out.slow_channel_unaligned = sc.unaligned;
+  out.slow_channel_not_gpu = sc.not_gpu_timed;
+  out.slow_channel_comms = sc.comms_measured;
   channels(c, res, o, explained, out);
-  hcas(c, res, o, out);
+  const SlowHcaResult sh = find_slow_hcas(c, res, o.slow_hca);
+  for (const SlowHca& x : sh.found) out.findings.push_back(slow_hca_finding(x, res));
+  out.hca_wire_ops = sh.ops_with_wire;
+  out.hca_no_wire_ops = sh.ops_without_wire;
+  // Without wire times, HCA slowness is read from op durations (hcas()),
+  // which cannot tell the slow NIC from the ranks that waited for it.
+  hcas(c, res, o, sh.ops_with_wire == 0, out);
   // Where the per-rank findings concentrate: every (comm, rank) judged, and
   // those a channel finding names.
   std::map<std::pair<std::uint64_t, int>, Judged> units;
@@ -529,7 +565,8 @@ Report anomalies_report(const AnomalyResult& r) {
   f.table.columns = {"kind", "comm", "where", "when", "magnitude", "evidence"};
   for (const auto& x : r.findings)
     f.table.rows.push_back({x.kind, x.comm_label, x.where, x.when, Cell(x.magnitude, 2), x.evidence});
-  f.notes.push_back("magnitude: x times the baseline (change_point, bimodal, hca_slow), or a balance 0..1 (channel/hca imbalance)");
+  f.notes.push_back("magnitude: x times the baseline (change_point, bimodal, slow_channel, slow_hca, hca_slow), a share of "
+                    "the affected ranks (concentration), or a balance 0..1 (channel/hca imbalance)");
   Section& o = rep.add("outliers", "Worst single-op outliers (robust z of latency within comm/op/size)");
   o.table.columns = {"comm", "where", "when", "x_median", "evidence"};
   for (const auto& x : r.outliers)
@@ -539,6 +576,25 @@ Report anomalies_report(const AnomalyResult& r) {
     f.notes.push_back(std::to_string(r.short_comms) + " communicators with fewer than " +
                       std::to_string(r.min_change_instances) +
                       " collective instances not searched for change points: too few for a baseline");
+  if (r.slow_channel_samples || r.slow_channel_not_gpu)
+    f.notes.push_back("slow_channel: " + std::to_string(r.slow_channel_samples) + " rank-ops measured on " +
+                      std::to_string(r.slow_channel_comms) + " communicators" +
+                      (r.slow_channel_unaligned ? ", " + std::to_string(r.slow_channel_unaligned) +
+                                                      " of them the only rank of their instance in the logs (their wait "
+                                                      "for the others could not be taken out)"
+                                                : std::string()) +
+                      (r.slow_channel_not_gpu ? "; " + std::to_string(r.slow_channel_not_gpu) +
+                                                    " collectives with channel times not GPU-timed on every rank left out"
+                                              : std::string()));
+  if (r.hca_wire_ops || r.hca_no_wire_ops)
+    f.notes.push_back(r.hca_wire_ops
+                          ? std::to_string(r.hca_wire_ops) + " ops with per-HCA wire times (slow_hca); " +
+                                std::to_string(r.hca_no_wire_ops) +
+                                " with HCA traffic but none (socket transport, unfinished requests, or NCCL 2.27, "
+                                "which tracks only the first channel of each proxy args)"
+                          : std::to_string(r.hca_no_wire_ops) +
+                                " ops with HCA traffic but no wire time: hca_slow is read from op durations, which "
+                                "cannot tell a slow NIC from the ranks that waited for it");
   if (r.enqueue_timed)
     f.notes.push_back(std::to_string(r.enqueue_timed) +
                       " ops timed only by their enqueue (no GPU timer, or copy-engine collectives) not analysed: "
@@ -573,6 +629,9 @@ Marker marker_of(const Finding& f, bool outlier) {
   m.window = f.kind == "change_point" && f.end_ns > f.start_ns;
   m.track = m.window ? "change points" : track_of(f.kind);
   m.chart = outlier ? Marker::Chart::kPoint : m.window ? Marker::Chart::kBand : Marker::Chart::kNone;
+  // A culprit with no time of its own is marked at its rank's first op of the comm.
+  m.at_first_op = (f.kind == "slow_hca" || f.kind == "slow_channel" || f.kind == "channel_imbalance") && f.rank >= 0 &&
+                  f.comm != 0;
   return m;
 }
 
@@ -588,6 +647,10 @@ class AnomaliesAnalysis : public Analysis {
     o.push_back({"--top", "worst outliers to list", &opt_.top, true});
     o.push_back({"--shift", "change point: rolling median / baseline ratio", &opt_.shift_ratio, true});
     o.push_back({"--min-ch-balance", "channel imbalance: median ch_balance below this", &opt_.min_ch_balance, true});
+    o.push_back({"--slow-channel-ratio", "slow channel: its time over the median channel's, the rank's wait taken out",
+                 &opt_.slow_channel.ratio, true});
+    o.push_back({"--slow-hca-ratio", "slow HCA: the other ranks' (and devices') send bandwidth over its own",
+                 &opt_.slow_hca.ratio, true});
   }
   AnalysisResult run(const AnalysisInput& in) override {
     AnalysisResult r;

@@ -11,6 +11,7 @@
 
 #include "src/analysis/reader.h"
 #include "src/analysis/slow_channel.h"
+#include "src/analysis/slow_hca.h"
 #include "src/analysis/table.h"
 
 namespace ni::analysis {
@@ -27,10 +28,11 @@ struct AnomalyOptions {
   double hca_slow_ratio = 1.25;  // HCA slowness: its ops' normalised latency vs all HCAs
   double hca_min_share = 0.5;    // HCA traffic imbalance: min/max bytes across a process's HCAs
   SlowChannelOptions slow_channel;
+  SlowHcaOptions slow_hca;
 };
 
 struct Finding {
-  std::string kind;       // outlier | change_point | bimodal | slow_channel | channel_imbalance | hca_slow |
+  std::string kind;       // outlier | change_point | bimodal | slow_channel | channel_imbalance | slow_hca | hca_slow |
                           // hca_imbalance | concentration
   std::uint64_t comm = 0;
   std::string comm_label;
@@ -64,7 +66,10 @@ struct AnomalyResult {
   std::uint64_t enqueue_timed = 0;  // ops left out: their duration is only the enqueue (model.h)
   std::uint64_t short_comms = 0;    // communicators with too few collectives to search for change points
   std::uint64_t min_change_instances = 0;  // that minimum (4 x min_window)
-  std::uint64_t slow_channel_samples = 0;  // (instance, rank) samples the slow-channel detector measured
+  // slow_channel: (instance, rank) samples measured, those alone in their
+  // instance, collectives not GPU-timed on every rank, comms measured.
+  std::uint64_t slow_channel_samples = 0, slow_channel_unaligned = 0, slow_channel_not_gpu = 0, slow_channel_comms = 0;
+  std::uint64_t hca_wire_ops = 0, hca_no_wire_ops = 0;  // ops whose HCA traffic has / lacks a wire time
 };
 
 AnomalyResult find_anomalies(const CollectSink& ops, const ReadResult& res, const AnomalyOptions& o);

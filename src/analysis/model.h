@@ -109,6 +109,7 @@ struct Op {
 struct HcaUse {
   std::string dev;
   std::uint64_t bytes = 0;
+  double wire_us = kNaN;  // its send work requests' time on the wire (hcas[].wire_us); NaN unknown
 };
 struct ChTime {
   int channel = 0;

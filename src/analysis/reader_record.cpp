@@ -367,6 +367,9 @@ void RecordReader::hcas(const V& vin) {
         else if (get_i64(fv, i)) h.dev = std::to_string(i);
       } else if (k == sc::kBytes) {
         get_u64(f.value, h.bytes);
+      } else if (k == sc::kHcaWireUs) {
+        double w;
+        if (!f.value.get_double().get(w) && w > 0 && std::isfinite(w)) h.wire_us = w;
       }
     }
     detail_.hcas.push_back(std::move(h));

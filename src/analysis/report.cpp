@@ -677,13 +677,47 @@ void hca_bytes_chart(const Page& p, RSection& s) {
   }
 }
 
+// Send bandwidth on the wire per rank and HCA (hcas[].wire_us): the evidence
+// of a slow NIC (anomalies' slow_hca).
+void hca_wire_chart(const Page& p, RSection& s) {
+  const auto& ops = p.ops;
+  const GpuMap& gm = p.gm;
+  const ViewSink& data = p.data;
+  std::map<std::string, std::vector<std::vector<double>>> dev;
+  for (std::size_t i = 0; i < ops.size() && i < data.coll.extra.size(); ++i)
+    for (const auto& h : data.coll.extra[i].hcas) {
+      if (!std::isfinite(h.wire_us) || h.bytes < (256u << 10)) continue;
+      auto& v = dev[h.dev];
+      if (v.empty()) v.resize(gm.gpus.size());
+      v[gm.op_gpu[i]].push_back(static_cast<double>(h.bytes) / (h.wire_us * 1000.0));
+    }
+  if (dev.empty()) return;
+  std::string series;
+  std::size_t ns = 0, nvals = 0;
+  for (auto& [d, v] : dev) {
+    std::string vs;
+    for (std::size_t g = 0; g < v.size(); ++g) {
+      if (g) vs += ',';
+      vs += v[g].empty() ? std::string("null") : num(median_of(v[g]));
+      nvals += !v[g].empty();
+    }
+    series += (ns++ ? "," : "") + std::string("{\"name\":") + q("HCA " + d) + ",\"values\":[" + vs + "]}";
+  }
+  s.plots.add_plot("{\"type\":\"bar\",\"title\":\"send bandwidth on the wire per rank and HCA (median of ops "
+                   "sending >= 256 KiB)\",\"ylabel\":\"GB/s\",\"categories\":" + str_array(p.gpu_labels) +
+                       ",\"series\":[" + series + "]}",
+                   nvals);
+}
+
 void channels_section(const Page& p, std::vector<RSection>& out) {
   RSection s = section("channels", "Channel and HCA balance");
   s.note = "Channel busy time from ch_times (NCCL_INSPECTOR_DUMP_VERBOSE=1); channel balance = shortest / longest channel "
-           "of an op (1 = balanced); HCA bytes from NetPlugin events (NCCL_INSPECTOR_ENABLE_NET=1).";
+           "of an op (1 = balanced); HCA bytes and send bandwidth on the wire from NetPlugin events (NCCL_INSPECTOR_ENABLE_NET=1; "
+           "bandwidth needs IB QP events, docs/log-format.md).";
   channel_busy_chart(p, s);
   channel_balance_chart(p, s);
   hca_bytes_chart(p, s);
+  hca_wire_chart(p, s);
   if (s.plots.n == 0) s.note += " No channel or HCA detail in these logs.";
   out.push_back(std::move(s));
 }

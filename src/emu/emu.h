@@ -154,6 +154,16 @@ struct TruthKnobs {
     double factor = 1;
   };
   std::vector<SlowChannel> slow_channels;
+  // One rank's NIC slower (a link that came up at a lower speed): its send
+  // work requests through HCA `hca` take `factor` x longer on the wire (with
+  // model.hca_gbps set), and the channels through that HCA index of the comms
+  // whose network ring it is in run `factor` x slower on every rank of them.
+  struct SlowHca {
+    int world_rank = 0;
+    int hca = 0;
+    double factor = 1;
+  };
+  std::vector<SlowHca> slow_hcas;
   // Emulated host index -> mean extra arrival delay (us, exponentially
   // distributed per op) of its ranks: a host or rack with latency variance.
   std::map<int, double> host_jitter_us;
@@ -172,6 +182,11 @@ struct ModelKnobs {
   double gap_us = 300;         // GPU idle between consecutive ops of a comm
   double jitter = 0.03;        // relative random jitter of durations
   int hcas_per_node = 4;
+  // Per-HCA link bandwidth (GB/s) of IB send work requests: with net_profiler
+  // "ib" and this > 0, each QP event lasts its bytes / hca_gbps on the wire
+  // (real time, the emulator waits), so the plugin measures wire time. 0: the
+  // events take no time.
+  double hca_gbps = 0;
 };
 
 struct Workload {

@@ -197,11 +197,18 @@ void assign_times(Proc& P, Comm& c, std::vector<Task*> ts, int /*skew_peer_world
           slow_ch = true;
         }
       if (net) {
-        auto hs = k.hca_slowdown.find(ct.ch % std::max(1, m.hcas_per_node));
+        const int dev = ct.ch % std::max(1, m.hcas_per_node);
+        auto hs = k.hca_slowdown.find(dev);
         if (hs != k.hca_slowdown.end()) {
           f *= hs->second;
           slow_hca = true;
         }
+        // A slow NIC of one member: the ring through it runs at its speed on every rank.
+        for (const auto& sh : k.slow_hcas)
+          if (sh.hca == dev && std::find(c.members.begin(), c.members.end(), sh.world_rank) != c.members.end()) {
+            f *= sh.factor;
+            slow_hca = true;
+          }
       }
       ct.start_ns = arrive_me + 120 * i;
       ct.stop_ns = arrive_max + static_cast<uint64_t>(dur * f) + 40 * i;

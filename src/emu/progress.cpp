@@ -3,6 +3,7 @@
 // 22/stop per channel, network steps with their states, NetPlugin IB QP and
 // socket events, ProxyOp stops together; plus ProxyCtrl sleep/wakeup when the
 // thread idles. Runs only on the progress thread (and the socket helper).
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -237,6 +238,28 @@ class ProxyRun {
     }
   }
 
+  // With model.hca_gbps: a send work request of `bytes` stays on the wire for
+  // bytes / hca_gbps (x a slow_hcas factor of this rank's HCA), in real time:
+  // a sleep for all but the last 100 us, then a spin, so that the plugin's
+  // clock sees the modelled time.
+  void wire_wait(const Sub& s, uint64_t bytes) {
+    const ModelKnobs& m = P_.o->workload.model;
+    if (m.hca_gbps <= 0 || bytes == 0) return;
+    double ns = static_cast<double>(bytes) / m.hca_gbps;
+    const int dev = s.ch % std::max(1, m.hcas_per_node);
+    for (const auto& sh : P_.o->workload.truth.slow_hcas)
+      if (sh.world_rank == c_.R->g && sh.hca == dev) ns *= sh.factor;
+    const uint64_t end = now_mono_ns() + static_cast<uint64_t>(ns);
+    if (ns > 200e3) {
+      const uint64_t d = static_cast<uint64_t>(ns) - 100000;
+      timespec ts{static_cast<time_t>(d / 1000000000ull), static_cast<long>(d % 1000000000ull)};
+      while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) != 0) {
+      }
+    }
+    while (now_mono_ns() < end) {
+    }
+  }
+
   const Sub* first_recv_sub(const Task& t) const {
     for (const Sub& s : subs_)
       if (s.t == &t && !s.send) return &s;
@@ -262,6 +285,7 @@ class ProxyRun {
       e.net_id = kNetIbIdV1;
       e.net_data = &s.ib;
       void* nh = P_.start(ctx, e);
+      if (s.send) wire_wait(s, size);  // on the wire until the CQ completion
       P_.stop(kNetPlugin, nh);  // CQ completion: stopEvent(*eHandle), no NULL check
       P_.stop(kNetPlugin, nh);  // and again when test() completes the request
     } else {

@@ -67,6 +67,11 @@ void write_truth_jsonl(std::ostream& os, const RunResult& r) {
                          {"group", sc.group},  {"channel", sc.channel},  {"factor", sc.factor}}
               .dump()
        << '\n';
+  for (const auto& sh : k.slow_hcas)
+    os << nlohmann::json{{"type", "planted"}, {"kind", "slow_hca"},   {"world_rank", sh.world_rank},
+                         {"node", sh.world_rank / per_node}, {"hca", sh.hca}, {"factor", sh.factor}}
+              .dump()
+       << '\n';
   for (const auto& [node, us] : k.host_jitter_us)
     os << nlohmann::json{{"type", "planted"}, {"kind", "host_jitter"}, {"node", node}, {"mean_us", us}}.dump() << '\n';
   for (const auto& [h, f] : k.hca_slowdown)

@@ -125,12 +125,23 @@ Workload parse_workload_json(const std::string& text) {
     }
     if (j.contains("truth")) {
       const json& t = j.at("truth");
-      check_keys(t, {"rank_skew_us", "channel_slowdown", "hca_slowdown", "slow_channels", "host_jitter_us", "congestion", "bimodal"},
+      check_keys(t, {"rank_skew_us", "channel_slowdown", "hca_slowdown", "slow_channels", "slow_hcas", "host_jitter_us", "congestion",
+                     "bimodal"},
                  "truth");
       if (t.contains("rank_skew_us")) w.truth.rank_skew_us = int_map(t.at("rank_skew_us"));
       if (t.contains("channel_slowdown")) w.truth.channel_slowdown = int_map(t.at("channel_slowdown"));
       if (t.contains("hca_slowdown")) w.truth.hca_slowdown = int_map(t.at("hca_slowdown"));
       if (t.contains("host_jitter_us")) w.truth.host_jitter_us = int_map(t.at("host_jitter_us"));
+      for (const json& sh : t.value("slow_hcas", json::array())) {
+        check_keys(sh, {"world_rank", "hca", "factor"}, "slow_hcas entry");
+        TruthKnobs::SlowHca x;
+        get(sh, "world_rank", x.world_rank);
+        get(sh, "hca", x.hca);
+        get(sh, "factor", x.factor);
+        if (x.hca < 0 || x.hca >= 64) throw std::runtime_error("slow_hcas: hca must be 0..63");
+        if (!(x.factor > 0)) throw std::runtime_error("slow_hcas: factor must be > 0");
+        w.truth.slow_hcas.push_back(x);
+      }
       for (const json& sc : t.value("slow_channels", json::array())) {
         check_keys(sc, {"comm", "group", "channel", "factor"}, "slow_channels entry");
         TruthKnobs::SlowChannel x;
@@ -161,7 +172,7 @@ Workload parse_workload_json(const std::string& text) {
       const json& m = j.at("model");
       check_keys(m,
                  {"nvlink_busbw_gbps", "net_busbw_gbps", "latency_us", "net_latency_us", "gap_us", "jitter",
-                  "hcas_per_node"},
+                  "hcas_per_node", "hca_gbps"},
                  "model");
       get(m, "nvlink_busbw_gbps", w.model.nvlink_busbw_gbps);
       get(m, "net_busbw_gbps", w.model.net_busbw_gbps);
@@ -170,6 +181,8 @@ Workload parse_workload_json(const std::string& text) {
       get(m, "gap_us", w.model.gap_us);
       get(m, "jitter", w.model.jitter);
       get(m, "hcas_per_node", w.model.hcas_per_node);
+      get(m, "hca_gbps", w.model.hca_gbps);
+      if (w.model.hca_gbps < 0) throw std::runtime_error("model: hca_gbps must be >= 0");
     }
     return w;
   } catch (const nlohmann::json::exception& e) {

@@ -12,7 +12,10 @@
 //  * a slow channel on one host's TP communicator: that channel, that comm,
 //    every rank of it, that host, the planted factor; nothing else;
 //  * a rack whose hosts add random arrival delay: the rack named from the
-//    late ranks, no other rack or host.
+//    late ranks, no other rack or host;
+//  * one rank's slow NIC (IB network events on, wire time emulated): that
+//    host, rank and HCA, the factor, and only the slow channel it causes;
+//    the same jobs without the fault: no finding.
 // The processes' clocks disagree by milliseconds (pace none: each plugin's
 // GPU clock estimate is off by however late its callbacks were), which the
 // clock-free measures must not see.
@@ -72,7 +75,7 @@ std::uint64_t mix(std::uint64_t x) {
   return x ^ (x >> 33);
 }
 
-std::string workload(const Shape& s, int iterations, const json& truth, int dp_weight = 1) {
+std::string workload(const Shape& s, int iterations, const json& truth, int dp_weight = 1, const json& extra = {}) {
   json w;
   w["world"] = s.world;
   w["nodes"] = s.hosts;
@@ -84,6 +87,8 @@ std::string workload(const Shape& s, int iterations, const json& truth, int dp_w
        json{{"comm", "dp"}, {"func", "AllReduce"}, {"dtype", "ncclFloat32"}, {"bytes", {4194304}}, {"weight", dp_weight}}});
   w["iterations"] = iterations;
   w["truth"] = truth;
+  if (extra.is_object())
+    for (const auto& [k, v] : extra.items()) w[k] = v;
   return w.dump();
 }
 
@@ -111,17 +116,18 @@ struct Job {
 };
 
 Job run_job(const Shape& s, int seed, const std::string& nccl, int iterations, const json& truth, const std::string& tag,
-            int dp_weight = 1) {
+            int dp_weight = 1, const json& extra = {}, const std::string& keep_logs = "") {
   Job job;
   const path dir = ni::it::temp_dir("score-" + tag + "-" + std::to_string(s.world) + "-" + std::to_string(seed));
   {
-    std::ofstream(dir / "job.json") << workload(s, iterations, truth, dp_weight);
+    std::ofstream(dir / "job.json") << workload(s, iterations, truth, dp_weight, extra);
   }
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);
   const long long start_at = static_cast<long long>(ts.tv_sec) * 1000000000LL + ts.tv_nsec + 300000000LL;
   const int per_host = s.world / s.hosts;
-  std::string cmd = "cd " + dir.string() + " && export NCCL_DEBUG=WARN NCCL_INSPECTOR_DUMP_DIR=" + (dir / "logs").string() + "; ";
+  std::string cmd = "cd " + dir.string() + " && export NCCL_DEBUG=WARN NCCL_INSPECTOR_DUMP_DIR=" + (dir / "logs").string() +
+                    (extra.contains("net_profiler") ? " NCCL_INSPECTOR_ENABLE_NET=1" : "") + "; ";
   for (int k = 0; k < s.hosts; ++k)
     cmd += "NCCL_INSPECTOR_HOSTNAME=node" + std::to_string(k) + " " + NI_EMU_PATH + " --plugin " + NI_PLUGIN_PATH +
            " --nccl " + nccl + " --workload job.json --pace none --quiet --seed " + std::to_string(seed) +
@@ -162,6 +168,7 @@ Job run_job(const Shape& s, int seed, const std::string& nccl, int iterations, c
   ana::ReadOptions ro;
   ro.progress = 0;
   job.data = ana::read_merged<ana::CollectSink>(ana::discover_files({(dir / "logs").string()}).files, ro, 2, job.res, true);
+  if (!keep_logs.empty()) ni::it::fs::rename(dir / "logs", keep_logs);
   ni::it::fs::remove_all(dir);
   return job;
 }
@@ -499,6 +506,147 @@ TEST(Scoring, LatencyVarianceLocalisedToItsRack) {
   std::printf("rack vs truth: %d of %d jobs named the jittery rack and nothing else (%.1f%%)\n", hits, jobs, 100 * rate);
   RecordProperty("rack_rate", std::to_string(rate));
   EXPECT_GE(rate, 0.95);
+}
+
+// ---------------------------------------------------------------- slow HCA
+
+// One rank's HCA `factor` slower (IB network events, wire time emulated in
+// real time at 12.5 GB/s per HCA): anomalies names that host, that rank (in
+// its dp comm) and that HCA with the factor (within 15 %), and nothing else
+// but the slow channel it causes on that comm (the ring's channel through
+// that HCA index, on every rank). Each job is also run without the fault: no
+// finding then.
+TEST(Scoring, SlowHcaNamedAgainstEmulatorTruth) {
+  int jobs = 0, hits = 0, clean = 0, quiet = 0, unmeasurable = 0;
+  double worst_err = 0;
+  const json extra = {{"net_profiler", "ib"}, {"model", {{"hca_gbps", 12.5}}}};
+  for (const Shape& s : shapes())
+    for (int seed = 1; seed <= seeds(); ++seed) {
+      const std::uint64_t h = mix(static_cast<std::uint64_t>(seed) * 86028121 + static_cast<std::uint64_t>(s.world));
+      const int g = static_cast<int>(h % static_cast<std::uint64_t>(s.world));
+      const int hca = static_cast<int>((h >> 8) % 4);
+      const double factor = 2.0 + static_cast<double>((h >> 16) % 21) / 10.0;  // 2 .. 4
+      const std::string& nccl = kReleases[static_cast<std::size_t>(seed) % kReleases.size()];
+      for (bool fault : {true, false}) {
+        const json truth =
+            fault ? json{{"slow_hcas", json::array({json{{"world_rank", g}, {"hca", hca}, {"factor", factor}}})}}
+                  : json::object();
+        Job job = run_job(s, seed, nccl, 60, truth, fault ? "slowhca" : "hcaclean", 1, extra);
+        ASSERT_TRUE(job.error.empty()) << job.error;
+        const auto an = ana::find_anomalies(*job.data, job.res, {});
+        EXPECT_GT(an.hca_wire_ops, 0u);
+        std::string why;
+        if (!fault) {
+          ++clean;
+          for (const auto& f : an.findings) why += " " + f.kind + ": " + f.comm_label + " " + f.where;
+          quiet += why.empty();
+          if (!why.empty())
+            std::printf("false alarm: %d ranks/%d hosts seed %d NCCL %s, no slow HCA:%s\n", s.world, s.hosts, seed,
+                        nccl.c_str(), why.c_str());
+          continue;
+        }
+        int planted_lines = 0;
+        for (const json& t : job.planted) planted_lines += t["kind"] == "slow_hca" && t["world_rank"] == g;
+        EXPECT_EQ(planted_lines, 1);
+        std::uint64_t dp = 0;
+        int dp_rank = -1;
+        for (const auto& [k, w] : job.world_of)
+          if (w == g && job.comm_names[k.first] == "dp") {
+            dp = k.first;
+            dp_rank = k.second;
+          }
+        const std::string node = "node" + std::to_string(g / (s.world / s.hosts));
+        // NCCL 2.27 starts a ProxyOp for the first sub of each args only, so
+        // only that channel's HCA has steps and QP events: a slow NIC on
+        // another is not measurable there, and must then not be blamed either.
+        bool measurable = false;
+        for (std::size_t i = 0; i < job.data->ops.size(); ++i)
+          if (job.data->ops[i].comm_hash == dp && job.data->ops[i].rank == dp_rank)
+            for (const auto& u : job.data->extra[i].hcas) measurable = measurable || (u.dev == std::to_string(hca) && std::isfinite(u.wire_us));
+        if (nccl != "2.27") {
+          EXPECT_TRUE(measurable) << "every channel's HCA has wire times from 2.28 on";
+        }
+        int named = 0;
+        for (const auto& f : an.findings) {
+          if (f.kind == "slow_hca" && f.host == node && f.hca == std::to_string(hca) && f.comm == dp &&
+              f.rank == dp_rank && std::fabs(f.magnitude - factor) <= 0.15 * factor) {
+            ++named;
+            worst_err = std::max(worst_err, std::fabs(f.magnitude - factor) / factor);
+            continue;
+          }
+          if (f.kind == "slow_channel" && f.comm == dp && f.channel == hca && f.every_rank) continue;
+          why += " " + f.kind + ": " + f.comm_label + " " + f.where + fmt_mag(f.magnitude);
+        }
+        const bool ok = (measurable ? named == 1 : named == 0) && why.empty();
+        unmeasurable += !measurable;
+        ++jobs;
+        hits += ok;
+        if (!ok)
+          std::printf("miss: %d ranks/%d hosts seed %d NCCL %s, HCA %d of world rank %d on %s x%.1f:%s%s\n", s.world,
+                      s.hosts, seed, nccl.c_str(), hca, g, node.c_str(), factor, why.c_str(),
+                      named ? "" : " (not named)");
+      }
+    }
+  const double rate = static_cast<double>(hits) / jobs, quiet_rate = static_cast<double>(quiet) / clean;
+  std::printf("slow HCA vs truth: %d of %d jobs named host, rank, HCA and factor and nothing unrelated (%.1f%%; "
+              "%d of them not measurable on NCCL 2.27, where nothing may be named), worst factor error %.1f%%; "
+              "%d of %d clean jobs without a finding (%.1f%%)\n",
+              hits, jobs, 100 * rate, unmeasurable, 100 * worst_err, quiet, clean, 100 * quiet_rate);
+  RecordProperty("slow_hca_rate", std::to_string(rate));
+  RecordProperty("slow_hca_quiet_rate", std::to_string(quiet_rate));
+  EXPECT_GE(rate, 0.95);
+  EXPECT_GE(quiet_rate, 0.95);
+}
+
+// What a user sees: `anomalies` names the slow NIC with its numbers; the
+// report (when built with Plotly.js) opens with that finding and draws each
+// rank's send bandwidth per HCA, the culprit's bar at 1/factor of the others.
+TEST(Scoring, SlowHcaEvidenceInTheCliAndTheReport) {
+  const path logs = ni::it::temp_dir("score-hca-cli");
+  ni::it::fs::remove_all(logs);
+  const json extra = {{"net_profiler", "ib"}, {"model", {{"hca_gbps", 12.5}}}};
+  const json truth = {{"slow_hcas", json::array({json{{"world_rank", 6}, {"hca", 2}, {"factor", 3.0}}})}};
+  Job job = run_job({16, 4, 4}, 1, "2.29", 60, truth, "hcacli", 1, extra, logs.string());
+  ASSERT_TRUE(job.error.empty()) << job.error;
+  auto capture = [](const std::string& cmd, int& rc) {
+    std::string out;
+    FILE* f = popen((cmd + " 2>&1").c_str(), "r");
+    char buf[4096];
+    std::size_t n;
+    while (f != nullptr && (n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+    const int st = f != nullptr ? pclose(f) : -1;
+    rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return out;
+  };
+  int rc = -1;
+  const std::string csv = capture(std::string(NI_CLI) + " anomalies " + logs.string() + " -f csv --no-progress", rc);
+  ASSERT_EQ(rc, 0) << csv;
+  const auto line = csv.find("\nslow_hca,");
+  ASSERT_NE(line, std::string::npos) << csv;
+  const std::string row = csv.substr(line + 1, csv.find('\n', line + 1) - line - 1);
+  EXPECT_NE(row.find("HCA 2 of rank 1 of dp"), std::string::npos) << row;  // world rank 6: dp group 2, rank 1
+  EXPECT_NE(row.find("on node1"), std::string::npos) << row;
+  std::size_t at = 0;
+  for (int k = 0; k < 4; ++k) at = row.find(',', at) + 1;  // kind, comm, where, when: magnitude next
+  EXPECT_NEAR(std::atof(row.c_str() + at), 3.0, 0.3) << row;
+  EXPECT_NE(row.find("4.2 GB/s on the wire"), std::string::npos) << row;  // 12.5 / 3
+  const std::string table = capture(std::string(NI_CLI) + " anomalies " + logs.string() + " --no-progress", rc);
+  EXPECT_NE(table.find("ops with per-HCA wire times"), std::string::npos) << table;
+  const std::string html = (logs / "r.html").string();
+  const std::string log = capture(std::string(NI_CLI) + " report " + logs.string() + " -o " + html + " --no-progress", rc);
+  if (rc != 0) {
+    EXPECT_NE(log.find("plotly"), std::string::npos) << log;  // only a build without Plotly.js may refuse
+    ni::it::fs::remove_all(logs);
+    GTEST_SKIP() << "report: " << log;
+  }
+  std::ifstream in(html);
+  const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(page.find("send bandwidth on the wire per rank and HCA"), std::string::npos);
+  const auto findings = page.find("Findings");
+  const auto culprit = page.find("slow_hca");
+  ASSERT_NE(culprit, std::string::npos);
+  EXPECT_LT(findings, culprit);
+  ni::it::fs::remove_all(logs);
 }
 
 }  // namespace

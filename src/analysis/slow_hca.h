@@ -1,0 +1,54 @@
+// Slow HCA / link: one NIC of one rank that moves data slower than the same
+// device index on the other ranks of its communicator and than its rank's
+// other devices (a link that came up at a lower speed, a bad cable). The
+// measure is each HCA's send bandwidth on the wire (hcas[].wire_us: the union
+// of its send work requests' post -> completion intervals, log-format.md),
+// which is the sender's own: in a ring slowed by one NIC every rank's kernels
+// and channels through that HCA index are slow, but the others' requests,
+// once posted, complete at their link's speed.
+//
+// Per (comm, rank, device) over its ops that sent >= min_bytes through it:
+// the median bandwidth B. It is slow when B < (median of the other ranks' B
+// for that device) / ratio and, if the rank has other devices, also
+// B < (median of its other devices' B) / ratio. The same NIC seen in several
+// communicators is one finding (per process and device). A receive-limited
+// NIC also slows the requests of the rank sending to it; that sender's send
+// bandwidth then reads low too, and both are named.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "src/analysis/collect_sink.h"
+
+namespace ni::analysis {
+
+struct SlowHcaOptions {
+  double ratio = 1.5;                   // slower than the references by at least this
+  std::uint64_t min_bytes = 256 << 10;  // per op and device: smaller sends are latency, not bandwidth
+  std::size_t min_ops = 5;              // per (comm, rank, device)
+};
+
+struct SlowHca {
+  std::uint32_t file = 0;   // the process (ReadResult::files)
+  std::string host;
+  std::string dev;
+  double gbs = 0;           // its median send bandwidth (GB/s)
+  double peers_gbs = 0;     // the same device index on the comm's other ranks (median)
+  double own_gbs = 0;       // its rank's other devices (median); 0 if none
+  double factor = 0;        // peers_gbs / gbs
+  std::uint64_t ops = 0;
+  std::vector<std::pair<std::uint64_t, int>> comm_ranks;  // (comm, rank) it was measured as
+};
+
+struct SlowHcaResult {
+  std::vector<SlowHca> found;
+  std::uint64_t ops_with_wire = 0;    // ops with a wire time on some HCA
+  std::uint64_t ops_without_wire = 0; // ops with HCA traffic but no wire time (no IB QP events, or unfinished)
+  std::size_t measured = 0;           // (comm, rank, device) with enough ops
+};
+
+SlowHcaResult find_slow_hcas(const CollectSink& c, const ReadResult& res, const SlowHcaOptions& o);
+
+}  // namespace ni::analysis
