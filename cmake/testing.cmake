@@ -25,10 +25,11 @@ function(_ni_check_labels name labels)
 endfunction()
 
 # ni_add_gtest(<target> LABEL <label> SOURCES <src>... [LIBS <lib>...] [DEFINES <def>...]
-#              [DEPENDS <target>...] [TIMEOUT <s>])
-# A GoogleTest program; each of its test cases becomes a CTest test.
+#              [DEPENDS <target>...] [TIMEOUT <s>] [SERIAL])
+# A GoogleTest program; each of its test cases becomes a CTest test. SERIAL:
+# its tests run alone (they time things in real time: the emulator's wire).
 function(ni_add_gtest target)
-  cmake_parse_arguments(T "" "LABEL;TIMEOUT" "SOURCES;LIBS;DEFINES;DEPENDS" ${ARGN})
+  cmake_parse_arguments(T "SERIAL" "LABEL;TIMEOUT" "SOURCES;LIBS;DEFINES;DEPENDS" ${ARGN})
   _ni_check_labels(${target} "${T_LABEL}")
   add_executable(${target} ${T_SOURCES})
   target_link_libraries(${target} PRIVATE ${T_LIBS} GTest::gtest_main ni_warnings)
@@ -38,11 +39,14 @@ function(ni_add_gtest target)
   if(T_DEPENDS)
     add_dependencies(${target} ${T_DEPENDS})
   endif()
+  set(props LABELS ${T_LABEL})
   if(T_TIMEOUT)
-    gtest_discover_tests(${target} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS ${T_LABEL} TIMEOUT ${T_TIMEOUT})
-  else()
-    gtest_discover_tests(${target} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS ${T_LABEL})
+    list(APPEND props TIMEOUT ${T_TIMEOUT})
   endif()
+  if(T_SERIAL)
+    list(APPEND props RUN_SERIAL TRUE)
+  endif()
+  gtest_discover_tests(${target} DISCOVERY_TIMEOUT 60 PROPERTIES ${props})
 endfunction()
 
 # ni_add_command_test(<name> LABELS <label>... COMMAND <cmd> <arg>... [SKIP_RETURN_CODE <rc>] [TIMEOUT <s>]

@@ -277,7 +277,9 @@ std::set<GKey> bimodal(const std::vector<Instance>& ins, const ReadResult& res, 
     if (eta < o.bimodal_eta || minfrac < 0.1 || med_slow / med_fast < o.bimodal_ratio) continue;
     // Interleaved in time (switching), not one contiguous window (a change point).
     std::vector<std::pair<std::pair<std::int64_t, std::uint64_t>, bool>> order;
-    for (std::size_t i = 0; i < n; ++i) order.push_back({{x[i].second->start, x[i].second->seq}, i >= split});
+    // Program order: one function's instances by seq (no clock involved).
+    for (std::size_t i = 0; i < n; ++i)
+      order.push_back({{static_cast<std::int64_t>(x[i].second->seq), x[i].second->start}, i >= split});
     std::sort(order.begin(), order.end());
     std::size_t transitions = 0;
     for (std::size_t i = 1; i < n; ++i) transitions += order[i].second != order[i - 1].second;
@@ -524,6 +526,28 @@ AnomalyResult find_anomalies(const CollectSink& c, const ReadResult& res, const 
   channels(c, res, o, explained, out);
   const SlowHcaResult sh = find_slow_hcas(c, res, o.slow_hca);
   for (const SlowHca& x : sh.found) out.findings.push_back(slow_hca_finding(x, res));
+  for (const HcaDegraded& x : sh.degraded) {
+    Finding f;
+    f.kind = "hca_degraded";
+    f.comm = x.comm;
+    f.comm_label = comm_display(x.comm, res);
+    f.rank = x.rank;
+    f.host = x.host;
+    f.hca = x.dev;
+    f.where = "HCA " + x.dev + " of rank " + std::to_string(x.rank) + " on " + x.host;
+    f.when = "from seq " + std::to_string(x.first_seq) + (x.from_ns ? " at " + time_str(x.from_ns) : std::string()) +
+             " (op " + std::to_string(x.ops_before + 1) + " of " + std::to_string(x.ops_before + x.ops_after) + ")";
+    f.seq_first = x.first_seq;
+    f.start_ns = x.from_ns;
+    f.magnitude = x.before_gbs / x.after_gbs;
+    f.evidence = fmt("its send bandwidth on the wire fell from %.1f GB/s", x.before_gbs) +
+                 " (median of " + std::to_string(x.ops_before) + " ops) " + fmt("to %.1f GB/s", x.after_gbs) +
+                 " (" + std::to_string(x.ops_after) + " ops)" +
+                 (x.others_before > 0 ? fmt("; the same device on the other ranks: %.1f", x.others_before) +
+                                            fmt(" -> %.1f GB/s", x.others_after)
+                                      : std::string("; no other rank to compare with"));
+    out.findings.push_back(std::move(f));
+  }
   out.hca_wire_ops = sh.ops_with_wire;
   out.hca_no_wire_ops = sh.ops_without_wire;
   // Without wire times, HCA slowness is read from op durations (hcas()),
@@ -540,7 +564,7 @@ AnomalyResult find_anomalies(const CollectSink& c, const ReadResult& res, const 
     if (it != units.end()) it->second.affected = true;
   };
   for (const Finding& f : out.findings) {
-    if (f.kind == "channel_imbalance") mark(f.comm, f.rank);
+    if (f.kind == "channel_imbalance" || f.kind == "slow_hca" || f.kind == "hca_degraded") mark(f.comm, f.rank);
     if (f.kind == "slow_channel" && !f.every_rank)
       for (int r : f.ranks) mark(f.comm, r);
   }
@@ -553,7 +577,7 @@ AnomalyResult find_anomalies(const CollectSink& c, const ReadResult& res, const 
     f.host = k.level == "host" ? k.where : "";
     f.when = "whole run";
     f.magnitude = static_cast<double>(k.affected_here) / static_cast<double>(std::max(1, k.affected_total));
-    f.evidence = k.text() + "; affected: ranks of the channel findings above";
+    f.evidence = k.text() + "; affected: the ranks of the channel and HCA findings above";
     out.findings.push_back(std::move(f));
   }
   return out;

@@ -28,6 +28,8 @@ struct SlowHcaOptions {
   double ratio = 1.5;                   // slower than the references by at least this
   std::uint64_t min_bytes = 256 << 10;  // per op and device: smaller sends are latency, not bandwidth
   std::size_t min_ops = 5;              // per (comm, rank, device)
+  std::size_t min_segment = 8;          // degradation: ops on each side of the step, at least
+  double others_ratio = 1.25;           // degradation: the other ranks fell by less than this
 };
 
 struct SlowHca {
@@ -42,8 +44,35 @@ struct SlowHca {
   std::vector<std::pair<std::uint64_t, int>> comm_ranks;  // (comm, rank) it was measured as
 };
 
+// A link that degrades during the run: one (comm, rank, device) whose send
+// bandwidth steps down at some op and stays there. Its ops in program order
+// (by seq when they are one function, else by its process's clock); the split
+// is the peak of the CUSUM of signs around the geometric mean of the series'
+// 15th and 85th percentiles (robust to stalled requests), with at least
+// max(min_segment, n/4) ops on each side (a
+// shorter spell at either end is a passing load as often as a link). Flagged when the median after is below the median
+// before / ratio, the later ops' 75th percentile is below the earlier ops'
+// 25th, the last min_segment ops' median too (it stays down), and over the
+// same two spans neither the same device on the comm's
+// other ranks (else the fabric slowed, and change points say it) nor the
+// rank's other devices, nor (median) its process's HCAs in other comms (else
+// its process or host did) fell by others_ratio.
+// With no other rank to compare with, nothing is flagged.
+struct HcaDegraded {
+  std::uint32_t file = 0;
+  std::string host, dev;
+  std::uint64_t comm = 0;
+  int rank = -1;
+  double before_gbs = 0, after_gbs = 0;          // its medians
+  double others_before = 0, others_after = 0;    // the same device on the other ranks (medians; 0 none)
+  std::uint64_t ops_before = 0, ops_after = 0;
+  std::uint64_t first_seq = 0;                   // the first slow op's seq
+  std::int64_t from_ns = 0;                      // and its start (its process's wall clock; 0 unknown)
+};
+
 struct SlowHcaResult {
   std::vector<SlowHca> found;
+  std::vector<HcaDegraded> degraded;
   std::uint64_t ops_with_wire = 0;    // ops with a wire time on some HCA
   std::uint64_t ops_without_wire = 0; // ops with HCA traffic but no wire time (no IB QP events, or unfinished)
   std::size_t measured = 0;           // (comm, rank, device) with enough ops

@@ -162,6 +162,7 @@ struct TruthKnobs {
     int world_rank = 0;
     int hca = 0;
     double factor = 1;
+    int from_op = 0;  // per-comm op index from which it is slow (a link degrading mid-run)
   };
   std::vector<SlowHca> slow_hcas;
   // Emulated host index -> mean extra arrival delay (us, exponentially
@@ -270,6 +271,9 @@ struct Options {
   // together form one job pass the same value so their timelines line up
   // (run() waits until then).
   uint64_t start_at_real_ns = 0;
+  // With model.hca_gbps: a file every process of the job flocks around each
+  // emulated send request ("" = only this process's requests are serialised).
+  std::string wire_lock;
 };
 
 struct RunResult {

@@ -44,6 +44,7 @@ struct RunArgs {
   std::string nccl = "2.30", plugin, workload, truth, pace = "realtime", ranks, net;
   std::vector<std::string> faults;
   uint64_t seed = 1, start_at = 0;
+  std::string wire_lock;
   int iters = 0, world = 0, nodes = 0, fault_op = 3, replays = 3;
   bool quiet = false;
 };
@@ -61,6 +62,9 @@ void add_run_options(CLI::App& app, RunArgs& a) {
   app.add_option("--start-at", a.start_at,
                  "job time origin, CLOCK_REALTIME ns (processes of one job pass the same value; waits until then)");
   app.add_option("--ranks", a.ranks, "world ranks this process emulates, e.g. 0-3 (default: all)");
+  app.add_option("--wire-lock", a.wire_lock,
+                 "with model.hca_gbps: a file the processes of one job lock (flock) around each emulated send "
+                 "request, so that one is on the wire at a time on this machine");
   app.add_option("--world", a.world, "override the workload's world size");
   app.add_option("--nodes", a.nodes, "override the workload's node count");
   app.add_option("--iters", a.iters, "override the random-mix iteration count");
@@ -134,6 +138,7 @@ std::string make_options(const RunArgs& a, Options& o) {
   if (!a.ranks.empty() && !parse_ranks(a.ranks, &o.world_ranks, &err)) return err;
   o.pace = a.pace == "none" ? Pace::kNone : Pace::kRealtime;
   o.start_at_real_ns = a.start_at;
+  o.wire_lock = a.wire_lock;
   o.seed = a.seed;
   o.fault_op = a.fault_op;
   o.graph_replays = a.replays;

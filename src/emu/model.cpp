@@ -205,7 +205,8 @@ void assign_times(Proc& P, Comm& c, std::vector<Task*> ts, int /*skew_peer_world
         }
         // A slow NIC of one member: the ring through it runs at its speed on every rank.
         for (const auto& sh : k.slow_hcas)
-          if (sh.hca == dev && std::find(c.members.begin(), c.members.end(), sh.world_rank) != c.members.end()) {
+          if (sh.hca == dev && c.op_index >= sh.from_op &&
+              std::find(c.members.begin(), c.members.end(), sh.world_rank) != c.members.end()) {
             f *= sh.factor;
             slow_hca = true;
           }

@@ -4,9 +4,14 @@
 // socket events, ProxyOp stops together; plus ProxyCtrl sleep/wakeup when the
 // thread idles. Runs only on the progress thread (and the socket helper).
 #include <time.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
+#include <cerrno>
+
 #include <algorithm>
+#include <mutex>
 
 #include "src/emu/engine_internal.h"
 
@@ -29,6 +34,41 @@ struct Sub {
 };
 
 bool has(const Task& t, Fault f) { return t.faults.test(static_cast<size_t>(f)); }
+
+std::mutex& wire_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+// The job-wide wire lock (Options::wire_lock), opened once per process; -1 = none.
+int wire_lock_fd(const std::string& path) {
+  static const int fd = path.empty() ? -1 : ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  return fd;
+}
+
+// One emulated send request on the wire at a time: in this process (a mutex:
+// flock does not exclude threads sharing a descriptor) and, with a lock file,
+// in the whole job.
+class WireTurn {
+ public:
+  WireTurn(bool on, const std::string& path) {
+    if (!on) return;
+    lock_ = std::unique_lock<std::mutex>(wire_mutex());
+    fd_ = wire_lock_fd(path);
+    if (fd_ >= 0)
+      while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+      }
+  }
+  ~WireTurn() {
+    if (fd_ >= 0) (void)::flock(fd_, LOCK_UN);
+  }
+  WireTurn(const WireTurn&) = delete;
+  WireTurn& operator=(const WireTurn&) = delete;
+
+ private:
+  std::unique_lock<std::mutex> lock_;
+  int fd_ = -1;
+};
 
 class ProxyRun {
  public:
@@ -241,14 +281,15 @@ class ProxyRun {
   // With model.hca_gbps: a send work request of `bytes` stays on the wire for
   // bytes / hca_gbps (x a slow_hcas factor of this rank's HCA), in real time:
   // a sleep for all but the last 100 us, then a spin, so that the plugin's
-  // clock sees the modelled time.
+  // clock sees the modelled time (a sleep alone would add the wakeup latency,
+  // which on a loaded machine is as long as the transfer).
   void wire_wait(const Sub& s, uint64_t bytes) {
     const ModelKnobs& m = P_.o->workload.model;
     if (m.hca_gbps <= 0 || bytes == 0) return;
     double ns = static_cast<double>(bytes) / m.hca_gbps;
     const int dev = s.ch % std::max(1, m.hcas_per_node);
     for (const auto& sh : P_.o->workload.truth.slow_hcas)
-      if (sh.world_rank == c_.R->g && sh.hca == dev) ns *= sh.factor;
+      if (sh.world_rank == c_.R->g && sh.hca == dev && s.t->op_index >= sh.from_op) ns *= sh.factor;
     const uint64_t end = now_mono_ns() + static_cast<uint64_t>(ns);
     if (ns > 200e3) {
       const uint64_t d = static_cast<uint64_t>(ns) - 100000;
@@ -284,6 +325,10 @@ class ProxyRun {
       s.ib.qp.length = s.send ? size : 0;
       e.net_id = kNetIbIdV1;
       e.net_data = &s.ib;
+      // With emulated wire time, one send request of this process is on the
+      // wire at a time: the emulator's spinning threads would otherwise
+      // deschedule each other inside the intervals they emulate.
+      WireTurn turn(s.send && P_.o->workload.model.hca_gbps > 0, P_.o->wire_lock);
       void* nh = P_.start(ctx, e);
       if (s.send) wire_wait(s, size);  // on the wire until the CQ completion
       P_.stop(kNetPlugin, nh);  // CQ completion: stopEvent(*eHandle), no NULL check

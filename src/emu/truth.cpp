@@ -69,7 +69,8 @@ void write_truth_jsonl(std::ostream& os, const RunResult& r) {
        << '\n';
   for (const auto& sh : k.slow_hcas)
     os << nlohmann::json{{"type", "planted"}, {"kind", "slow_hca"},   {"world_rank", sh.world_rank},
-                         {"node", sh.world_rank / per_node}, {"hca", sh.hca}, {"factor", sh.factor}}
+                         {"node", sh.world_rank / per_node}, {"hca", sh.hca}, {"factor", sh.factor},
+                         {"from_op", sh.from_op}}
               .dump()
        << '\n';
   for (const auto& [node, us] : k.host_jitter_us)

@@ -133,11 +133,12 @@ Workload parse_workload_json(const std::string& text) {
       if (t.contains("hca_slowdown")) w.truth.hca_slowdown = int_map(t.at("hca_slowdown"));
       if (t.contains("host_jitter_us")) w.truth.host_jitter_us = int_map(t.at("host_jitter_us"));
       for (const json& sh : t.value("slow_hcas", json::array())) {
-        check_keys(sh, {"world_rank", "hca", "factor"}, "slow_hcas entry");
+        check_keys(sh, {"world_rank", "hca", "factor", "from_op"}, "slow_hcas entry");
         TruthKnobs::SlowHca x;
         get(sh, "world_rank", x.world_rank);
         get(sh, "hca", x.hca);
         get(sh, "factor", x.factor);
+        get(sh, "from_op", x.from_op);
         if (x.hca < 0 || x.hca >= 64) throw std::runtime_error("slow_hcas: hca must be 0..63");
         if (!(x.factor > 0)) throw std::runtime_error("slow_hcas: factor must be > 0");
         w.truth.slow_hcas.push_back(x);

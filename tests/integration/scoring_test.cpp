@@ -131,7 +131,7 @@ Job run_job(const Shape& s, int seed, const std::string& nccl, int iterations, c
   for (int k = 0; k < s.hosts; ++k)
     cmd += "NCCL_INSPECTOR_HOSTNAME=node" + std::to_string(k) + " " + NI_EMU_PATH + " --plugin " + NI_PLUGIN_PATH +
            " --nccl " + nccl + " --workload job.json --pace none --quiet --seed " + std::to_string(seed) +
-           " --start-at " + std::to_string(start_at) + " --ranks " + std::to_string(k * per_host) + "-" +
+           " --start-at " + std::to_string(start_at) + " --wire-lock " + (dir / "wire.lock").string() + " --ranks " + std::to_string(k * per_host) + "-" +
            std::to_string(k * per_host + per_host - 1) + " --truth truth-" + std::to_string(k) + ".jsonl > emu-" +
            std::to_string(k) + ".log 2>&1 & ";
   cmd += "fail=0; for p in $(jobs -p); do wait $p || fail=1; done; exit $fail";
@@ -510,6 +510,24 @@ TEST(Scoring, LatencyVarianceLocalisedToItsRack) {
 
 // ---------------------------------------------------------------- slow HCA
 
+// World rank g's (comm, rank) in the communicator named `name`.
+std::pair<std::uint64_t, int> comm_rank_of(const Job& job, int g, const std::string& name) {
+  for (const auto& [k, w] : job.world_of)
+    if (w == g && job.comm_names.at(k.first) == name) return k;
+  return {0, -1};
+}
+
+// Whether the logs hold a wire time of device `dev` for (comm, rank): NCCL
+// 2.27 starts a ProxyOp for the first sub of each args only, so only that
+// channel's HCA has steps and QP events there.
+bool wire_measured(const Job& job, std::uint64_t comm, int rank, int dev) {
+  for (std::size_t i = 0; i < job.data->ops.size(); ++i)
+    if (job.data->ops[i].comm_hash == comm && job.data->ops[i].rank == rank)
+      for (const auto& u : job.data->extra[i].hcas)
+        if (u.dev == std::to_string(dev) && std::isfinite(u.wire_us)) return true;
+  return false;
+}
+
 // One rank's HCA `factor` slower (IB network events, wire time emulated in
 // real time at 12.5 GB/s per HCA): anomalies names that host, that rank (in
 // its dp comm) and that HCA with the factor (within 15 %), and nothing else
@@ -517,6 +535,10 @@ TEST(Scoring, LatencyVarianceLocalisedToItsRack) {
 // that HCA index, on every rank). Each job is also run without the fault: no
 // finding then.
 TEST(Scoring, SlowHcaNamedAgainstEmulatorTruth) {
+  // Wire time is real time: under the sanitizers every plugin callback takes
+  // long enough to distort it. The plain build scores it; the sanitizers check
+  // the same code paths through SlowHcaEvidenceInTheCliAndTheReport.
+  if (sanitized()) GTEST_SKIP() << "wire time is distorted by the sanitizers' slowdown";
   int jobs = 0, hits = 0, clean = 0, quiet = 0, unmeasurable = 0;
   double worst_err = 0;
   const json extra = {{"net_profiler", "ib"}, {"model", {{"hca_gbps", 12.5}}}};
@@ -548,21 +570,10 @@ TEST(Scoring, SlowHcaNamedAgainstEmulatorTruth) {
         int planted_lines = 0;
         for (const json& t : job.planted) planted_lines += t["kind"] == "slow_hca" && t["world_rank"] == g;
         EXPECT_EQ(planted_lines, 1);
-        std::uint64_t dp = 0;
-        int dp_rank = -1;
-        for (const auto& [k, w] : job.world_of)
-          if (w == g && job.comm_names[k.first] == "dp") {
-            dp = k.first;
-            dp_rank = k.second;
-          }
+        const auto [dp, dp_rank] = comm_rank_of(job, g, "dp");
         const std::string node = "node" + std::to_string(g / (s.world / s.hosts));
-        // NCCL 2.27 starts a ProxyOp for the first sub of each args only, so
-        // only that channel's HCA has steps and QP events: a slow NIC on
-        // another is not measurable there, and must then not be blamed either.
-        bool measurable = false;
-        for (std::size_t i = 0; i < job.data->ops.size(); ++i)
-          if (job.data->ops[i].comm_hash == dp && job.data->ops[i].rank == dp_rank)
-            for (const auto& u : job.data->extra[i].hcas) measurable = measurable || (u.dev == std::to_string(hca) && std::isfinite(u.wire_us));
+        // Not measurable on 2.27 (wire_measured): then nothing may be blamed.
+        const bool measurable = wire_measured(job, dp, dp_rank, hca);
         if (nccl != "2.27") {
           EXPECT_TRUE(measurable) << "every channel's HCA has wire times from 2.28 on";
         }
@@ -598,6 +609,65 @@ TEST(Scoring, SlowHcaNamedAgainstEmulatorTruth) {
   EXPECT_GE(quiet_rate, 0.95);
 }
 
+// A link that degrades mid-run: one rank's HCA `factor` slower from the
+// dp comm's op `from` on. anomalies names it (hca_degraded: host, rank,
+// device, the step within 3 ops of the planted one, the factor within 15 %),
+// besides what follows from it (slow_hca, the slow channel, a change point on
+// that comm), and nothing else. Not measurable on NCCL 2.27 for a device other
+// than the first channel's: nothing may be named then.
+TEST(Scoring, HcaDegradingMidRunFoundAgainstEmulatorTruth) {
+  if (sanitized()) GTEST_SKIP() << "wire time is distorted by the sanitizers' slowdown (see SlowHcaNamed...)";
+  int jobs = 0, hits = 0, unmeasurable = 0;
+  double worst_err = 0;
+  const json extra = {{"net_profiler", "ib"}, {"model", {{"hca_gbps", 12.5}}}};
+  for (const Shape& s : shapes())
+    for (int seed = 1; seed <= seeds(); ++seed) {
+      const std::uint64_t h = mix(static_cast<std::uint64_t>(seed) * 67867967 + static_cast<std::uint64_t>(s.world));
+      const int g = static_cast<int>(h % static_cast<std::uint64_t>(s.world));
+      const int hca = static_cast<int>((h >> 8) % 4);
+      const double factor = 2.0 + static_cast<double>((h >> 16) % 21) / 10.0;  // 2 .. 4
+      const int from = 14 + static_cast<int>((h >> 24) % 13);                   // 14 .. 26 of 39-53 dp ops
+      const std::string& nccl = kReleases[static_cast<std::size_t>(seed) % kReleases.size()];
+      const json truth = {{"slow_hcas", json::array({json{{"world_rank", g}, {"hca", hca}, {"factor", factor},
+                                                          {"from_op", from}}})}};
+      Job job = run_job(s, seed, nccl, 120, truth, "hcadegrade", 2, extra);
+      ASSERT_TRUE(job.error.empty()) << job.error;
+      const auto [dp, dp_rank] = comm_rank_of(job, g, "dp");
+      const bool measurable = wire_measured(job, dp, dp_rank, hca);
+      const std::string node = "node" + std::to_string(g / (s.world / s.hosts));
+      const auto an = ana::find_anomalies(*job.data, job.res, {});
+      int named = 0;
+      std::string why;
+      for (const auto& f : an.findings) {
+        if (f.kind == "hca_degraded" && f.host == node && f.hca == std::to_string(hca) && f.comm == dp &&
+            f.rank == dp_rank && std::llabs(static_cast<long long>(f.seq_first) - from) <= 3 &&
+            std::fabs(f.magnitude - factor) <= 0.15 * factor) {
+          ++named;
+          worst_err = std::max(worst_err, std::fabs(f.magnitude - factor) / factor);
+          continue;
+        }
+        if (f.kind == "slow_hca" && f.host == node && f.hca == std::to_string(hca)) continue;
+        if ((f.kind == "slow_channel" || f.kind == "channel_imbalance") && f.comm == dp && f.channel == hca) continue;
+        if (f.kind == "change_point" && f.comm == dp) continue;
+        why += " " + f.kind + ": " + f.comm_label + " " + f.where + " " + f.when + fmt_mag(f.magnitude);
+      }
+      const bool ok = (measurable ? named == 1 : named == 0) && why.empty();
+      unmeasurable += !measurable;
+      ++jobs;
+      hits += ok;
+      if (!ok)
+        std::printf("miss: %d ranks/%d hosts seed %d NCCL %s, HCA %d of world rank %d on %s x%.1f from op %d:%s%s\n",
+                    s.world, s.hosts, seed, nccl.c_str(), hca, g, node.c_str(), factor, from, why.c_str(),
+                    named ? "" : " (not named)");
+    }
+  const double rate = static_cast<double>(hits) / jobs;
+  std::printf("degrading HCA vs truth: %d of %d jobs named host, rank, HCA, step and factor and nothing unrelated "
+              "(%.1f%%; %d not measurable on NCCL 2.27), worst factor error %.1f%%\n",
+              hits, jobs, 100 * rate, unmeasurable, 100 * worst_err);
+  RecordProperty("hca_degraded_rate", std::to_string(rate));
+  EXPECT_GE(rate, 0.95);
+}
+
 // What a user sees: `anomalies` names the slow NIC with its numbers; the
 // report (when built with Plotly.js) opens with that finding and draws each
 // rank's send bandwidth per HCA, the culprit's bar at 1/factor of the others.
@@ -628,8 +698,12 @@ TEST(Scoring, SlowHcaEvidenceInTheCliAndTheReport) {
   EXPECT_NE(row.find("on node1"), std::string::npos) << row;
   std::size_t at = 0;
   for (int k = 0; k < 4; ++k) at = row.find(',', at) + 1;  // kind, comm, where, when: magnitude next
-  EXPECT_NEAR(std::atof(row.c_str() + at), 3.0, 0.3) << row;
-  EXPECT_NE(row.find("4.2 GB/s on the wire"), std::string::npos) << row;  // 12.5 / 3
+  if (sanitized()) {  // each callback slower: the factor is blurred, not the verdict
+    EXPECT_GT(std::atof(row.c_str() + at), 1.5) << row;
+  } else {
+    EXPECT_NEAR(std::atof(row.c_str() + at), 3.0, 0.3) << row;
+    EXPECT_NE(row.find("4.2 GB/s on the wire"), std::string::npos) << row;  // 12.5 / 3
+  }
   const std::string table = capture(std::string(NI_CLI) + " anomalies " + logs.string() + " --no-progress", rc);
   EXPECT_NE(table.find("ops with per-HCA wire times"), std::string::npos) << table;
   const std::string html = (logs / "r.html").string();
