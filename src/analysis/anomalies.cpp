@@ -327,7 +327,10 @@ Finding slow_channel_finding(const SlowChannel& x, const ReadResult& res) {
   std::string hosts;
   for (const auto& h : x.hosts) hosts += (hosts.empty() ? "" : " ") + h;
   if (x.hosts.size() == 1) f.host = x.hosts[0];
-  if (x.every_rank) {
+  if (x.every_rank && x.ranks_measured == 1) {
+    f.where = "channel " + std::to_string(x.channel) + " on rank " + std::to_string(f.rank) + " on " + hosts +
+              ", the only rank of this comm in these logs";
+  } else if (x.every_rank) {
     f.where = "channel " + std::to_string(x.channel) + " on every rank (" + std::to_string(x.ranks_measured) +
               ", hosts " + hosts + "): the channel's path";
   } else {
@@ -550,6 +553,7 @@ AnomalyResult find_anomalies(const CollectSink& c, const ReadResult& res, const 
   }
   out.hca_wire_ops = sh.ops_with_wire;
   out.hca_no_wire_ops = sh.ops_without_wire;
+  out.hca_alone = sh.alone;
   // Without wire times, HCA slowness is read from op durations (hcas()),
   // which cannot tell the slow NIC from the ranks that waited for it.
   hcas(c, res, o, sh.ops_with_wire == 0, out);
@@ -619,6 +623,10 @@ Report anomalies_report(const AnomalyResult& r) {
                           : std::to_string(r.hca_no_wire_ops) +
                                 " ops with HCA traffic but no wire time: hca_slow is read from op durations, which "
                                 "cannot tell a slow NIC from the ranks that waited for it");
+  if (r.hca_alone)
+    f.notes.push_back(std::to_string(r.hca_alone) +
+                      " (comm, rank, HCA) with wire times but no other rank of their communicator in these logs: not "
+                      "judged (slow_hca compares a NIC with the same device on the comm's other ranks)");
   if (r.enqueue_timed)
     f.notes.push_back(std::to_string(r.enqueue_timed) +
                       " ops timed only by their enqueue (no GPU timer, or copy-engine collectives) not analysed: "

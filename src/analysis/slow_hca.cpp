@@ -175,7 +175,10 @@ SlowHcaResult find_slow_hcas(const CollectSink& c, const ReadResult& res, const 
       if (std::get<1>(k2) != rank && std::get<2>(k2) == dev) peers.push_back(b2);
       if (std::get<1>(k2) == rank && std::get<2>(k2) != dev) own.push_back(b2);
     }
-    if (peers.empty()) continue;  // nothing to compare with: a comm seen by one rank only
+    if (peers.empty()) {  // nothing to compare with: a comm seen by one rank only
+      ++out.alone;
+      continue;
+    }
     const double p = median_of(peers), w = own.empty() ? 0 : median_of(own);
     if (!(b * o.ratio < p) || (!own.empty() && !(b * o.ratio < w))) continue;
     const std::uint32_t file = file_of[k];

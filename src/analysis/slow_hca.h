@@ -76,6 +76,7 @@ struct SlowHcaResult {
   std::uint64_t ops_with_wire = 0;    // ops with a wire time on some HCA
   std::uint64_t ops_without_wire = 0; // ops with HCA traffic but no wire time (no IB QP events, or unfinished)
   std::size_t measured = 0;           // (comm, rank, device) with enough ops
+  std::size_t alone = 0;              // of those: no other rank of the comm to compare with (not judged)
 };
 
 SlowHcaResult find_slow_hcas(const CollectSink& c, const ReadResult& res, const SlowHcaOptions& o);

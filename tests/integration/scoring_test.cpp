@@ -706,6 +706,16 @@ TEST(Scoring, SlowHcaEvidenceInTheCliAndTheReport) {
   }
   const std::string table = capture(std::string(NI_CLI) + " anomalies " + logs.string() + " --no-progress", rc);
   EXPECT_NE(table.find("ops with per-HCA wire times"), std::string::npos) << table;
+  // The culprit's process alone: its dp ranks have no peer in the logs, so no
+  // verdict, and the notes say why.
+  std::string node1;
+  for (const auto& e : ni::it::fs::directory_iterator(logs))
+    if (e.path().filename().string().rfind("node1-", 0) == 0) node1 = e.path().string();
+  ASSERT_FALSE(node1.empty());
+  const std::string alone = capture(std::string(NI_CLI) + " anomalies " + node1 + " --no-progress", rc);
+  EXPECT_EQ(rc, 0) << alone;
+  EXPECT_EQ(alone.find("\nslow_hca "), std::string::npos) << alone;
+  EXPECT_NE(alone.find("no other rank of their communicator in these logs: not judged"), std::string::npos) << alone;
   const std::string html = (logs / "r.html").string();
   const std::string log = capture(std::string(NI_CLI) + " report " + logs.string() + " -o " + html + " --no-progress", rc);
   if (rc != 0) {
