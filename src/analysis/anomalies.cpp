@@ -554,6 +554,7 @@ AnomalyResult find_anomalies(const CollectSink& c, const ReadResult& res, const 
   out.hca_wire_ops = sh.ops_with_wire;
   out.hca_no_wire_ops = sh.ops_without_wire;
   out.hca_alone = sh.alone;
+  out.hca_implausible = sh.implausible;
   // Without wire times, HCA slowness is read from op durations (hcas()),
   // which cannot tell the slow NIC from the ranks that waited for it.
   hcas(c, res, o, sh.ops_with_wire == 0, out);
@@ -623,6 +624,10 @@ Report anomalies_report(const AnomalyResult& r) {
                           : std::to_string(r.hca_no_wire_ops) +
                                 " ops with HCA traffic but no wire time: hca_slow is read from op durations, which "
                                 "cannot tell a slow NIC from the ranks that waited for it");
+  if (r.hca_implausible)
+    f.notes.push_back(std::to_string(r.hca_implausible) +
+                      " per-HCA wire times faster than any NIC (> 100 GB/s) left out: their QP events were not timed on "
+                      "the wire (delivered back to back)");
   if (r.hca_alone)
     f.notes.push_back(std::to_string(r.hca_alone) +
                       " (comm, rank, HCA) with wire times but no other rank of their communicator in these logs: not "

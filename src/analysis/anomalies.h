@@ -70,6 +70,7 @@ struct AnomalyResult {
   // instance, collectives not GPU-timed on every rank, comms measured.
   std::uint64_t slow_channel_samples = 0, slow_channel_unaligned = 0, slow_channel_not_gpu = 0, slow_channel_comms = 0;
   std::uint64_t hca_wire_ops = 0, hca_no_wire_ops = 0;  // ops whose HCA traffic has / lacks a wire time
+  std::uint64_t hca_implausible = 0;  // (op, HCA) wire times faster than any NIC: left out
   std::uint64_t hca_alone = 0;  // (comm, rank, HCA) with wire times but no other rank of the comm in the logs
 };
 

@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "src/analysis/analysis.h"
+#include "src/analysis/slow_hca.h"
 #include "src/analysis/stats.h"
 #include "src/analysis/stragglers.h"
 #include "src/analysis/summary.h"
@@ -687,9 +688,11 @@ void hca_wire_chart(const Page& p, RSection& s) {
   for (std::size_t i = 0; i < ops.size() && i < data.coll.extra.size(); ++i)
     for (const auto& h : data.coll.extra[i].hcas) {
       if (!std::isfinite(h.wire_us) || h.bytes < (256u << 10)) continue;
+      const double g = static_cast<double>(h.bytes) / (h.wire_us * 1000.0);
+      if (g > SlowHcaOptions{}.max_gbs) continue;  // not timed on the wire (slow_hca.h)
       auto& v = dev[h.dev];
       if (v.empty()) v.resize(gm.gpus.size());
-      v[gm.op_gpu[i]].push_back(static_cast<double>(h.bytes) / (h.wire_us * 1000.0));
+      v[gm.op_gpu[i]].push_back(g);
     }
   if (dev.empty()) return;
   std::string series;

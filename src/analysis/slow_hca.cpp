@@ -155,6 +155,10 @@ SlowHcaResult find_slow_hcas(const CollectSink& c, const ReadResult& res, const 
       wire = true;
       const Key k{op.comm_hash, op.rank, h.dev};
       const double g = static_cast<double>(h.bytes) / (h.wire_us * 1000.0);
+      if (g > o.max_gbs) {
+        ++out.implausible;
+        continue;
+      }
       bw[k].push_back(g);
       series[k].push_back({op.has_start() ? op.start_wall_ns : 0, op.seq, static_cast<int>(op.func), g});
       file_of.emplace(k, op.file_idx);

@@ -28,6 +28,10 @@ struct SlowHcaOptions {
   double ratio = 1.5;                   // slower than the references by at least this
   std::uint64_t min_bytes = 256 << 10;  // per op and device: smaller sends are latency, not bandwidth
   std::size_t min_ops = 5;              // per (comm, rank, device)
+  // A send faster than any NIC's line rate (800 Gb/s) was not timed on the
+  // wire: events delivered back to back (an emulator without wire time, a net
+  // plugin that stops its events at post). Such samples are left out, counted.
+  double max_gbs = 100;
   std::size_t min_segment = 8;          // degradation: ops on each side of the step, at least
   double others_ratio = 1.25;           // degradation: the other ranks fell by less than this
 };
@@ -77,6 +81,7 @@ struct SlowHcaResult {
   std::uint64_t ops_without_wire = 0; // ops with HCA traffic but no wire time (no IB QP events, or unfinished)
   std::size_t measured = 0;           // (comm, rank, device) with enough ops
   std::size_t alone = 0;              // of those: no other rank of the comm to compare with (not judged)
+  std::uint64_t implausible = 0;      // (op, HCA) samples faster than max_gbs: left out
 };
 
 SlowHcaResult find_slow_hcas(const CollectSink& c, const ReadResult& res, const SlowHcaOptions& o);

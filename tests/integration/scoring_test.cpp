@@ -712,6 +712,19 @@ TEST(Scoring, SlowHcaEvidenceInTheCliAndTheReport) {
   for (const auto& e : ni::it::fs::directory_iterator(logs))
     if (e.path().filename().string().rfind("node1-", 0) == 0) node1 = e.path().string();
   ASSERT_FALSE(node1.empty());
+  // Without emulated wire time the QP events come back to back: no bandwidth
+  // to judge, no verdict, and the notes say so.
+  {
+    const path quick = ni::it::temp_dir("score-hca-instant");
+    ni::it::fs::remove_all(quick);
+    const json instant = {{"net_profiler", "ib"}};
+    Job j2 = run_job({16, 4, 4}, 1, "2.29", 60, truth, "hcainstant", 1, instant, quick.string());
+    ASSERT_TRUE(j2.error.empty()) << j2.error;
+    const std::string out = capture(std::string(NI_CLI) + " anomalies " + quick.string() + " --no-progress", rc);
+    EXPECT_EQ(out.find("\nslow_hca "), std::string::npos) << out;
+    EXPECT_NE(out.find("faster than any NIC"), std::string::npos) << out;
+    ni::it::fs::remove_all(quick);
+  }
   const std::string alone = capture(std::string(NI_CLI) + " anomalies " + node1 + " --no-progress", rc);
   EXPECT_EQ(rc, 0) << alone;
   EXPECT_EQ(alone.find("\nslow_hca "), std::string::npos) << alone;
