@@ -382,7 +382,7 @@ template <typename D>
 void* start_v5_common(void* ctx, const D* d, uint64_t type) noexcept {
   switch (type) {
     case kGroupApi: return core::start_marker(ctx, EvType::kGroupApi, d->groupApi.graphCaptured);
-    case kCollApi: return core::start_marker(ctx, EvType::kCollApi, d->collApi.graphCaptured);
+    case kCollApi: return core::start_coll_api(ctx, d->collApi.func, d->collApi.graphCaptured);
     case kP2pApi: return core::start_marker(ctx, EvType::kP2pApi, d->p2pApi.graphCaptured);
     case kKernelLaunch: return core::start_marker(ctx, EvType::kKernelLaunch, false);
     default: return start_v4_common(ctx, d, type);

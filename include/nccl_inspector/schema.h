@@ -32,6 +32,8 @@ inline constexpr std::string_view kTypeClock = "clock";  // GPU->wall clock esti
 inline constexpr std::string_view kTypeStats = "stats";  // periodic counters (written, dropped, ...)
 inline constexpr std::string_view kTypeMark = "mark";    // user mark (ncclInspectorMark)
 inline constexpr std::string_view kTypeEnd = "end";      // clean shutdown, last line
+inline constexpr std::string_view kTypeProgress = "progress";  // a comm's issue state and its long in-flight ops
+inline constexpr std::string_view kTypeAlive = "alive";        // nothing else written for HANG_MS: still alive
 
 // ---- fields common to many records
 inline constexpr std::string_view kType = "type";
@@ -64,6 +66,7 @@ inline constexpr std::string_view kConfig = "config";        // object: effectiv
 
 // ---- op records (coll, p2p, ce)
 inline constexpr std::string_view kSeq = "seq";            // integer: NCCL seqNumber (coll/ce); own per-peer counter (p2p)
+inline constexpr std::string_view kIssue = "issue";        // coll: integer, place in the comm's issue order on this rank
 inline constexpr std::string_view kFunc = "func";          // "AllReduce", "Send", ... (NCCL names)
 inline constexpr std::string_view kDtype = "dtype";        // "float32", ..., "unknown"
 inline constexpr std::string_view kCount = "count";        // integer as NCCL reported it
@@ -128,6 +131,24 @@ inline constexpr std::string_view kReclaimedOps = counters::key(counters::Id::re
 
 // ---- mark
 inline constexpr std::string_view kLabel = "label";
+
+// ---- progress (NCCL_INSPECTOR_HANG_MS): comm_id, comm_hash, rank, nranks, wall_ns and
+inline constexpr std::string_view kIssued = "issued";          // integer: collectives started on the comm
+inline constexpr std::string_view kStarted = "started";        // object: {func: last seq started} (collectives)
+inline constexpr std::string_view kLastFunc = "last_func";     // string: the function of collective issued - 1
+inline constexpr std::string_view kApiIssued = "api_issued";   // integer: collective calls (CollApi, ABI v5+)
+inline constexpr std::string_view kLastApiFunc = "last_api_func"; // string: the function of the last one
+inline constexpr std::string_view kP2pStarted = "p2p_started"; // integer: P2P ops started
+inline constexpr std::string_view kQuietMs = "quiet_ms";       // integer: the state had not changed for this long
+inline constexpr std::string_view kInFlight = "in_flight";     // integer: recorded ops in flight
+inline constexpr std::string_view kStuck = "stuck";            // array: ops in flight >= HANG_MS, oldest first:
+inline constexpr std::string_view kKind = "kind";              //   "coll" | "p2p" | "ce" (with seq, issue, func, peer/root, bytes, dtype, nchannels)
+inline constexpr std::string_view kAgeMs = "age_ms";           //   integer: in flight for this long at wall_ns
+inline constexpr std::string_view kChStarted = "ch_started";   //   array of channel ids whose KernelCh started
+inline constexpr std::string_view kChDone = "ch_done";         //   array of channel ids whose KernelCh ended
+inline constexpr std::string_view kDir = "dir";                //   net[]: "send" | "recv"
+inline constexpr std::string_view kPosted = "posted";          //   net[]: ProxySteps started
+inline constexpr std::string_view kDone = "done";              //   net[]: ProxySteps stopped
 
 // ---- end
 inline constexpr std::string_view kDroppedTotal = "dropped_total";

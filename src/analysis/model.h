@@ -166,6 +166,59 @@ struct CommInfo {
   std::string pci_bus_id;  // its PCI bus id; "" unknown
 };
 
+// ---- what `hangs` reads (hangs.h), per communicator rank of a file: the
+// plugin's progress lines (docs/log-format.md, `progress`), comm_end, and a
+// little of every collective record. Small and bounded per comm rank.
+struct StuckNet {  // a stuck op's open ProxyOps with one peer, one direction
+  int peer = -1;
+  bool send = false;
+  std::uint32_t proxy_ops = 0, posted = 0, done = 0;
+};
+struct StuckOpInfo {  // an op in flight for HANG_MS or more (or reclaimed by the timeout)
+  OpKind kind = OpKind::kColl;
+  Func func = Func::kOther;
+  std::string func_name;       // as written
+  std::uint64_t seq = 0;
+  std::int64_t issue = -1;     // collectives: place in the comm's issue order; -1 unknown
+  int peer = -1;               // p2p: the peer; rooted collectives: the root
+  std::uint64_t bytes = 0;
+  std::string dtype;
+  std::int64_t enqueue_wall_ns = 0;
+  int nchannels = 0;
+  std::uint64_t ch_started = 0, ch_done = 0;  // channel masks (ids < 64)
+  bool reclaimed = false;      // from a reclaimed op record, not a progress line
+  std::vector<StuckNet> net;
+};
+struct CollSig {  // a completed collective, for desync checks
+  std::int64_t issue = -1;
+  Func func = Func::kOther;
+  std::uint64_t seq = 0, bytes = 0;
+  int root = -1;
+};
+struct CommRankProgress {
+  std::uint64_t comm_hash = 0;
+  int rank = -1, nranks = 0;
+  bool finalized = false;            // comm_end seen
+  bool has_progress = false;         // a progress line seen
+  std::int64_t progress_wall_ns = 0; // the latest one's
+  std::uint64_t issued = 0;
+  std::vector<std::pair<std::string, std::uint64_t>> started;  // func -> last seq started
+  std::uint64_t p2p_started = 0;
+  std::string last_func;               // the function of collective issued - 1
+  std::int64_t quiet_ms = -1;          // the state had not changed for this long (-1 unknown)
+  std::uint64_t api_issued = 0;        // collective calls (CollApi, ABI v5+; 0 unknown)
+  std::string last_api_func;
+  std::uint32_t in_flight = 0;
+  std::vector<StuckOpInfo> stuck;      // the latest progress line's
+  std::vector<StuckOpInfo> reclaimed;  // reclaimed op records (the last 16)
+  std::int64_t done_issue = -1;        // highest issue of a collective completed by its events
+  std::int64_t done_wall_ns = 0;       // the latest such completion's start (or enqueue)
+  std::uint64_t done_colls = 0;
+  std::int64_t first_wall_ns = 0;      // its first op's time (0 none)
+  static constexpr std::size_t kRecent = 32;
+  std::array<CollSig, kRecent> recent{};  // the last completed collectives, ring by done_colls
+};
+
 enum class FileFormat : std::uint8_t { kUnknown, kOurs, kUpstreamV4 };
 
 // The longest line the reader reads, far more than the longest record the
@@ -210,6 +263,9 @@ struct FileInfo {
   std::vector<CommInfo> comms;
   std::vector<MarkInfo> marks;
   std::vector<ClockInfo> clocks;      // clock records, in file order (capped at 4096 per file)
+  std::vector<CommRankProgress> progress;  // per comm rank seen in the file (hangs.h)
+  std::int64_t last_wall_ns = 0;      // the latest time any line of the file gave (liveness)
+  std::int64_t hang_ms = -1;          // meta config NCCL_INSPECTOR_HANG_MS (-1: older plugin / unknown)
   StatsInfo stats;
   std::string error;                  // why reading stopped early ("" when fine)
   std::vector<std::string> problems;  // schema problems (validate), capped

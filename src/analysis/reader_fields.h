@@ -23,7 +23,8 @@ enum class Field : std::uint8_t {
   kHost, kHcas, kHeader, kJob, kLabel, kMetadata, kNranks, kNnodes, kNchannels, kNet, kOpsCompleted,
   kProto, kPeer, kPid, kPluginVersion, kPartial, kP2pPerf, kRank, kReclaimed, kRecordsWritten,
   kReclaimedOps, kSeq, kStartWallNs, kType, kTiming, kTransport, kWallNs, kUncertainty, kSamples,
-  kCudaDev, kPciBusId
+  kCudaDev, kPciBusId, kIssue, kIssued, kStarted, kP2pStarted, kInFlight, kStuck, kRoot, kEnqueueWallNs, kConfig,
+  kLastFunc, kQuietMs, kApiIssued, kLastApiFunc
 };
 
 Field field_id(std::string_view key);
@@ -74,6 +75,14 @@ struct Line {
   // mark / end
   std::string_view label;
   std::uint64_t dropped_total = 0;
+  // hangs: op records' issue, root, enqueue time; progress lines' counters
+  // (their `started` and `stuck` go to the record reader's own vectors);
+  // meta's NCCL_INSPECTOR_HANG_MS
+  std::int64_t issue = -1, root = -1, enqueue_wall_ns = 0;
+  std::uint64_t issued = 0, p2p_started = 0, in_flight = 0, api_issued = 0;
+  std::string_view last_api_func;
+  std::int64_t hang_ms = -1, quiet_ms = -1;
+  std::string_view last_func;
   // upstream v4.0
   bool upstream = false;
   std::string_view up_version;

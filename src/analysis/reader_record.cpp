@@ -99,6 +99,10 @@ class RecordReader final : public ChunkSink {
       filtered_.clear();
       faults_.clear();
     }
+    if (!started_.empty() || !stuck_.empty()) {
+      started_.clear();
+      stuck_.clear();
+    }
   }
   void problem(const std::string& what) {
     if (!validate_ || info_.problems.size() >= kMaxProblems) return;
@@ -120,6 +124,12 @@ class RecordReader final : public ChunkSink {
   void net(const V& vin);
   template <class V>
   void upstream(const V& vin, void (*section)(dom::element, Line&));
+  template <class V>
+  void started(const V& vin);
+  template <class V>
+  void stuck(const V& vin);
+  template <class V>
+  void config(const V& vin);
   template <class V>
   void upstream_op(const V& vin, bool p2p);
 
@@ -144,6 +154,10 @@ class RecordReader final : public ChunkSink {
   void on_comm();
   void on_stats();
   void on_other(std::string_view t);
+  void on_progress();
+  void on_comm_end();
+  CommRankProgress& progress_of(std::uint64_t hash, std::int64_t rank);
+  void note_for_hangs(RecType rt);
   void on_op(RecType rt);
   void fill_op(RecType rt, Op& op);
   void validate_op(const Op& op);
@@ -162,6 +176,13 @@ class RecordReader final : public ChunkSink {
   std::string job_id_own_;
   Line L_;
   Counts dropped_, filtered_, faults_;  // the stats record's counter objects
+  std::vector<std::pair<std::string, std::uint64_t>> started_;  // a progress line's `started`
+  std::vector<StuckOpInfo> stuck_;                               // and `stuck`
+  std::array<std::uint32_t, 16> progress_cache_ = [] {  // positions in info_.progress (progress_of())
+    std::array<std::uint32_t, 16> a{};
+    a.fill(~0u);
+    return a;
+  }();
   OpDetail detail_;
   static constexpr std::size_t kCommCache = 16;
   std::array<std::uint32_t, kCommCache> comm_cache_ = [] {
@@ -273,6 +294,19 @@ template <class V>
     case Field::kWallNs: set_wall(v); break;
     case Field::kUncertainty: get_i64(v, L.uncertainty_ns); break;
     case Field::kSamples: get_i64(v, L.samples); break;
+    case Field::kIssue: get_i64(v, L.issue); break;
+    case Field::kIssued: get_u64(v, L.issued); break;
+    case Field::kStarted: started(v); break;
+    case Field::kP2pStarted: get_u64(v, L.p2p_started); break;
+    case Field::kInFlight: get_u64(v, L.in_flight); break;
+    case Field::kStuck: stuck(v); break;
+    case Field::kRoot: get_i64(v, L.root); break;
+    case Field::kEnqueueWallNs: get_i64(v, L.enqueue_wall_ns); break;
+    case Field::kConfig: config(v); break;
+    case Field::kLastFunc: get_str(v, L.last_func); break;
+    case Field::kQuietMs: get_i64(v, L.quiet_ms); break;
+    case Field::kApiIssued: get_u64(v, L.api_issued); break;
+    case Field::kLastApiFunc: get_str(v, L.last_api_func); break;
   }
 }
 
@@ -344,6 +378,100 @@ void RecordReader::job(const V& vin) {
       if (ec == std::errc() && p == gr.data() + gr.size() && g >= 0 && g <= INT32_MAX) L.global_rank = g;
     }
   }
+}
+
+// progress.started: {"AllReduce": seq, ...}
+template <class V>
+void RecordReader::started(const V& vin) {
+  dom::element v;
+  dom::object o;
+  if (!nested_.parse(vin, v) || v.get_object().get(o)) return;
+  for (dom::key_value_pair f : o) {
+    std::uint64_t n = 0;
+    if (get_u64(f.value, n) && started_.size() < 16) started_.emplace_back(std::string(f.key), n);
+  }
+}
+
+// progress.stuck: [{"kind":..., "func":..., "seq":..., ..., "net":[{...}]}, ...]
+template <class V>
+void RecordReader::stuck(const V& vin) {
+  dom::element v;
+  dom::array a;
+  if (!nested_.parse(vin, v) || v.get_array().get(a)) return;
+  auto mask = [](dom::element e) {
+    std::uint64_t m = 0;
+    dom::array ids;
+    if (e.get_array().get(ids)) return m;
+    for (dom::element id : ids) {
+      std::int64_t c = -1;
+      if (get_i64(id, c) && c >= 0 && c < 64) m |= 1ull << c;
+    }
+    return m;
+  };
+  for (dom::element e : a) {
+    dom::object o;
+    if (e.get_object().get(o) || stuck_.size() >= 64) continue;
+    StuckOpInfo so;
+    bool has_func = false;
+    for (dom::key_value_pair f : o) {
+      std::string_view sv;
+      std::int64_t i = 0;
+      if (f.key == sc::kKind && get_str(f.value, sv)) {
+        so.kind = sv == sc::kTypeP2p ? OpKind::kP2p : sv == sc::kTypeCe ? OpKind::kCe : OpKind::kColl;
+      } else if (f.key == sc::kFunc && get_str(f.value, sv)) {
+        so.func = parse_func(sv);
+        so.func_name = cut_label(sv);
+        has_func = true;
+      } else if (f.key == sc::kSeq) {
+        get_u64(f.value, so.seq);
+      } else if (f.key == sc::kIssue) {
+        get_i64(f.value, so.issue);
+      } else if ((f.key == sc::kPeer || f.key == sc::kRoot) && get_i64(f.value, i)) {
+        so.peer = static_cast<int>(std::clamp<std::int64_t>(i, -1, INT32_MAX));
+      } else if (f.key == sc::kBytes) {
+        get_u64(f.value, so.bytes);
+      } else if (f.key == sc::kDtype && get_str(f.value, sv)) {
+        so.dtype = cut_label(sv);
+      } else if (f.key == sc::kEnqueueWallNs) {
+        get_i64(f.value, so.enqueue_wall_ns);
+      } else if (f.key == sc::kNchannels && get_i64(f.value, i)) {
+        so.nchannels = static_cast<int>(std::clamp<std::int64_t>(i, 0, 4096));
+      } else if (f.key == sc::kChStarted) {
+        so.ch_started = mask(f.value);
+      } else if (f.key == sc::kChDone) {
+        so.ch_done = mask(f.value);
+      } else if (f.key == sc::kNet) {
+        dom::array na;
+        if (f.value.get_array().get(na)) continue;
+        for (dom::element ne : na) {
+          dom::object no;
+          if (ne.get_object().get(no) || so.net.size() >= 64) continue;
+          StuckNet n;
+          for (dom::key_value_pair g : no) {
+            std::uint64_t u = 0;
+            if (g.key == sc::kPeer && get_i64(g.value, i)) n.peer = static_cast<int>(std::clamp<std::int64_t>(i, -1, INT32_MAX));
+            else if (g.key == sc::kDir && get_str(g.value, sv)) n.send = sv == "send";
+            else if (g.key == sc::kNetOps && get_u64(g.value, u)) n.proxy_ops = static_cast<std::uint32_t>(std::min<std::uint64_t>(u, UINT32_MAX));
+            else if (g.key == sc::kPosted && get_u64(g.value, u)) n.posted = static_cast<std::uint32_t>(std::min<std::uint64_t>(u, UINT32_MAX));
+            else if (g.key == sc::kDone && get_u64(g.value, u)) n.done = static_cast<std::uint32_t>(std::min<std::uint64_t>(u, UINT32_MAX));
+          }
+          so.net.push_back(n);
+        }
+      }
+    }
+    if (has_func) stuck_.push_back(std::move(so));
+  }
+}
+
+// meta.config: the one setting the analyzer reads, NCCL_INSPECTOR_HANG_MS.
+template <class V>
+void RecordReader::config(const V& vin) {
+  dom::element v;
+  dom::object o;
+  if (!nested_.parse(vin, v) || v.get_object().get(o)) return;
+  std::int64_t ms = -1;
+  dom::element e;
+  if (!o["NCCL_INSPECTOR_HANG_MS"].get(e) && get_i64(e, ms)) L_.hang_ms = ms;
 }
 
 // hcas: [{"dev": name or number, "bytes": n, ...}, ...]
@@ -458,6 +586,7 @@ void RecordReader::dispatch() {
     return;
   }
   if (L.wall_pending) resolve_wall();
+  if (L.has_wall && L.wall_ns > info_.last_wall_ns) info_.last_wall_ns = L.wall_ns;
   if (t == sc::kTypeMeta) {
     on_meta();
   } else if (t == sc::kTypeComm) {
@@ -469,6 +598,12 @@ void RecordReader::dispatch() {
   } else if (t == sc::kTypeEnd) {
     info_.has_end = true;
     info_.dropped_total_end = L.dropped_total;
+  } else if (t == sc::kTypeProgress) {
+    on_progress();
+  } else if (t == sc::kTypeCommEnd) {
+    on_comm_end();
+  } else if (t == sc::kTypeAlive) {
+    // its wall_ns (above) is all it says
   } else if (t == sc::kTypeClock) {
     if (L.has_hash && info_.clocks.size() < 4096)
       info_.clocks.push_back({L.comm_hash, L.wall_ns, L.uncertainty_ns, L.samples});
@@ -485,6 +620,7 @@ void RecordReader::on_meta() {
   info_.format_string = std::string(L.format);
   info_.format_version = static_cast<int>(L.format_version);
   info_.plugin_version = std::string(L.plugin_version);
+  info_.hang_ms = L.hang_ms;
   info_.host = std::string(L.host);
   info_.pid = L.pid;
   info_.file_seq = L.file_seq;
@@ -530,8 +666,93 @@ void RecordReader::on_stats() {
   for (auto& [k, n] : faults_) s.faults[k] = n;
 }
 
+// The file's entry for (comm, rank): a direct-mapped cache of positions in
+// info_.progress in front of a search (a process has few comms; ops of
+// several interleave).
+CommRankProgress& RecordReader::progress_of(std::uint64_t hash, std::int64_t rank) {
+  auto& v = info_.progress;
+  const int r = static_cast<int>(std::clamp<std::int64_t>(rank, -1, INT32_MAX));
+  std::uint32_t& slot = progress_cache_[(hash ^ (hash >> 31) ^ static_cast<std::uint64_t>(r)) & (kCommCache - 1)];
+  if (slot < v.size() && v[slot].comm_hash == hash && v[slot].rank == r) return v[slot];
+  for (std::size_t i = 0; i < v.size(); ++i)
+    if (v[i].comm_hash == hash && v[i].rank == r) {
+      slot = static_cast<std::uint32_t>(i);
+      return v[i];
+    }
+  CommRankProgress p;
+  p.comm_hash = hash;
+  p.rank = r;
+  v.push_back(std::move(p));
+  slot = static_cast<std::uint32_t>(v.size() - 1);
+  return v.back();
+}
+
+void RecordReader::on_progress() {
+  const Line& L = L_;
+  if (!L.has_hash) {
+    ++info_.bad_lines;
+    problem(without(sc::kTypeProgress, sc::kCommHash));
+    return;
+  }
+  CommRankProgress& p = progress_of(L.comm_hash, L.rank);
+  if (L.nranks > 0) p.nranks = static_cast<int>(std::min<std::int64_t>(L.nranks, INT32_MAX));
+  if (p.has_progress && L.wall_ns < p.progress_wall_ns) return;  // an older line (files out of order)
+  p.has_progress = true;
+  p.progress_wall_ns = L.wall_ns;
+  p.issued = L.issued;
+  p.started = started_;
+  p.p2p_started = L.p2p_started;
+  p.last_func = cut_label(L.last_func);
+  p.quiet_ms = L.quiet_ms;
+  p.api_issued = L.api_issued;
+  p.last_api_func = cut_label(L.last_api_func);
+  p.in_flight = static_cast<std::uint32_t>(std::min<std::uint64_t>(L.in_flight, UINT32_MAX));
+  p.stuck = stuck_;
+}
+
+void RecordReader::on_comm_end() {
+  const Line& L = L_;
+  if (!L.has_hash) return;
+  progress_of(L.comm_hash, L.rank).finalized = true;
+}
+
+// A little of every op record, for hangs: the highest issue completed, the
+// last collectives (desyncs), ops the timeout reclaimed.
+void RecordReader::note_for_hangs(RecType rt) {
+  const Line& L = L_;
+  if (!L.has_hash || L.upstream) return;
+  const std::int64_t t = L.has_start ? L.start_wall_ns : L.enqueue_wall_ns;
+  if (t > info_.last_wall_ns) info_.last_wall_ns = t;
+  const std::int64_t rank = L.rank >= 0 ? L.rank : -1;
+  CommRankProgress& p = progress_of(L.comm_hash, rank);
+  if (L.nranks > 0) p.nranks = static_cast<int>(std::min<std::int64_t>(L.nranks, INT32_MAX));
+  if (p.first_wall_ns == 0 || (t != 0 && t < p.first_wall_ns)) p.first_wall_ns = t;
+  const Func f = cached(func_cache_, L.func, parse_func);
+  if (L.reclaimed) {
+    StuckOpInfo so;
+    so.kind = rt == RecType::kOpColl ? OpKind::kColl : rt == RecType::kOpP2p ? OpKind::kP2p : OpKind::kCe;
+    so.func = f;
+    so.func_name = cut_label(L.func);
+    so.seq = L.seq;
+    so.issue = rt == RecType::kOpColl ? L.issue : -1;
+    so.peer = static_cast<int>(std::clamp<std::int64_t>(rt == RecType::kOpP2p ? L.peer : L.root, -1, INT32_MAX));
+    so.bytes = L.bytes;
+    so.enqueue_wall_ns = L.enqueue_wall_ns;
+    so.reclaimed = true;
+    if (p.reclaimed.size() >= 16) p.reclaimed.erase(p.reclaimed.begin());
+    p.reclaimed.push_back(std::move(so));
+    return;
+  }
+  if (rt != RecType::kOpColl || L.issue < 0) return;
+  if (L.issue > p.done_issue) {
+    p.done_issue = L.issue;
+    p.done_wall_ns = t;
+  }
+  p.recent[p.done_colls % CommRankProgress::kRecent] = CollSig{L.issue, f, L.seq, L.bytes, static_cast<int>(std::clamp<std::int64_t>(L.root, -1, INT32_MAX))};
+  ++p.done_colls;
+}
+
 void RecordReader::on_other(std::string_view t) {
-  if (t == sc::kTypeCommEnd) return;  // known, nothing the analyzer needs yet
   ++info_.unknown_records;
   if (info_.unknown_types.size() < 64) ++info_.unknown_types[std::string(t)];
 }
@@ -557,6 +778,7 @@ void RecordReader::on_op(RecType rt) {
     problem(without("op", !L.has_hash ? sc::kCommHash : sc::kFunc));
     return;
   }
+  note_for_hangs(rt);
   if (std::isnan(L.dur_us)) {
     // Legal (the schema omits dur_us when an op had no usable time, timing
     // "none"): counted and reported, left out of the analyses.

@@ -15,7 +15,8 @@ namespace ni::analysis {
   X(stragglers)        \
   X(anomalies)         \
   X(compare)           \
-  X(iterations)
+  X(iterations)        \
+  X(hangs)
 
 #define NI_DECLARE(n) std::unique_ptr<Analysis> make_##n##_analysis();
 NI_ANALYSES(NI_DECLARE)

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "src/analysis/analysis.h"
+#include "src/analysis/hangs.h"
 #include "src/analysis/locate.h"
 
 namespace ni::analysis {
@@ -537,6 +538,11 @@ class SummaryAnalysis : public Analysis {
     }
     add_summary_sections(r.report, *s, res, opt_);
     add_health_section(r.report, res, &s->health);
+    // A job that hung: the verdicts (`hangs` has the details and exit code 4).
+    if (HangResult h = find_hangs(res); !h.findings.empty()) {
+      add_hang_sections(r.report, h, res);
+      r.note = "the job hung: see the hangs section (nccl-inspector hangs for the details)";
+    }
     return r;
   }
 

@@ -89,6 +89,16 @@ const std::vector<Entry>& table() {
         "An op whose kernel channels have not all stopped after this long is written with what it has "
         "and marked reclaimed."},
        NI_INT(op_timeout_ms)},
+      {{"NCCL_INSPECTOR_HANG_MS", SettingType::kInt, "5000", 0, 86400000,
+        "An op in flight this long is written in its comm's next `progress` line (with its channels and, with "
+        "network events, its steps per peer); a comm whose progress stopped for this long gets one too. "
+        "Keep it below NCCL_INSPECTOR_OP_TIMEOUT_MS. 0 = no progress lines."},
+       NI_INT(hang_ms)},
+      {{"NCCL_INSPECTOR_SIGNAL_FLUSH", SettingType::kBool, "1", 0, 1,
+        "On a SIGTERM or SIGABRT the application does not handle: write what is pending (records, progress) "
+        "before the process dies (waits at most 3 s, then dies as it would have). Installed only where the "
+        "signal's action is the default."},
+       NI_BOOL(signal_flush)},
       {{"NCCL_INSPECTOR_COMPRESSION_LEVEL", SettingType::kInt, "1", 0, 12,
         "gzip (libdeflate) level; 0 stores uncompressed gzip members."},
        NI_INT(compression_level)},

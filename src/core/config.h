@@ -30,6 +30,8 @@ struct Config {
   int64_t ring_records = 512;          // NCCL_INSPECTOR_RING_RECORDS
   int64_t pool_ops = 1024;             // NCCL_INSPECTOR_POOL_OPS
   int64_t op_timeout_ms = 10000;       // NCCL_INSPECTOR_OP_TIMEOUT_MS
+  int64_t hang_ms = 5000;              // NCCL_INSPECTOR_HANG_MS (0 = no progress lines)
+  bool signal_flush = true;            // NCCL_INSPECTOR_SIGNAL_FLUSH
   int64_t compression_level = 1;       // NCCL_INSPECTOR_COMPRESSION_LEVEL
   int64_t rotate_mb = 256;             // NCCL_INSPECTOR_ROTATE_MB
   int64_t stats_interval_ms = 10000;   // NCCL_INSPECTOR_STATS_INTERVAL_MS

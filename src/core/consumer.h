@@ -60,6 +60,44 @@ size_t drain_records(const std::function<void(const OpRecord*, size_t)>& fn);
 // reclaimed); their records land in the calling thread's ring. Returns count.
 size_t reclaim_stale_ops(uint64_t now_mono_ns);
 
+// ---- progress (hangs; progress.cpp)
+// An op in flight for at least the asked age, as its events left it.
+struct StuckOp {
+  uint64_t seq = 0;         // NCCL seqNumber (coll, ce), own per-peer counter (p2p)
+  uint64_t bytes = 0;
+  uint64_t enqueue_ns = 0;  // CPU monotonic ns of its start
+  uint32_t issue = 0;       // collectives: place in the comm's issue order (OpRecord::issue)
+  int32_t peer = -1;        // root / peer, -1 none
+  uint8_t kind = 0, func = 0, dtype = 0, n_channels = 0;
+  uint64_t ch_started = 0, ch_stopped = 0;  // KernelCh channel masks
+  // Network events (NCCL_INSPECTOR_ENABLE_NET): its open ProxyOps per peer
+  // and direction, with the steps they posted and completed.
+  struct Net {
+    int32_t peer = -1;
+    bool send = false;
+    uint32_t proxy_ops = 0, posted = 0, done = 0;
+  };
+  std::vector<Net> net;
+};
+inline constexpr size_t kMaxStuckOps = 16;  // per comm and snapshot, the oldest
+inline constexpr size_t kMaxStuckNet = 32;  // peer entries per stuck op
+
+// Where one comm's issue stands, and its ops in flight that are old enough.
+struct CommProgress {
+  uint32_t comm_id = 0;
+  uint64_t issued = 0;               // collectives started (Context::issued)
+  uint64_t func_seq[5] = {};         // last seqNumber + 1 started, Broadcast .. AllReduce (0 = none)
+  uint64_t p2p_started = 0;          // P2P ops started
+  uint8_t last_func = 0;             // Func of the last collective started (when issued > 0)
+  uint64_t api_issued = 0;           // collective calls of the application (CollApi, v5+)
+  uint8_t last_api_func = 0;         // the last one's Func
+  uint32_t in_flight = 0;            // recorded ops in flight now
+  uint64_t quiet_ns = 0;             // set by the dump thread: how long the state has not changed
+  std::vector<StuckOp> stuck;        // in flight >= min_age_ns, oldest first, at most kMaxStuckOps
+};
+// Every live comm's progress (dump thread; reads the pools without claiming).
+std::vector<CommProgress> progress_snapshot(uint64_t min_age_ns);
+
 // ---- any thread (runtime.cpp)
 CoreStats stats();
 std::vector<CommInfo> comms();

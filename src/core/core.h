@@ -118,6 +118,9 @@ void* start_proxy_step(void* ctx, void* parent, int step) noexcept;
 void* start_net_plugin(void* ctx, void* parent, const NetTransfer& t) noexcept;
 // Group, GroupApi, CollApi, P2pApi, KernelLaunch, ProxyCtrl.
 void* start_marker(void* ctx, EvType type, bool graph_captured) noexcept;
+// CollApi (v5+): a marker that also counts the application's collective
+// calls per comm (some, e.g. Broadcast on 2.29+, never get a Coll event).
+void* start_coll_api(void* ctx, const char* func, bool graph_captured) noexcept;
 // Any other type bit (a newer NCCL): counted, NULL handle.
 void* start_unknown(void* ctx) noexcept;
 

@@ -156,13 +156,18 @@ struct OpRecord {
   // Per hcas[] entry: the time its send work requests were on the wire (the
   // union of their post -> completion intervals), 0.1 us units; 0 = unknown.
   uint32_t hca_wire_100ns[kRecordHcas];
+  // Collectives: the op's place in its comm's issue order on this rank (0 =
+  // the comm's first collective; every collective counted, recorded or not;
+  // low 32 bits). Ranks that agree issued the same collective at the same
+  // place. 0 for P2P and CE ops.
+  uint32_t issue;
   uint16_t net_peer_count;
   uint8_t timing;         // TimingSource
   uint8_t transport;      // Transport
   uint8_t channels_started;
   uint8_t channels_stopped;
   uint8_t n_hcas;
-  uint8_t reserved2_[5];
+  uint8_t reserved2_[1];
   // Entries past min(popcount(channel_mask), kRecordChannels) / n_hcas are undefined.
   ChannelTime channels[kRecordChannels];  // ordered by channel id; entry i = i-th set bit of channel_mask
   HcaTraffic hcas[kRecordHcas];

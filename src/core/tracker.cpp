@@ -274,6 +274,19 @@ void account_step_state(OpSlot& s, int state, uint64_t dt) noexcept {
 // ======================================================= op starts (app side)
 
 namespace {
+// Copies what the progress snapshot shows of an op in flight (see
+// OpSlotFields::pub_seq). Relaxed: published with the handle; the snapshot
+// validates the generation around its reads.
+__attribute__((always_inline)) inline void publish_start(OpSlot& s) noexcept {
+  const OpStart& r = s.start;
+  s.pub_seq.store(r.seq, std::memory_order_relaxed);
+  s.pub_bytes.store(r.bytes, std::memory_order_relaxed);
+  s.pub_peer.store(r.peer, std::memory_order_relaxed);
+  s.pub_what.store(static_cast<uint32_t>(r.kind) | static_cast<uint32_t>(r.func) << 8 |
+                       static_cast<uint32_t>(r.dtype) << 16 | static_cast<uint32_t>(r.n_channels) << 24,
+                   std::memory_order_relaxed);
+}
+
 // The part every op start shares: admission (size filter, sampling, pool),
 // slot reset and the common header fields. Returns nullptr when the op is not
 // recorded, with *h set to what NCCL gets back.
@@ -305,11 +318,22 @@ void* start_coll(void* ctx, void* parent, int rank, const CollStart& d) noexcept
   Context* c = context_from_arg(rt, ctx);
   if (c == nullptr) return nullptr;
   if (d.comm_hash != 0) learn_identity(*c, d.comm_hash, rank);
+  // The comm's issue order (see Context::issued), every collective counted.
+  // Relaxed load/store: one issuing thread per comm; the progress snapshot
+  // reads them relaxed.
+  const uint64_t issue = c->issued.load(std::memory_order_relaxed);
+  c->issued.store(issue + 1, std::memory_order_relaxed);
+  if (static_cast<int>(d.func) < Context::kSeqFuncs)
+    c->func_seq[static_cast<int>(d.func)].store(d.seq + 1, std::memory_order_relaxed);  // as above
+  c->last_func.store(static_cast<uint8_t>(d.func), std::memory_order_relaxed);          // as above
   void* h = nullptr;
   uint32_t slot = 0;
   OpSlot* s = begin_op(rt, c, OpKind::kColl, rank, parent, d.func, d.dtype, d.count,
                        initial_remaining(*c), &slot, &h);
   if (s == nullptr) return h;
+  // Relaxed: published with the handle (as `start`); the completer and the
+  // progress snapshot read it.
+  s->issue.store(static_cast<uint32_t>(issue), std::memory_order_relaxed);
   // Relaxed: published with the handle. Rare (v3 P2P, or no channel count):
   // the KernelCh line is otherwise left to the progress thread.
   if (!d.channels_exact || d.n_channels == 0) s->ch_mode.store(kChGate, std::memory_order_relaxed);
@@ -321,6 +345,7 @@ void* start_coll(void* ctx, void* parent, int rank, const CollStart& d) noexcept
   r.n_warps = d.n_warps;
   if (d.func == Func::kBroadcast || d.func == Func::kReduce) r.peer = d.root;
   if (d.func == Func::kAllGather || d.func == Func::kBroadcast) r.flags |= kFlagCountIsBytes;
+  publish_start(*s);
   return op_handle(*s, slot);
 }
 
@@ -329,6 +354,8 @@ void* start_p2p(void* ctx, void* parent, int rank, const P2pStart& d) noexcept {
   if (rt == nullptr) return nullptr;
   Context* c = context_from_arg(rt, ctx);
   if (c == nullptr) return nullptr;
+  // Relaxed load/store: as Context::issued in start_coll().
+  c->p2p_started.store(c->p2p_started.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   if (!rt->cfg.enable_p2p) return filtered_handle();
   if (d.comm_hash != 0) learn_identity(*c, d.comm_hash, rank);
   void* h = nullptr;
@@ -349,6 +376,7 @@ void* start_p2p(void* ctx, void* parent, int rank, const P2pStart& d) noexcept {
   r.n_channels = d.n_channels;
   r.peer = d.peer;
   r.flags |= kFlagSeqOwn;
+  publish_start(*s);
   return op_handle(*s, slot);
 }
 
@@ -369,6 +397,7 @@ void* start_ce_coll(void* ctx, void* parent, int rank, const CeStart& d) noexcep
   if (d.func == Func::kBroadcast || d.func == Func::kReduce || d.func == Func::kGather ||
       d.func == Func::kScatter)
     r.peer = d.root;
+  publish_start(*s);
   return op_handle(*s, slot);
 }
 
@@ -582,11 +611,13 @@ void* start_proxy_op(void* ctx, void* parent, const ProxyOpStart& d) noexcept {
   const uint64_t t = clk::read_ticks();
   // Relaxed: the slot is ours until its handle is returned; NCCL hands it to this same progress thread.
   n.op_handle.store(reinterpret_cast<uint64_t>(parent), std::memory_order_relaxed);
-  n.is_send = d.is_send;
-  n.peer = d.peer;
+  n.is_send.store(d.is_send, std::memory_order_relaxed);  // relaxed: as op_handle above
+  n.peer.store(d.peer, std::memory_order_relaxed);        // relaxed: as op_handle above
   n.trans.store(0, std::memory_order_relaxed);
   n.stopped.store(0, std::memory_order_relaxed);
   n.start_ticks.store(t, std::memory_order_relaxed);
+  n.steps_posted.store(0, std::memory_order_relaxed);
+  n.steps_done.store(0, std::memory_order_relaxed);
   for (auto& st : n.steps) {
     st.state.store(-1, std::memory_order_relaxed);
     st.ticks.store(0, std::memory_order_relaxed);
@@ -632,6 +663,9 @@ void* start_proxy_step(void* ctx, void* parent, int step) noexcept {
   // (NCCL's test() waits for them, the socket helper's included).
   st.qp_started.store(0, std::memory_order_relaxed);
   st.qp_stopped.store(0, std::memory_order_relaxed);
+  // Relaxed load/store: this progress thread is the only writer; the
+  // progress snapshot reads it relaxed.
+  n->steps_posted.store(n->steps_posted.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   Context* oc = nullptr;
   Handle oh;
   if (OpSlot* s = op_of_net(rt, *n, &oc, &oh)) s->net_steps.fetch_add(1, std::memory_order_relaxed);  // statistic
@@ -675,7 +709,8 @@ void* start_net_plugin(void* ctx, void* parent, const NetTransfer& t) noexcept {
     if (t.qp >= 0) hs.qp_bits.fetch_or(1ull << (static_cast<uint32_t>(t.qp) % 64), std::memory_order_relaxed);
     // A posted receive waits for its sender: not wire time. Sockets: a
     // socket task's time is the helper thread's, not the wire's.
-    if (!n->is_send || dev == NetTransfer::kSocket) return encode(out);
+    // Relaxed: set at the ProxyOp's start on this same progress thread.
+    if (dev == NetTransfer::kSocket || !n->is_send.load(std::memory_order_relaxed)) return encode(out);
     // Send work request on the wire from now until its first stop (the CQ
     // completion). The handle carries the step and the entry for that stop.
     const uint32_t k = p.extra % ni::abi::kNcclSteps;
@@ -701,6 +736,18 @@ void* start_marker(void* ctx, EvType type, bool graph_captured) noexcept {
   h.tag = Tag::kMarker;
   h.extra = (static_cast<uint32_t>(type) & 31u) | (graph_captured ? 32u : 0u);
   return encode(h);
+}
+
+void* start_coll_api(void* ctx, const char* func, bool graph_captured) noexcept {
+  if (Runtime* rt = runtime()) {
+    if (Context* c = context_from_arg(rt, ctx)) {
+      // Relaxed load/store: as Context::issued in start_coll().
+      c->api_issued.store(c->api_issued.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      c->last_api_func.store(static_cast<uint8_t>(func != nullptr ? func_from_nccl(func) : Func::kUnknown),
+                             std::memory_order_relaxed);  // as above
+    }
+  }
+  return start_marker(ctx, EvType::kCollApi, graph_captured);
 }
 
 void* start_unknown(void* ctx) noexcept {
@@ -804,7 +851,7 @@ void stop_slow(Runtime* rt, void* handle) noexcept {
       if (s != nullptr) {
         // v1-v3 report bytes only through the cumulative ProxyOp states.
         uint64_t tr = n->trans.load(std::memory_order_relaxed);
-        if (tr != 0) (n->is_send ? s->net_send_bytes : s->net_recv_bytes).fetch_add(tr, std::memory_order_relaxed);
+        if (tr != 0) (n->is_send.load(std::memory_order_relaxed) ? s->net_send_bytes : s->net_recv_bytes).fetch_add(tr, std::memory_order_relaxed);
         atomic_max(s->net_last, t);
       }
       // Release pairs with net_of()'s acquire: old handles stop validating.
@@ -823,6 +870,8 @@ void stop_slow(Runtime* rt, void* handle) noexcept {
         return;
       }
       const uint64_t t = clk::read_ticks();
+      // Relaxed load/store: as steps_posted in start_proxy_step().
+      n->steps_done.store(n->steps_done.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       // Relaxed: one progress thread owns a ProxyOp's step states.
       const int prev = st.state.load(std::memory_order_relaxed);
       const uint64_t pt = st.ticks.load(std::memory_order_relaxed);

@@ -171,9 +171,12 @@ struct OpSlotFields {
   std::atomic<uint32_t> in_use{0};                   // 1 while allocated (reclaimer scans this)
   std::atomic<Context*> ctx{nullptr};                // owning context while its pool holds the chunk
   std::atomic<int32_t> remaining{0};   // completion count-down (release() in tracker.cpp; completion.cpp claims at zero)
-  std::atomic<uint64_t> claim{1};      // (gen << 1) | claimed: exactly-once completion per generation
   std::atomic<uint32_t> free_next{0};  // free-list link (slot index + 1)
+  std::atomic<uint64_t> claim{1};      // (gen << 1) | claimed: exactly-once completion per generation
   std::atomic<uint32_t> coll_stopped{0};
+  // A collective's place in its comm's issue order (Context::issued, low 32
+  // bits), written at start; the completer puts it in the record.
+  std::atomic<uint32_t> issue{0};
   std::atomic<uint64_t> start_ticks{0};
   std::atomic<uint64_t> stop_ticks{0};  // Coll/P2p/CeColl stop (enqueue end)
   // KernelCh bookkeeping: written by the comm's progress thread only (plain
@@ -197,12 +200,21 @@ struct OpSlotFields {
   std::atomic<uint64_t> ce_bytes{0};
   HcaSlot hca[kRecordHcas];
   OpStart start;
+  // What the dump thread's progress snapshot (progress.cpp) reads of an op in
+  // flight: `start` is plain data that the slot's next owner rewrites, so the
+  // starting thread copies these here (relaxed stores; the snapshot checks
+  // the generation around its reads). Only the snapshot reads this line.
+  alignas(kCacheLine) std::atomic<uint64_t> pub_seq{0};
+  std::atomic<uint64_t> pub_bytes{0};
+  std::atomic<int32_t> pub_peer{-1};
+  std::atomic<uint32_t> pub_what{0};  // kind | func << 8 | dtype << 16 | n_channels << 24
 };
 // Padded to a power of two: finding a slot from a handle is then a shift, not
 // a multiply (25 lookups per 8-channel op).
 inline constexpr size_t kOpSlotSize = 2048;
 static_assert(sizeof(OpSlotFields) <= kOpSlotSize);
 static_assert(offsetof(OpSlotFields, stop_ticks) < kCacheLine, "the op's life is one cache line");
+static_assert(offsetof(OpSlotFields, issue) < kCacheLine, "the op's life is one cache line");
 struct OpSlot : OpSlotFields {
   char pad_[kOpSlotSize - sizeof(OpSlotFields)];
 };
@@ -220,8 +232,11 @@ struct alignas(kCacheLine) NetSlot {
   std::atomic<uint64_t> trans{0};         // v1-v3: cumulative transSize of the ProxyOp states
   std::atomic<uint32_t> stopped{0};
   std::atomic<uint64_t> start_ticks{0};
-  bool is_send = false;
-  int32_t peer = -1;
+  // Set at the ProxyOp's start by its progress thread (relaxed: published
+  // with the handle); atomics because the progress snapshot may read a slot
+  // that is being reused (it validates the generation).
+  std::atomic<bool> is_send{false};
+  std::atomic<int32_t> peer{-1};
   struct Step {
     std::atomic<int32_t> state{-1};
     std::atomic<uint64_t> ticks{0};
@@ -231,6 +246,10 @@ struct alignas(kCacheLine) NetSlot {
     // stops beyond the starts are those repeats.
     std::atomic<uint32_t> qp_started{0}, qp_stopped{0};
   } steps[ni::abi::kNcclSteps];
+  // Its ProxySteps started and stopped (a hung op's progress per peer).
+  // Written by the one progress thread that owns the ProxyOp; read (relaxed)
+  // by the progress snapshot.
+  std::atomic<uint32_t> steps_posted{0}, steps_done{0};
 };
 
 inline constexpr uint32_t kChunk = 64;  // slots per chunk
@@ -596,8 +615,25 @@ struct Context {
   std::atomic<uint64_t> sample_counter{0};
   std::unique_ptr<std::atomic<uint32_t>[]> p2p_seq;  // [2 * p2p_seq_n]: send, recv per peer
   uint32_t p2p_seq_n = 0;
+  // Where the comm's issue stands, counted at every Coll / P2p start whether
+  // the op is recorded or not (filtered, sampled out, pool exhausted): the
+  // collectives started (the next one's index), the last seqNumber + 1 started
+  // per collective function (Broadcast .. AllReduce, NCCL's per-function
+  // counters), the P2P ops started. Written by the thread that issues the
+  // comm's ops (NCCL allows one at a time per comm): relaxed load/store, no
+  // locked instruction; read (relaxed) by the dump thread's progress
+  // snapshot, which a moment's tear only delays by a cycle. Own line: the
+  // progress thread writes the clock fields below.
+  static constexpr int kSeqFuncs = 5;
+  alignas(kCacheLine) std::atomic<uint64_t> issued{0};
+  std::atomic<uint64_t> func_seq[kSeqFuncs] = {};
+  std::atomic<uint64_t> p2p_started{0};
+  std::atomic<uint8_t> last_func{0};  // Func of the last collective started
+  // The application's collective calls (CollApi, v5+) and the last one's Func.
+  std::atomic<uint64_t> api_issued{0};
+  std::atomic<uint8_t> last_api_func{0};
   // clock estimate (mono - ptimer), refined by KernelCh start observations
-  std::atomic<int64_t> clk_min{INT64_MAX};
+  alignas(kCacheLine) std::atomic<int64_t> clk_min{INT64_MAX};
   std::atomic<int64_t> clk_typical{0};
   std::atomic<uint64_t> clk_samples{0};
 };

@@ -54,7 +54,12 @@ bool probe_plugin(const std::string& path, unsigned* avail, std::string* err) {
 
 Loader::~Loader() {
   std::lock_guard<std::mutex> g(mu_);
-  if (dl_ != nullptr) dlclose(dl_);
+  if (dl_ != nullptr && !keep_) dlclose(dl_);
+}
+
+void Loader::keep_loaded() {
+  std::lock_guard<std::mutex> g(mu_);
+  keep_ = true;
 }
 
 bool Loader::acquire(PluginTables* out, std::string* err) {
@@ -88,7 +93,7 @@ void Loader::release() {
   std::lock_guard<std::mutex> g(mu_);
   if (refs_ == 0) return;
   if (--refs_ == 0) {
-    if (dl_ != nullptr) dlclose(dl_);
+    if (dl_ != nullptr && !keep_) dlclose(dl_);
     dl_ = nullptr;
     loaded_ = PluginTables{};
     ++unloads_;

@@ -111,6 +111,9 @@ class Loader {
   void release();
   int loads() const;      // how many times the library was (re)opened
   int unloads() const;
+  // Never dlclose from now on: contexts that were never finalized (a planted
+  // hang) may still run plugin code.
+  void keep_loaded();
 
  private:
   std::string path_;
@@ -121,6 +124,7 @@ class Loader {
   int refs_ = 0;
   int loads_ = 0;
   int unloads_ = 0;
+  bool keep_ = false;
 };
 
 // Probe a plugin file without keeping it open: which ncclProfiler_vN it exports.

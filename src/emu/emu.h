@@ -89,6 +89,17 @@ std::vector<std::string> fault_names();
 enum class Pace { kNone, kRealtime };
 enum class NetProfiler { kNone, kIb, kSocket };
 
+// truth.hang kinds (docs/emulator.md, "Hangs").
+enum class HangKind { kNone, kStopIssuing, kKernelStuck, kRecvStuck, kDesync, kKilled };
+// How a hung process ends after hold_ms: SIGKILL (as a watchdog would) or _exit(0).
+enum class HangEnd { kKill, kExit };
+// Where run() goes once the ranks of a planted hang are blocked: end the
+// process as truth.hang.end says (the CLI), or return (in-process tests; the
+// hung comms are never finalized, their in-flight events stay open).
+enum class HangExit { kAsWorkload, kReturn };
+const char* hang_kind_name(HangKind k);            // "stop_issuing", ...
+std::optional<HangKind> hang_kind_from_name(std::string_view s);
+
 // ------------------------------------------------------------------ workload
 
 // One communicator of the job. World ranks are split into groups of `nranks`:
@@ -173,6 +184,20 @@ struct TruthKnobs {
   double bimodal_p = 0;                      // probability an op runs slow ...
   double bimodal_factor = 1;                 // ... by this factor
   std::string bimodal_proto = "LL128";       // only ops on this protocol
+  // A hang or desync in one group of one comm (docs/emulator.md, "Hangs"):
+  // from per-comm op `at_op` of the group of `comm` that holds `world_rank`,
+  // that group's ranks block and their processes end without finalizing.
+  struct Hang {
+    HangKind kind = HangKind::kNone;  // kNone: no hang planted
+    int world_rank = 0;               // the culprit R
+    std::string comm;                 // comm spec name
+    int at_op = 0;                    // per-comm op index on R's group (0-based)
+    int peer = -1;                    // recv_stuck: comm rank R never receives from (-1: its ring predecessor)
+    std::string func;                 // desync: what R issues instead ("": AllGather, AllReduce for an AllGather)
+    int hold_ms = 2000;               // hung processes stay alive this long (real time) before they end
+    HangEnd end = HangEnd::kKill;
+  };
+  Hang hang;
 };
 
 struct ModelKnobs {
@@ -205,6 +230,8 @@ struct Workload {
 
 // Parse a workload from JSON text (see docs/emulator.md). Throws std::runtime_error with a message.
 Workload parse_workload_json(const std::string& text);
+// Parse one truth.hang object (JSON text), as in a workload. Throws std::runtime_error.
+TruthKnobs::Hang parse_hang_json(const std::string& text);
 // The default demo: 2 nodes x 4 GPUs; TP comms of 4 (NVLink) and DP comms of 2 (network),
 // AllReduce/AllGather/ReduceScatter/Broadcast/SendRecv of realistic sizes.
 Workload default_workload(int iterations = 40);
@@ -244,6 +271,23 @@ struct TruthOp {
   std::vector<std::string> planted;
 };
 
+// The "hang" truth line: what a planted hang did (written by every process
+// that holds a rank of the hung group).
+struct HangTruth {
+  std::string kind;               // stop_issuing | kernel_stuck | recv_stuck | desync | killed
+  std::string comm;
+  uint64_t comm_hash = 0;
+  int group = 0;                  // which group of the comm
+  int at_op = 0;                  // per-comm op index
+  std::string func;               // the group's function at that op, as the Coll descriptor names it
+  uint64_t seq = 0;               // its seqNumber on the ranks that issued it as planned
+  std::vector<int> culprit_world_ranks, culprit_comm_ranks;
+  int peer_comm_rank = -1;        // recv_stuck
+  std::string desync_func;        // desync
+  std::vector<int> group_world_ranks;
+  std::string end;                // kill | exit
+};
+
 struct Summary {
   int bound_abi = 0;
   std::string plugin_name;
@@ -274,6 +318,11 @@ struct Options {
   // With model.hca_gbps: a file every process of the job flocks around each
   // emulated send request ("" = only this process's requests are serialised).
   std::string wire_lock;
+  // truth.hang: where a process that ends by the hang (killed, or hung past
+  // hold_ms) writes its truth first ("" = nowhere; the CLI passes --truth).
+  std::string truth_path;
+  HangExit hang_exit = HangExit::kAsWorkload;
+  int hang_hold_ms = -1;             // -1: truth.hang.hold_ms
 };
 
 struct RunResult {
@@ -287,11 +336,15 @@ struct RunResult {
   // written as "planted" lines after the ops.
   TruthKnobs planted;
   int world = 0, nodes = 1;
+  // Set when this process holds a rank of a group that truth.hang blocked
+  // (only seen by callers with HangExit::kReturn; otherwise the process ended).
+  std::optional<HangTruth> hang;
 };
 
 RunResult run(const Options& o);
 
-// Truth as JSON lines: one "op" line per TruthOp, then one "summary" line.
+// Truth as JSON lines: one "op" line per TruthOp, the "hang" line (if any),
+// the "planted" lines, then one "summary" line.
 void write_truth_jsonl(std::ostream& os, const RunResult& r);
 std::string truth_op_json(const TruthOp& t);
 

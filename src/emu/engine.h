@@ -60,6 +60,15 @@ struct Comm {
   bool unload_twice = false;  // 2.30 init failure: Unload runs again at destroy
 };
 
+// What a planted hang (TruthKnobs::Hang) does to one rank's task at the hang
+// op. The progress thread reads it (set before the task is posted).
+enum class HangMode : uint8_t {
+  kNone,
+  kStuck,      // KernelCh starts, never stops; each ProxyOp's first step posted, nothing completes
+  kNoKernel,   // kernel_stuck culprit: no KernelCh at all; proxy as kStuck (sends wait for GPU data)
+  kRecvStuck,  // KernelCh starts, never stops; only the steps between the culprit and its peer hang
+};
+
 struct Task {
   Comm* comm = nullptr;
   uint64_t type = 0;  // kColl, kP2p or kCeColl
@@ -84,6 +93,8 @@ struct Task {
   bool new_plan = false;      // the plan's channel counter overflowed: start a new plan
   int replay = -1;            // graph replay index
   std::bitset<static_cast<size_t>(Fault::kCount)> faults;
+  HangMode hang = HangMode::kNone;
+  int stuck_recv_peer = -1, stuck_send_peer = -1;  // kRecvStuck: comm ranks whose subs hang
   TruthOp* truth = nullptr;
   std::vector<std::string> planted;  // TruthOp::planted, set by assign_times()
 };
@@ -117,6 +128,31 @@ struct Rank {
   std::vector<std::unique_ptr<Comm>> comms;  // by comm spec index
   ApiState api;
   std::vector<std::unique_ptr<TruthOp>> truth;
+  // App thread, read by run_impl after the join: the rank blocked in a
+  // planted hang (or died with the killed process); it issues nothing more
+  // and its comms are never finalized.
+  bool stopped = false;
+  bool hang_seen = false;      // it reached the hang op ...
+  uint64_t hang_seq = 0;       // ... whose planned seqNumber was this
+};
+
+// A planted hang resolved against the job (hang.cpp); fixed before any rank
+// thread starts, except kill_pending.
+struct HangPlan {
+  bool on = false;
+  TruthKnobs::Hang spec;
+  int spec_idx = 0, group = 0;  // the comm spec and which group of it
+  std::vector<int> members;     // world ranks of the group, by comm rank
+  int culprit_rank = 0;         // R's comm rank
+  int peer = -1;                // recv_stuck: comm rank R never receives from
+  int func = 0;                 // the group's function at the hang op
+  int desync_func = 0;          // desync: what R issues instead
+  bool holder = false;          // this process emulates R (killed: it dies)
+  // killed, in the holder: set by R's app thread just before it would issue
+  // the hang op; the other app threads load it at every step boundary and
+  // stop there (the process dies with them). A flag: no data is published
+  // through it (run_impl reads the ranks after joining their threads).
+  std::atomic<bool> kill_pending{false};
 };
 
 struct Proc {
@@ -141,6 +177,7 @@ struct Proc {
   int world = 1, nodes = 1;
   int op_limit = -1;               // steps to run in this phase (-1 = all)
   std::vector<StepSpec> steps;     // program + expanded mix
+  HangPlan hang;
 
   bool fault(Fault f) const { return faults.test(static_cast<size_t>(f)); }
   int read_mask() { return std::atomic_ref<int>(mask).load(std::memory_order_relaxed); }
@@ -169,6 +206,28 @@ std::vector<int> p2p_channels(const Comm& c, int peer, bool is_send, uint64_t by
 double busbw_factor(int func, int nranks);
 uint64_t now_mono_ns();
 uint64_t now_real_ns();
+
+// run.cpp: the group of comm `s` that world rank g is in, its comm rank there
+// and the group's world ranks by comm rank.
+void comm_layout(const CommSpec& s, int world, int g, int* group, int* rank, std::vector<int>* members);
+
+// hang.cpp: the planted hang (TruthKnobs::Hang).
+struct HangAction {
+  bool issue = true;            // false: the rank issues nothing from the hang op on
+  int func = 0;                 // the function it issues there
+  HangMode mode = HangMode::kNone;
+  int stuck_recv_peer = -1, stuck_send_peer = -1;
+};
+// Validates the hang against the job (throws std::runtime_error) and fills P.hang.
+void resolve_hang(Proc& P, const std::vector<int>& world_ranks);
+// Whether op `c.op_index` of comm c is the hang op of a group this rank is in.
+bool at_hang_op(const Proc& P, const Comm& c);
+// What rank R does at the hang op (app thread).
+HangAction hang_action(Proc& P, Rank& R, Comm& c);
+// After every rank thread joined, if a rank of this process blocked in the
+// hang: hold, write the truth (Options::truth_path), then end the process,
+// or (HangExit::kReturn) fill res.hang and return.
+void finish_hang(Proc& P, Loader& loader, RunResult& res);
 
 // progress.cpp: everything the progress thread does for one plan.
 void run_proxy(Proc& P, const PlanP& plan);

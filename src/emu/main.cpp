@@ -41,7 +41,7 @@ int fail(const std::string& msg) {
 
 // The run command's options as given on the command line.
 struct RunArgs {
-  std::string nccl = "2.30", plugin, workload, truth, pace = "realtime", ranks, net;
+  std::string nccl = "2.30", plugin, workload, truth, pace = "realtime", ranks, net, hang;
   std::vector<std::string> faults;
   uint64_t seed = 1, start_at = 0;
   std::string wire_lock;
@@ -72,6 +72,9 @@ void add_run_options(CLI::App& app, RunArgs& a) {
       ->check(CLI::IsMember({"none", "ib", "socket"}));
   app.add_option("--fault-op", a.fault_op, "per-comm op index where one-shot faults fire")->capture_default_str();
   app.add_option("--graph-replays", a.replays, "replays per captured op (graph-replay fault)")->capture_default_str();
+  app.add_option("--hang", a.hang,
+                 "plant a hang or desync: a truth.hang JSON object, e.g. "
+                 "'{\"kind\":\"kernel_stuck\",\"world_rank\":5,\"comm\":\"dp\",\"at_op\":3}' (overrides the workload's)");
   app.add_flag("--quiet", a.quiet, "print only the bound-version line");
 }
 
@@ -123,6 +126,11 @@ std::string make_options(const RunArgs& a, Options& o) {
   } catch (const std::exception& e) {
     return e.what();
   }
+  try {
+    if (!a.hang.empty()) o.workload.truth.hang = parse_hang_json(a.hang);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
   if (a.iters > 0) o.workload.iterations = a.iters;
   if (a.world > 0) o.workload.world = a.world;
   if (a.nodes > 0) o.workload.nodes = a.nodes;
@@ -139,6 +147,7 @@ std::string make_options(const RunArgs& a, Options& o) {
   o.pace = a.pace == "none" ? Pace::kNone : Pace::kRealtime;
   o.start_at_real_ns = a.start_at;
   o.wire_lock = a.wire_lock;
+  o.truth_path = a.truth;  // a process that ends by truth.hang writes its truth there first
   o.seed = a.seed;
   o.fault_op = a.fault_op;
   o.graph_replays = a.replays;

@@ -51,6 +51,15 @@ void fill_truth(Proc& P, Rank& R, Comm& c, Task& t) {
   if (tr->duration_us > 0) tr->busbw_gbps = bus / (tr->duration_us * 1000.0);
   for (size_t i = 0; i < t.faults.size(); ++i)
     if (t.faults.test(i)) tr->faults.emplace_back(fault_name(static_cast<Fault>(i)));
+  if (t.hang != HangMode::kNone) {
+    // Blocked in a planted hang: the kernel never ends (on a kernel_stuck
+    // culprit it never starts), so no stop times and no duration.
+    tr->faults.emplace_back("hang");
+    std::fill(tr->ch_stop_ptimer.begin(), tr->ch_stop_ptimer.end(), 0);
+    if (t.hang == HangMode::kNoKernel) std::fill(tr->ch_start_ptimer.begin(), tr->ch_start_ptimer.end(), 0);
+    tr->duration_us = 0;
+    tr->busbw_gbps = 0;
+  }
   tr->graph_replay = t.replay;
   tr->why = "not launched";
   t.truth = tr.get();
@@ -128,8 +137,10 @@ void pick_coll_channels(Comm& c, Task& t, const OpSpec& op) {
   set_channels(t, ids);
 }
 
-// A collective (kernel or, 2.29+ single-node, copy engine).
-void issue_coll(Proc& P, Rank& R, Comm& c, const OpSpec& op, int f, int dt, bool ce, bool issues) {
+// A collective (kernel or, 2.29+ single-node, copy engine). `hang`: the hang
+// op of a group this rank is in (what the task does there), else nullptr.
+void issue_coll(Proc& P, Rank& R, Comm& c, const OpSpec& op, int f, int dt, bool ce, bool issues,
+                const HangAction* hang) {
   const bool is_coll = f >= kFuncBroadcast && f <= kFuncAllReduce;
   auto t = std::make_shared<Task>();
   t->comm = &c;
@@ -164,7 +175,13 @@ void issue_coll(Proc& P, Rank& R, Comm& c, const OpSpec& op, int f, int dt, bool
     return;
   }
   assign_times(P, c, {t.get()}, -1);
-  assign_faults(P, c, *t);
+  if (hang != nullptr) {
+    t->hang = hang->mode;
+    t->stuck_recv_peer = hang->stuck_recv_peer;
+    t->stuck_send_peer = hang->stuck_send_peer;
+  } else {
+    assign_faults(P, c, *t);
+  }
   fill_truth(P, R, c, *t);
   if (ce) {
     t->seq = c.ce_seq;
@@ -262,14 +279,24 @@ void issue(Proc& P, Rank& R, const OpSpec& op) {
   apply_mask_fault(P, R, c);
   if (c.clock_ns > kPaceLeadNs) P.pace_until(c.clock_ns - kPaceLeadNs);
 
-  const int f = func_code_of(op.func);
+  int f = func_code_of(op.func);
   const int dt = dtype_code_of(op.dtype);
+  // A planted hang: this rank blocks here (resolve_hang made sure the op is a
+  // standalone collective every rank of the group issues).
+  const bool hang_op = at_hang_op(P, c);
+  HangAction ha;
+  if (hang_op) {
+    ha = hang_action(P, R, c);
+    R.stopped = true;
+    if (!ha.issue) return;
+    f = ha.func;
+  }
   const bool issues = op.ranks.empty() || std::find(op.ranks.begin(), op.ranks.end(), c.rank) != op.ranks.end();
   const bool is_coll = f >= kFuncBroadcast && f <= kFuncAllReduce;
   const bool ce = P.minor >= 29 && op.ce && c.nnodes == 1 &&
                   (f == kFuncAllGather || f == kFuncAlltoAll || f == kFuncGather || f == kFuncScatter);
   if (is_coll || ce)
-    issue_coll(P, R, c, op, f, dt, ce, issues);
+    issue_coll(P, R, c, op, f, dt, ce, issues, hang_op ? &ha : nullptr);
   else
     issue_p2p(P, R, c, op, f, dt, issues);
 }

@@ -83,10 +83,22 @@ class ProxyRun {
       kernel_stops(*t, kh);
     }
     for (Sub& s : subs_)
-      if (s.h && !has(*s.t, Fault::kProxyOpNeverStopped)) P_.stop(kProxyOp, s.h);
+      if (s.h && !has(*s.t, Fault::kProxyOpNeverStopped) && !stuck(s)) P_.stop(kProxyOp, s.h);
   }
 
  private:
+  // A sub of a task blocked in a planted hang whose transfer never completes:
+  // every sub of the task, or with kRecvStuck only the culprit's receive from
+  // its peer and the peer's send to the culprit.
+  static bool stuck(const Sub& s) {
+    const Task& t = *s.t;
+    switch (t.hang) {
+      case HangMode::kNone: return false;
+      case HangMode::kRecvStuck: return s.send ? s.peer == t.stuck_send_peer : s.peer == t.stuck_recv_peer;
+      default: return true;
+    }
+  }
+
   void* ctx_of(const Sub& s) const { return has(*s.t, Fault::kPxn) ? P_.foreign_page : c_.ctx; }
 
   void add_subs(Task& t) {
@@ -146,6 +158,7 @@ class ProxyRun {
   std::vector<void*> kernel_starts(Task& t) {
     std::vector<void*> kh(t.chans.size(), nullptr);
     if (N_ < 26 || !(t.mask & kKernelCh)) return kh;
+    if (t.hang == HangMode::kNoKernel) return kh;  // kernel_stuck culprit: its kernel never runs
     if (t.truth) t.truth->kernel_events = P_.live() && P_.binding->forwards(kKernelCh);
     for (size_t i = 0; i < t.chans.size(); ++i) {
       P_.pace_until(t.chans[i].start_ns);
@@ -161,6 +174,7 @@ class ProxyRun {
 
   void kernel_stops(Task& t, const std::vector<void*>& kh) {
     if (N_ < 26 || !(t.mask & kKernelCh)) return;
+    if (t.hang != HangMode::kNone) return;  // blocked in a planted hang: the kernel never ends
     for (size_t i = 0; i < t.chans.size(); ++i) {
       P_.pace_until(t.chans[i].stop_ns);
       if (kh[i] == nullptr) continue;
@@ -193,9 +207,41 @@ class ProxyRun {
     for (int k = 0; k < t.nsteps; ++k)
       for (Sub& s : subs_) {
         if (s.t != &t) continue;
-        if (N_ >= 27) step_new(s, k);
-        else step_old(s, k);
+        if (stuck(s)) {
+          if (k == 0) step_stuck(s);
+        } else if (N_ >= 27) {
+          step_new(s, k);
+        } else {
+          step_old(s, k);
+        }
       }
+  }
+
+  // A planted hang: the sub's first step is posted and never completes (no
+  // NetPlugin event, no stop; the later steps are never posted). A send whose
+  // kernel runs has its data and waits for the peer (8, 20); the kernel_stuck
+  // culprit's sends wait for GPU data (8); receives wait for data (10).
+  void step_stuck(Sub& s) {
+    void* sh = start_step(s, 0, N_ <= 27);
+    const bool gpu_ready = s.t->hang != HangMode::kNoKernel;
+    if (N_ >= 27) {
+      if (!sh || !s.h) return;  // state records are skipped without a ProxyOp handle
+      if (s.send) {
+        P_.record(kProxyStep, sh, kProxyStepSendGPUWait, St{});
+        if (gpu_ready) P_.record(kProxyStep, sh, kProxyStepSendPeerWait, St{});
+      } else {
+        P_.record(kProxyStep, sh, kProxyStepRecvWait, St{});
+      }
+      return;
+    }
+    St null;
+    null.null = true;
+    if (s.h) {
+      St a;
+      a.steps = 1;
+      P_.record(kProxyOp, s.h, s.send ? kProxyOpSendPosted : kProxyOpRecvPosted, a);
+    }
+    if (sh) P_.record(kProxyStep, sh, s.send ? kProxyStepSendGPUWait : kProxyStepRecvWait, null);
   }
 
   void* start_step(Sub& s, int k, bool need_op) {

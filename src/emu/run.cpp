@@ -109,16 +109,7 @@ void build_rank(Proc& P, Rank& R) {
     c->spec = &s;
     c->spec_idx = static_cast<int>(i);
     c->nranks = s.nranks;
-    const int groups = P.world / s.nranks;
-    if (s.strided) {
-      c->group = R.g % groups;
-      c->rank = R.g / groups;
-      for (int r = 0; r < s.nranks; ++r) c->members.push_back(c->group + r * groups);
-    } else {
-      c->group = R.g / s.nranks;
-      c->rank = R.g % s.nranks;
-      for (int r = 0; r < s.nranks; ++r) c->members.push_back(c->group * s.nranks + r);
-    }
+    comm_layout(s, P.world, R.g, &c->group, &c->rank, &c->members);
     std::set<int> nodes;
     for (int g : c->members) nodes.insert(g / per_node);
     c->nnodes = static_cast<int>(nodes.size());
@@ -213,12 +204,22 @@ void rank_main(Proc& P, Rank& R, std::latch* init_latch, std::latch* inited) {
   }
   const int n = P.op_limit >= 0 ? std::min<int>(P.op_limit, static_cast<int>(P.steps.size()))
                                 : static_cast<int>(P.steps.size());
-  for (int i = 0; i < n; ++i) exec_step(P, R, P.steps[static_cast<size_t>(i)], i);
+  for (int i = 0; i < n && !R.stopped; ++i) {
+    // Pairs with the store in hang_action(): the killed process's threads stop where they are.
+    if (P.hang.kill_pending.load(std::memory_order_relaxed)) {
+      R.stopped = true;
+      break;
+    }
+    exec_step(P, R, P.steps[static_cast<size_t>(i)], i);
+  }
   for (auto& c : R.comms)
     if (c->launcher) c->launcher->drain();
   P.cudacb->drain();
   for (auto& c : R.comms)
     if (c->progress) c->progress->drain();
+  // Blocked in a planted hang: everything it issued has been delivered; its
+  // comms are never finalized (that would let the plugin complete the open ops).
+  if (R.stopped) return;
   teardown_rank(P, R);
 }
 
@@ -240,6 +241,20 @@ void add_counters(Summary& s, const Binding& b) {
 }
 
 }  // namespace
+
+void comm_layout(const CommSpec& s, int world, int g, int* group, int* rank, std::vector<int>* members) {
+  const int groups = world / s.nranks;
+  members->clear();
+  if (s.strided) {
+    *group = g % groups;
+    *rank = g / groups;
+    for (int r = 0; r < s.nranks; ++r) members->push_back(*group + r * groups);
+  } else {
+    *group = g / s.nranks;
+    *rank = g % s.nranks;
+    for (int r = 0; r < s.nranks; ++r) members->push_back(*group * s.nranks + r);
+  }
+}
 
 RunResult run(const Options& o) {
   RunResult res;
@@ -275,6 +290,10 @@ RunResult run_impl(const Options& o) {
   P.nodes = o.workload.nodes;
   for (Fault f : o.faults) P.faults.set(static_cast<size_t>(f));
   P.steps = expand_steps(o);
+  std::vector<int> gs = o.world_ranks;
+  if (gs.empty())
+    for (int g = 0; g < P.world; ++g) gs.push_back(g);
+  resolve_hang(P, gs);
   Loader loader(o.plugin_path, o.tables);
   P.loader = &loader;
   P.foreign_page = mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -289,9 +308,6 @@ RunResult run_impl(const Options& o) {
   P.t0_mono_ns = now_mono_ns();
   P.t0_real_ns = o.start_at_real_ns != 0 ? o.start_at_real_ns : now_real_ns();
 
-  std::vector<int> gs = o.world_ranks;
-  if (gs.empty())
-    for (int g = 0; g < P.world; ++g) gs.push_back(g);
 
   const int phases = P.fault(Fault::kReload) ? 2 : 1;
   for (int phase = 0; phase < phases; ++phase) {
@@ -343,6 +359,7 @@ RunResult run_impl(const Options& o) {
   res.planted = o.workload.truth;
   res.world = P.world;
   res.nodes = std::max(1, P.nodes);
+  finish_hang(P, loader, res);  // returns only with HangExit::kReturn or when no rank of ours hung
   if (P.foreign_page != reinterpret_cast<void*>(uintptr_t{0xdead0000})) munmap(P.foreign_page, 4096);
   res.ok = true;
   return res;

@@ -7,13 +7,17 @@
 namespace ni::emu {
 
 namespace {
+std::string hash_hex(uint64_t h) {
+  char hash[32];
+  std::snprintf(hash, sizeof hash, "0x%016llx", static_cast<unsigned long long>(h));
+  return hash;
+}
+
 nlohmann::json op_json(const TruthOp& t) {
   nlohmann::json j;
   j["type"] = "op";
   j["comm"] = t.comm;
-  char hash[32];
-  std::snprintf(hash, sizeof hash, "0x%016llx", static_cast<unsigned long long>(t.comm_hash));
-  j["comm_hash"] = hash;
+  j["comm_hash"] = hash_hex(t.comm_hash);
   j["comm_index"] = t.comm_index;
   j["rank"] = t.rank;
   j["nranks"] = t.nranks;
@@ -46,12 +50,32 @@ nlohmann::json op_json(const TruthOp& t) {
   j["planted"] = t.planted;
   return j;
 }
+
+nlohmann::json hang_json(const HangTruth& h) {
+  nlohmann::json j;
+  j["type"] = "hang";
+  j["kind"] = h.kind;
+  j["comm"] = h.comm;
+  j["comm_hash"] = hash_hex(h.comm_hash);
+  j["group"] = h.group;
+  j["at_op"] = h.at_op;
+  j["func"] = h.func;
+  j["seq"] = h.seq;
+  j["culprit_world_ranks"] = h.culprit_world_ranks;
+  j["culprit_comm_ranks"] = h.culprit_comm_ranks;
+  if (h.kind == "recv_stuck") j["peer_comm_rank"] = h.peer_comm_rank;
+  if (h.kind == "desync") j["desync_func"] = h.desync_func;
+  j["group_world_ranks"] = h.group_world_ranks;
+  j["end"] = h.end;
+  return j;
+}
 }  // namespace
 
 std::string truth_op_json(const TruthOp& t) { return op_json(t).dump(); }
 
 void write_truth_jsonl(std::ostream& os, const RunResult& r) {
   for (const TruthOp& t : r.truth) os << op_json(t).dump() << '\n';
+  if (r.hang) os << hang_json(*r.hang).dump() << '\n';
   // The culprits planted in the model: what a detector should name.
   const TruthKnobs& k = r.planted;
   const int per_node = std::max(1, r.world / std::max(1, r.nodes));

@@ -57,7 +57,45 @@ OpSpec parse_op(const json& j) {
   return o;
 }
 
+TruthKnobs::Hang parse_hang(const json& h) {
+  check_keys(h, {"kind", "world_rank", "comm", "at_op", "peer", "func", "hold_ms", "end"}, "truth.hang");
+  for (const char* k : {"kind", "world_rank", "comm", "at_op"})
+    if (!h.contains(k)) throw std::runtime_error(std::string("truth.hang: '") + k + "' is required");
+  TruthKnobs::Hang x;
+  const auto kind = hang_kind_from_name(h.at("kind").get<std::string>());
+  if (!kind) throw std::runtime_error("truth.hang: kind must be stop_issuing, kernel_stuck, recv_stuck, desync or killed");
+  x.kind = *kind;
+  get(h, "world_rank", x.world_rank);
+  get(h, "comm", x.comm);
+  get(h, "at_op", x.at_op);
+  get(h, "peer", x.peer);
+  get(h, "func", x.func);
+  get(h, "hold_ms", x.hold_ms);
+  const std::string end = h.value("end", "kill");
+  if (end != "kill" && end != "exit") throw std::runtime_error("truth.hang: end must be kill or exit");
+  x.end = end == "kill" ? HangEnd::kKill : HangEnd::kExit;
+  if (x.world_rank < 0 || x.at_op < 0 || x.hold_ms < 0)
+    throw std::runtime_error("truth.hang: world_rank, at_op and hold_ms must be >= 0");
+  if (h.contains("peer") && (x.kind != HangKind::kRecvStuck || x.peer < 0))
+    throw std::runtime_error("truth.hang: peer (a comm rank >= 0) is for recv_stuck only");
+  if (h.contains("func")) {
+    if (x.kind != HangKind::kDesync) throw std::runtime_error("truth.hang: func is for desync only");
+    const int f = func_code_of(x.func);
+    if (f < ni::abi::kFuncBroadcast || f > ni::abi::kFuncAllReduce)
+      throw std::runtime_error("truth.hang: func must be AllReduce, AllGather, ReduceScatter, Broadcast or Reduce");
+  }
+  return x;
+}
+
 }  // namespace
+
+TruthKnobs::Hang parse_hang_json(const std::string& text) {
+  try {
+    return parse_hang(json::parse(text));
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(std::string("truth.hang: ") + e.what());
+  }
+}
 
 Workload parse_workload_json(const std::string& text) {
   json j;
@@ -126,8 +164,9 @@ Workload parse_workload_json(const std::string& text) {
     if (j.contains("truth")) {
       const json& t = j.at("truth");
       check_keys(t, {"rank_skew_us", "channel_slowdown", "hca_slowdown", "slow_channels", "slow_hcas", "host_jitter_us", "congestion",
-                     "bimodal"},
+                     "bimodal", "hang"},
                  "truth");
+      if (t.contains("hang")) w.truth.hang = parse_hang(t.at("hang"));
       if (t.contains("rank_skew_us")) w.truth.rank_skew_us = int_map(t.at("rank_skew_us"));
       if (t.contains("channel_slowdown")) w.truth.channel_slowdown = int_map(t.at("channel_slowdown"));
       if (t.contains("hca_slowdown")) w.truth.hca_slowdown = int_map(t.at("hca_slowdown"));

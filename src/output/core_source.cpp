@@ -19,6 +19,7 @@ class CoreSource final : public RecordSource {
   ClockEstimate clock(uint32_t comm_id) override { return ni::clock_estimate(comm_id); }
   uint64_t now_mono_ns() override { return ni::mono_now_ns(); }
   void refine_clock() override { ni::refine_clock(); }
+  std::vector<CommProgress> progress(uint64_t min_age_ns) override { return ni::progress_snapshot(min_age_ns); }
   void log(ni::abi::LogLevel level, const std::string& msg) override { ni::log(level, "%s", msg.c_str()); }
 };
 

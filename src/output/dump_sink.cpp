@@ -2,20 +2,27 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
 
 #include "include/nccl_inspector/version.h"
 #include "src/core/fork.h"
+#include "src/output/signal_flush.h"
 
 namespace ni::out {
 namespace {
 
 constexpr uint64_t kReclaimEveryNs = 100000000;        // 100 ms
 constexpr uint64_t kClockCheckEveryNs = 100000000;     // 100 ms
+// Progress lines: the pools are looked at every HANG_MS / 4 (at most every
+// 250 ms), and a comm whose state changed is written at least this often.
+constexpr uint64_t kProgressLookMaxNs = 250000000;       // 250 ms
+constexpr uint64_t kProgressCheckpointNs = 60000000000;  // 60 s
 
 // ---- process-exit hook
 
@@ -230,29 +237,47 @@ void DumpSink::stop_internal() {
 void DumpSink::run() {
   pthread_setname_np(pthread_self(), "ni-dump");
   const auto interval = std::chrono::microseconds(cfg_.dump_interval_us > 0 ? cfg_.dump_interval_us : 100000);
+  // A signal's flush request (signal_flush.h) cannot notify the condition
+  // variable: with it armed, the wait is cut into slices of at most 50 ms.
+  const bool armed = cfg_.signal_flush && opts_.pid == 0;
+  if (armed) signal_flush::arm(static_cast<pid_t>(syscall(SYS_gettid)));
+  const auto slice = armed ? std::min<std::chrono::microseconds>(interval, std::chrono::milliseconds(50)) : interval;
   std::vector<CommInfo>& added = taken_added_;
   std::vector<uint32_t>& removed = taken_removed_;
   for (;;) {
     bool final;
     {
       std::unique_lock<std::mutex> lk(mu_);
-      cv_.wait_for(lk, interval, [&] { return stop_req_ || urgent_ || wake_.load(std::memory_order_relaxed); });
+      const auto due = std::chrono::steady_clock::now() + interval;
+      auto woken = [&] {
+        return stop_req_ || urgent_ || wake_.load(std::memory_order_relaxed) || (armed && signal_flush::pending() != 0);
+      };
+      while (!cv_.wait_for(lk, slice, woken) && std::chrono::steady_clock::now() < due) {
+      }
       final = stop_req_;
       urgent_ = false;
       wake_.store(false, std::memory_order_relaxed);
       added.swap(pending_added_);
       removed.swap(pending_removed_);
     }
+    const int sig = armed ? signal_flush::pending() : 0;
+    signal_flush_ = sig != 0;
     try {
       cycle(final, added, removed);
     } catch (const std::exception& e) {
       fail_cycle(e);
+    }
+    if (sig != 0) {
+      log(ni::abi::kLogInfo, "NCCL Inspector: signal " + std::to_string(sig) + ": pending records written");
+      signal_flush::done();
+      signal_flush_ = false;
     }
     added.clear();
     removed.clear();
     cycles_.fetch_add(1, std::memory_order_relaxed);  // a statistic for tests: pairs with nothing
     if (final) break;
   }
+  if (armed) signal_flush::disarm();
 }
 
 void DumpSink::fail_cycle(const std::exception& e) {
@@ -357,19 +382,24 @@ void DumpSink::cycle(bool final, std::vector<CommInfo>& added, std::vector<uint3
   const uint64_t now = src_->now_mono_ns();
   const int64_t wall = anchor_.to_wall(now);
 
-  bool forced = false;
+  bool forced = signal_flush_;  // a signal's flush: everything durable now
   if (now - last_trigger_ns_ >= opts_.trigger_check_ns) {
-    forced = check_trigger(now);
-    if (forced) log(ni::abi::kLogInfo, "NCCL Inspector: dump-now requested");
+    forced = check_trigger(now) || forced;
+    if (forced && !signal_flush_) log(ni::abi::kLogInfo, "NCCL Inspector: dump-now requested");
   }
   add_comms(added, wall);
   if (final || now - last_reclaim_ns_ >= kReclaimEveryNs) {
     last_reclaim_ns_ = now;
     src_->reclaim(now);
   }
-  src_->drain([this](const OpRecord* recs, size_t n) {
+  const size_t drained = src_->drain([this](const OpRecord* recs, size_t n) {
     for (size_t i = 0; i < n; ++i) dispatch_record(recs[i]);
   });
+  if (drained != 0 || last_activity_ns_ == 0) last_activity_ns_ = now;
+  if (!final && cfg_.hang_ms > 0) {
+    if (signal_flush_) last_progress_ns_ = 0;  // look now, whenever the last look was
+    report_progress(now);
+  }
   remove_comms(removed, wall);
   if (wants_clock_ && (final || forced || now - last_clock_check_ns_ >= kClockCheckEveryNs)) {
     last_clock_check_ns_ = now;
@@ -396,6 +426,66 @@ void DumpSink::remove_comms(const std::vector<uint32_t>& removed, int64_t wall) 
   }
   last_comm_id_ = UINT32_MAX;
   last_comm_ = nullptr;
+}
+
+// Progress lines, for hangs (docs/log-format.md, `progress`). A comm's line
+// is written when its state (what it started, its ops in flight and how far
+// the long-running ones got) differs from the one last written and either
+// some op has been in flight for HANG_MS (it may be hung: say so now, while
+// the process can), or the state has not moved for HANG_MS (the comm went
+// quiet: its last state is then on disk before any kill), or a minute passed
+// (a checkpoint). A job that runs steadily therefore writes one line per comm
+// a minute; a hung one writes its state within HANG_MS + a cycle.
+void DumpSink::report_progress(uint64_t now) {
+  const uint64_t hang_ns = static_cast<uint64_t>(cfg_.hang_ms) * 1000000;
+  const uint64_t look_every = std::min(hang_ns / 4, kProgressLookMaxNs);
+  if (now - last_progress_ns_ < look_every) return;
+  last_progress_ns_ = now;
+  for (CommProgress& p : src_->progress(hang_ns)) {
+    CommEntry* ce = find_comm(p.comm_id);
+    if (ce == nullptr) continue;
+    // FNV-1a over what the line says, ages left out.
+    uint64_t h = 1469598103934665603ull;
+    auto mix = [&h](uint64_t v) {
+      for (int i = 0; i < 8; ++i, v >>= 8) h = (h ^ (v & 0xFF)) * 1099511628211ull;
+    };
+    mix(p.issued);
+    for (uint64_t v : p.func_seq) mix(v);
+    mix(p.p2p_started);
+    mix(p.api_issued);
+    mix(p.in_flight);
+    for (const StuckOp& o : p.stuck) {
+      mix(o.seq);
+      mix(o.issue);
+      mix(o.func | static_cast<uint64_t>(o.kind) << 8 | static_cast<uint64_t>(static_cast<uint32_t>(o.peer)) << 16);
+      mix(o.ch_started);
+      mix(o.ch_stopped);
+      for (const StuckOp::Net& n : o.net) mix(static_cast<uint64_t>(n.posted) << 32 | n.done);
+    }
+    if (ce->progress_seen_ns == 0) ce->progress_written_ns = now;  // first look: the checkpoint clock starts
+    if (h != ce->progress_seen || ce->progress_seen_ns == 0) {
+      ce->progress_seen = h;
+      ce->progress_seen_ns = now;
+    }
+    if (h == ce->progress_written) continue;
+    const bool quiet = now - ce->progress_seen_ns >= hang_ns;
+    if (p.stuck.empty() && !quiet && now - ce->progress_written_ns < kProgressCheckpointNs) continue;
+    // A comm that never started anything has nothing to say.
+    if (p.issued == 0 && p.p2p_started == 0 && p.in_flight == 0 && ce->progress_written == 0) continue;
+    ce->progress_written = h;
+    ce->progress_written_ns = now;
+    p.quiet_ns = now - ce->progress_seen_ns;
+    for (Configured& o : outputs_) o.out->progress(p, ce->info, now);
+    last_activity_ns_ = now;
+  }
+  // A process that has written nothing for HANG_MS says it is alive: after a
+  // hang, the analyzer tells a rank that was waiting from one that had died
+  // by whether its log goes on.
+  if (now - last_activity_ns_ >= hang_ns) {
+    last_activity_ns_ = now;
+    const int64_t wall = anchor_.to_wall(now);
+    for (Configured& o : outputs_) o.out->alive(wall);
+  }
 }
 
 // Each comm's estimate, handed out when it moved by 1 us or more.

@@ -89,6 +89,10 @@ class DumpSink final : public Sink {
     ClockEstimate clock;      // last clock estimate handed out (valid=false: none)
     ClockEstimate cycle_clock;// estimate used for this cycle's records
     uint64_t clock_cycle = UINT64_MAX;
+    // Progress lines (report_progress()): the state's fingerprint as last
+    // seen and as last written, and when each happened.
+    uint64_t progress_seen = 0, progress_written = 0;
+    uint64_t progress_seen_ns = 0, progress_written_ns = 0;
   };
   struct Configured {
     std::string_view format;          // formats() name
@@ -107,6 +111,7 @@ class DumpSink final : public Sink {
   const ClockEstimate* cycle_clock(CommEntry* ce, const OpRecord& r);
   void remove_comms(const std::vector<uint32_t>& removed, int64_t wall);
   void hand_out_clocks(int64_t wall);
+  void report_progress(uint64_t now);
   void end_cycle(uint64_t now, int64_t wall, bool final, bool forced);
   CommEntry* find_comm(uint32_t comm_id);
   bool check_trigger(uint64_t now_ns);
@@ -158,6 +163,9 @@ class DumpSink final : public Sink {
   uint64_t last_reclaim_ns_ = 0;
   uint64_t last_stats_ns_ = 0;   // clock refinement, every stats_interval_ms
   uint64_t last_clock_check_ns_ = 0;
+  uint64_t last_progress_ns_ = 0;
+  bool signal_flush_ = false;  // this cycle answers a signal's flush request (signal_flush.h)
+  uint64_t last_activity_ns_ = 0;  // a record or progress line was last handed out (alive lines)
   uint64_t last_trigger_ns_ = 0;
   struct TriggerSeen {
     bool exists = false;

@@ -92,9 +92,9 @@ inline void flag(Buf& b, std::string_view name) {
   b.put(std::string_view("true"));
 }
 
-// "channels":[3,5,...]: the ids of the channels that ran, ascending.
-void put_channel_ids(Buf& b, uint64_t mask) {
-  key(b, sc::kChannels);
+// "name":[3,5,...]: the ids of a channel mask's bits, ascending.
+void put_id_list(Buf& b, std::string_view name, uint64_t mask) {
+  key(b, name);
   b.put('[');
   bool first = true;
   while (mask != 0) {
@@ -105,6 +105,8 @@ void put_channel_ids(Buf& b, uint64_t mask) {
   }
   b.put(']');
 }
+// "channels":[...]: the channels that ran.
+void put_channel_ids(Buf& b, uint64_t mask) { put_id_list(b, sc::kChannels, mask); }
 
 // "net":{...}: what the network plugin / proxy events said about the op.
 void put_net(Buf& b, const OpRecord& r) {
@@ -278,6 +280,7 @@ void Encoder::op_identity(Buf& b, const OpRecord& r, const CommInfo* comm, int n
   kv_int(b, sc::kRank, r.rank);
   kv_int(b, sc::kNranks, nranks);
   kv_int(b, sc::kSeq, r.seq);
+  if (kind == OpKind::kColl) kv_int(b, sc::kIssue, r.issue);
   kv_str(b, sc::kFunc, func_name(func));
   if (kind == OpKind::kP2p) kv_int(b, sc::kPeer, r.peer);
   kv_str(b, sc::kDtype, dtype_name(enum_or(r.dtype, DType::kCount_, DType::kUnknown)));
@@ -406,6 +409,89 @@ void Encoder::comm_end(Buf& b, const CommInfo& c, int64_t wall_ns) const {
   b.put_hex64(c.comm_hash);
   b.put('"');
   kv_int(b, sc::kRank, c.rank);
+  finish(b);
+}
+
+void Encoder::progress(Buf& b, const CommProgress& p, const CommInfo& c, uint64_t now_mono_ns) const {
+  begin(b, sc::kTypeProgress);
+  kv_int(b, sc::kWallNs, mono_to_wall(now_mono_ns));
+  kv_int(b, sc::kCommId, c.comm_id);
+  key(b, sc::kCommHash);
+  b.put('"');
+  b.put_hex64(c.comm_hash);
+  b.put('"');
+  kv_int(b, sc::kRank, c.rank);
+  kv_int(b, sc::kNranks, c.nranks);
+  kv_int(b, sc::kIssued, p.issued);
+  key(b, sc::kStarted);
+  b.put('{');
+  bool first = true;
+  for (int f = 0; f < 5; ++f) {
+    if (p.func_seq[f] == 0) continue;
+    if (!first) b.put(',');
+    first = false;
+    b.put('"');
+    b.put(func_name(static_cast<Func>(f)));
+    b.put(std::string_view("\":"));
+    b.put_int(p.func_seq[f] - 1);
+  }
+  b.put('}');
+  if (p.issued != 0) kv_str(b, sc::kLastFunc, func_name(enum_or(p.last_func, Func::kCount_, Func::kUnknown)));
+  if (p.api_issued != 0) {
+    kv_int(b, sc::kApiIssued, p.api_issued);
+    kv_str(b, sc::kLastApiFunc, func_name(enum_or(p.last_api_func, Func::kCount_, Func::kUnknown)));
+  }
+  kv_int(b, sc::kP2pStarted, p.p2p_started);
+  kv_int(b, sc::kInFlight, p.in_flight);
+  kv_int(b, sc::kQuietMs, p.quiet_ns / 1000000);
+  key(b, sc::kStuck);
+  b.put('[');
+  for (size_t i = 0; i < p.stuck.size(); ++i) {
+    const StuckOp& o = p.stuck[i];
+    const auto kind = enum_or(o.kind, static_cast<OpKind>(3), OpKind::kColl);
+    const Func func = enum_or(o.func, Func::kCount_, Func::kUnknown);
+    if (i != 0) b.put(',');
+    b.put(std::string_view("{\"kind\":\""));
+    b.put(kind_name(kind));
+    b.put('"');
+    kv_str(b, sc::kFunc, func_name(func));
+    kv_int(b, sc::kSeq, o.seq);
+    if (kind == OpKind::kColl) kv_int(b, sc::kIssue, o.issue);
+    if (kind == OpKind::kP2p) kv_int(b, sc::kPeer, o.peer);
+    if (kind != OpKind::kP2p && is_rooted(func) && o.peer >= 0) kv_int(b, sc::kRoot, o.peer);
+    kv_int(b, sc::kBytes, o.bytes);
+    kv_str(b, sc::kDtype, dtype_name(enum_or(o.dtype, DType::kCount_, DType::kUnknown)));
+    kv_int(b, sc::kEnqueueWallNs, mono_to_wall(o.enqueue_ns));
+    const int64_t age = static_cast<int64_t>(now_mono_ns - o.enqueue_ns);
+    kv_int(b, sc::kAgeMs, age > 0 ? age / 1000000 : 0);
+    if (o.n_channels != 0) kv_int(b, sc::kNchannels, o.n_channels);
+    put_id_list(b, sc::kChStarted, o.ch_started);
+    put_id_list(b, sc::kChDone, o.ch_stopped);
+    if (!o.net.empty()) {
+      key(b, sc::kNet);
+      b.put('[');
+      for (size_t k = 0; k < o.net.size(); ++k) {
+        const StuckOp::Net& n = o.net[k];
+        if (k != 0) b.put(',');
+        b.put(std::string_view("{\"peer\":"));
+        b.put_int(n.peer);
+        kv_str(b, sc::kDir, n.send ? "send" : "recv");
+        kv_int(b, sc::kNetOps, n.proxy_ops);
+        kv_int(b, sc::kPosted, n.posted);
+        kv_int(b, sc::kDone, n.done);
+        b.put('}');
+      }
+      b.put(']');
+    }
+    b.put('}');
+  }
+  b.put(']');
+  finish(b);
+}
+
+void Encoder::alive(Buf& b, int64_t wall_ns) const {
+  begin(b, sc::kTypeAlive);
+  kv_int(b, sc::kWallNs, wall_ns);
   finish(b);
 }
 

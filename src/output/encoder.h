@@ -81,6 +81,10 @@ class Encoder {
   void clock(Buf& b, const ClockEstimate& e, uint64_t comm_hash, int64_t wall_ns) const;
   void stats(Buf& b, const StatsSnapshot& s, int64_t wall_ns) const;
   void end(Buf& b, const StatsSnapshot& s, int64_t wall_ns) const;
+  // progress line: the comm's issue state and its ops in flight >= HANG_MS.
+  void progress(Buf& b, const CommProgress& p, const CommInfo& c, uint64_t now_mono_ns) const;
+  // alive line: the process is alive (nothing else written for HANG_MS).
+  void alive(Buf& b, int64_t wall_ns) const;
 
  private:
   void mark(Buf& b, const OpRecord& r) const;

@@ -38,6 +38,10 @@ class LogOutput final : public Output {
   void clock(const ClockEstimate& e, const CommInfo& c, int64_t wall_ns) override {
     enc_.clock(text_, e, c.comm_hash, wall_ns);
   }
+  void progress(const CommProgress& p, const CommInfo& c, uint64_t now_mono_ns) override {
+    enc_.progress(text_, p, c, now_mono_ns);
+  }
+  void alive(int64_t wall_ns) override { enc_.alive(text_, wall_ns); }
 
   Flushed end_cycle(const CycleEnd& c) override {
     if (c.stats_due) {

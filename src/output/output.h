@@ -8,6 +8,8 @@
 //               wants_clock(), the comm's GPU clock estimate of this cycle;
 //   comm_end()  a comm was finalized (after its last records);
 //   clock()     a comm's GPU clock estimate moved (wants_clock() outputs only);
+//   progress()  a comm's issue state / long in-flight ops changed (hangs);
+//   alive()     nothing else was written for HANG_MS;
 //   end_cycle() write the counters if this output's stats period ran out,
 //               flush, and on the final cycle close.
 // Outputs end their cycle in the order of formats(): one listed later sees
@@ -84,6 +86,10 @@ class Output {
   virtual void record(const OpRecord& r, const CommInfo* comm, const ClockEstimate* clk) = 0;
   virtual void comm_end(const CommInfo& c, int64_t wall_ns) = 0;
   virtual void clock(const ClockEstimate& /*e*/, const CommInfo& /*c*/, int64_t /*wall_ns*/) {}
+  // A comm's progress (hangs; see DumpSink::report_progress()).
+  virtual void progress(const CommProgress& /*p*/, const CommInfo& /*c*/, uint64_t /*now_mono_ns*/) {}
+  // Nothing else was written for HANG_MS: the process is alive.
+  virtual void alive(int64_t /*wall_ns*/) {}
   virtual Flushed end_cycle(const CycleEnd& c) = 0;
 
   // Records held, neither written nor lost yet.

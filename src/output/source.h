@@ -33,6 +33,8 @@ class RecordSource {
   // CPU monotonic ns, the clock of OpRecord's CPU fields.
   virtual uint64_t now_mono_ns() = 0;
   virtual void refine_clock() = 0;
+  // Every live comm's issue state and its ops in flight >= min_age_ns.
+  virtual std::vector<CommProgress> progress(uint64_t /*min_age_ns*/) { return {}; }
   virtual void log(ni::abi::LogLevel level, const std::string& msg) = 0;
 };
 

@@ -993,3 +993,114 @@ TEST_F(Tracker, HandleOfAFinalizedCommDoesNotReachTheNextOwnerOfItsSlot) {
 }
 
 }  // namespace
+
+namespace {
+// A ProxyOp of `op` to or from `peer` with `posted` steps, the first `done` of them stopped.
+void* proxy_op(CommV5& c, void* op, int peer, bool send, int posted, int done) {
+  EventDescrV5 po{};
+  po.type = kProxyOp;
+  po.parentObj = op;
+  po.proxyOp.pid = getpid();
+  po.proxyOp.peer = peer;
+  po.proxyOp.isSend = send ? 1 : 0;
+  void* p = c.start(po);
+  for (int step = 0; step < posted; ++step) {
+    EventDescrV5 ps{};
+    ps.type = kProxyStep;
+    ps.parentObj = p;
+    ps.proxyStep.step = step;
+    void* sh = c.start(ps);
+    if (step < done) c.stop(sh);
+  }
+  return p;
+}
+}  // namespace
+
+// What a hung comm's progress line is made of: the issue counters count every
+// op started (a filtered one too), and an op in flight long enough is shown
+// with its channels and its network steps per peer.
+TEST_F(Tracker, ProgressSnapshotShowsWhereAHungCommStands) {
+  setenv("NCCL_INSPECTOR_ENABLE_NET", "1", 1);
+  setenv("NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES", "4096", 1);
+  {
+    CommV5 c;
+    void* done = c.coll(c.coll_api(), "AllReduce", 1 << 20, "ncclFloat32", 1, 0);
+    c.stop(done);
+    c.kstop(c.kch(done, 0, 10), 20);
+    void* small = c.coll(c.coll_api(), "AllGather", 16, "ncclFloat32", 1, 0);  // filtered (64 bytes)
+    c.stop(small);
+    void* hung = c.coll(c.coll_api(), "AllReduce", 1 << 20, "ncclFloat32", 2, 1);
+    c.stop(hung);
+    void* k0 = c.kch(hung, 0, 30);
+    c.kch(hung, 1, 31);  // never ends
+    c.kstop(k0, 40);
+    proxy_op(c, hung, 3, false, 2, 1);  // receives from 3: one of two steps arrived
+    proxy_op(c, hung, 1, true, 1, 1);   // sends to 1: all done
+    void* send = c.p2p("Send", 1 << 20, 2, 1);
+    c.stop(send);
+
+    std::vector<ni::CommProgress> ps = ni::progress_snapshot(0);
+    ASSERT_EQ(ps.size(), 1u);
+    const ni::CommProgress& p = ps[0];
+    EXPECT_EQ(p.issued, 3u);
+    EXPECT_EQ(p.func_seq[static_cast<int>(ni::Func::kAllReduce)], 2u);  // seq 1 started
+    EXPECT_EQ(p.func_seq[static_cast<int>(ni::Func::kAllGather)], 1u);  // seq 0, though not recorded
+    EXPECT_EQ(p.func_seq[static_cast<int>(ni::Func::kBroadcast)], 0u);
+    EXPECT_EQ(p.p2p_started, 1u);
+    EXPECT_EQ(p.in_flight, 2u);  // the hung AllReduce and the send
+    ASSERT_EQ(p.stuck.size(), 2u);
+    const ni::StuckOp& o = p.stuck[0];  // oldest first
+    EXPECT_EQ(o.func, static_cast<uint8_t>(ni::Func::kAllReduce));
+    EXPECT_EQ(o.kind, static_cast<uint8_t>(ni::OpKind::kColl));
+    EXPECT_EQ(o.seq, 1u);
+    EXPECT_EQ(o.issue, 2u);
+    EXPECT_EQ(o.bytes, 4u << 20);
+    EXPECT_EQ(o.n_channels, 2);
+    EXPECT_EQ(o.ch_started, 3u);
+    EXPECT_EQ(o.ch_stopped, 1u);
+    ASSERT_EQ(o.net.size(), 2u);  // by peer
+    EXPECT_EQ(o.net[0].peer, 1);
+    EXPECT_TRUE(o.net[0].send);
+    EXPECT_EQ(o.net[0].posted, 1u);
+    EXPECT_EQ(o.net[0].done, 1u);
+    EXPECT_EQ(o.net[1].peer, 3);
+    EXPECT_FALSE(o.net[1].send);
+    EXPECT_EQ(o.net[1].proxy_ops, 1u);
+    EXPECT_EQ(o.net[1].posted, 2u);
+    EXPECT_EQ(o.net[1].done, 1u);
+    EXPECT_EQ(p.stuck[1].kind, static_cast<uint8_t>(ni::OpKind::kP2p));
+    EXPECT_EQ(p.stuck[1].peer, 2);
+    EXPECT_EQ(p.stuck[1].issue, 0u);
+    // Nothing has been in flight for an hour.
+    ps = ni::progress_snapshot(3600ull * 1000000000ull);
+    ASSERT_EQ(ps.size(), 1u);
+    EXPECT_TRUE(ps[0].stuck.empty());
+    EXPECT_EQ(ps[0].in_flight, 2u);
+    auto recs = sink()->take();
+    ASSERT_EQ(recs.size(), 1u);  // the first AllReduce
+    EXPECT_EQ(recs[0].issue, 0u);
+  }
+  auto recs = sink() ? sink()->take() : std::vector<OpRecord>{};
+  unsetenv("NCCL_INSPECTOR_ENABLE_NET");
+  setenv("NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES", "0", 1);
+}
+
+// The issue order goes into the record of every collective, and P2P ops
+// leave it 0.
+TEST_F(Tracker, CollectiveRecordsCarryTheirPlaceInTheIssueOrder) {
+  CommV5 c;
+  for (int i = 0; i < 3; ++i) {
+    void* op = c.coll(c.coll_api(), i == 1 ? "AllGather" : "AllReduce", 1024, "ncclFloat32", 1, i == 2 ? 1 : 0);
+    c.stop(op);
+    c.kstop(c.kch(op, 0, 10 + i), 20 + i);
+  }
+  void* s = c.p2p("Send", 1024, 1, 1);
+  c.stop(s);
+  c.kstop(c.kch(s, 0, 50), 60);
+  auto recs = sink()->take();
+  ASSERT_EQ(recs.size(), 4u);
+  for (uint32_t i = 0; i < 3; ++i) EXPECT_EQ(recs[i].issue, i);
+  EXPECT_EQ(recs[2].seq, 1u);
+  EXPECT_EQ(recs[3].kind, static_cast<uint8_t>(ni::OpKind::kP2p));
+  EXPECT_EQ(recs[3].issue, 0u);
+}

@@ -458,3 +458,85 @@ TEST(DumpSinkTest, MarksAndUnknownCommsAreWritten) {
 
 }  // namespace
 }  // namespace ni::out
+
+namespace ni::out {
+namespace {
+
+CommProgress progress_of(uint32_t comm, uint64_t issued) {
+  CommProgress p;
+  p.comm_id = comm;
+  p.issued = issued;
+  p.func_seq[static_cast<int>(Func::kAllReduce)] = issued;  // seq issued - 1 started
+  return p;
+}
+
+size_t count_progress(const std::string& dir) { return testing::count_type(all_lines(dir), "progress"); }
+
+// Progress lines: none while a comm keeps issuing, one when it goes quiet,
+// one as soon as an op is stuck (with what it got done), none repeated.
+TEST(DumpSinkTest, ProgressLinesWhenACommGoesQuietOrAnOpIsStuckNotWhileItRuns) {
+  TempDir d;
+  Rig rig;
+  Config cfg = test_config(d.path(), 1000);
+  cfg.hang_ms = 400;
+  rig.src->set_comm(make_comm(1));
+  rig.sink->start(cfg, nullptr);
+  rig.sink->comm_added(make_comm(1));
+  // Running: the state changes every few ms for 0.6 s.
+  for (uint64_t i = 1; i <= 120; ++i) {
+    rig.src->set_progress({progress_of(1, i)});
+    std::this_thread::sleep_for(5ms);
+  }
+  std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(count_progress(d.path()), 0u);
+  // Quiet: its last state goes out once, HANG_MS later.
+  EXPECT_TRUE(wait_for([&] { return count_progress(d.path()) == 1; }, 3000ms));
+  std::this_thread::sleep_for(600ms);
+  EXPECT_EQ(count_progress(d.path()), 1u);
+  // Stuck: written at once.
+  CommProgress p = progress_of(1, 121);
+  StuckOp o;
+  o.kind = static_cast<uint8_t>(OpKind::kColl);
+  o.func = static_cast<uint8_t>(Func::kAllReduce);
+  o.seq = 120;
+  o.issue = 120;
+  o.bytes = 1 << 20;
+  o.dtype = static_cast<uint8_t>(DType::kFloat32);
+  o.n_channels = 2;
+  o.enqueue_ns = testing::mono_ns() - 2000000000ull;
+  o.ch_started = 3;
+  o.ch_stopped = 1;
+  o.net.push_back({3, false, 1, 8, 2});
+  p.stuck.push_back(o);
+  p.in_flight = 1;
+  rig.src->set_progress({p});
+  EXPECT_TRUE(wait_for([&] { return count_progress(d.path()) == 2; }, 1000ms));
+  std::this_thread::sleep_for(300ms);
+  rig.sink->stop();
+  auto lines = all_lines(d.path());
+  std::vector<nlohmann::json> ps;
+  for (auto& j : lines)
+    if (j["type"] == "progress") ps.push_back(j);
+  ASSERT_EQ(ps.size(), 2u);
+  EXPECT_EQ(ps[0]["issued"], 120);
+  EXPECT_EQ(ps[0]["started"]["AllReduce"], 119);
+  EXPECT_TRUE(ps[0]["stuck"].empty());
+  EXPECT_EQ(ps[0]["comm_hash"], "0x1234567890abcdf0");
+  const auto& s = ps[1]["stuck"];
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0]["kind"], "coll");
+  EXPECT_EQ(s[0]["func"], "AllReduce");
+  EXPECT_EQ(s[0]["seq"], 120);
+  EXPECT_EQ(s[0]["issue"], 120);
+  EXPECT_GE(s[0]["age_ms"].get<int>(), 2000);
+  EXPECT_EQ(s[0]["ch_started"], nlohmann::json::parse("[0,1]"));
+  EXPECT_EQ(s[0]["ch_done"], nlohmann::json::parse("[0]"));
+  EXPECT_EQ(s[0]["net"][0]["peer"], 3);
+  EXPECT_EQ(s[0]["net"][0]["dir"], "recv");
+  EXPECT_EQ(s[0]["net"][0]["posted"], 8);
+  EXPECT_EQ(s[0]["net"][0]["done"], 2);
+  EXPECT_LT(ps[0]["wall_ns"].get<int64_t>(), ps[1]["wall_ns"].get<int64_t>());
+}
+
+}  // namespace
+}  // namespace ni::out

@@ -48,6 +48,8 @@ inline std::vector<std::pair<std::string, std::string>> log_examples() {
   CommInfo c{1, 0x3f1a6c0e9b2d4471ull, "dp", 3, 16, 2, 5, 3, "0000:1b:00.0"};
   enc.comm(b, c, 1735689600012000000);
   take("comm", b);
+  enc.comm_end(b, c, 1735689700000000000);
+  take("comm_end", b);
 
   OpRecord r;
   std::memset(&r, 0, sizeof r);
@@ -159,10 +161,39 @@ inline std::vector<std::pair<std::string, std::string>> log_examples() {
   enc.stats(b, s, 1735689610000000000);
   take("stats", b);
 
-  enc.comm_end(b, c, 1735689700000000000);
-  take("comm_end", b);
   enc.end(b, s, 1735689700000500000);
   take("end", b);
+
+  CommProgress pr;
+  pr.comm_id = c.comm_id;
+  pr.issued = 1042;
+  pr.func_seq[static_cast<int>(Func::kAllReduce)] = 1042;
+  pr.func_seq[static_cast<int>(Func::kBroadcast)] = 3;
+  pr.p2p_started = 78;
+  pr.last_func = static_cast<uint8_t>(Func::kAllReduce);
+  pr.api_issued = 1045;
+  pr.last_api_func = static_cast<uint8_t>(Func::kAllReduce);
+  pr.in_flight = 1;
+  pr.quiet_ns = 5011000000;
+  StuckOp so;
+  so.kind = static_cast<uint8_t>(OpKind::kColl);
+  so.func = static_cast<uint8_t>(Func::kAllReduce);
+  so.dtype = static_cast<uint8_t>(DType::kBfloat16);
+  so.seq = 1041;
+  so.issue = 1041;
+  so.bytes = 26214400;
+  so.n_channels = 8;
+  so.enqueue_ns = 1000000000000 + 601000000;
+  so.ch_started = 0xFF;
+  so.ch_stopped = 0x7F;
+  so.net.push_back({2, false, 1, 8, 8});
+  so.net.push_back({4, false, 1, 8, 3});
+  so.net.push_back({4, true, 1, 8, 8});
+  pr.stuck.push_back(so);
+  enc.progress(b, pr, c, 1000000000000 + 6612000000);
+  take("progress", b);
+  enc.alive(b, 1735689611612000000);
+  take("alive", b);
   return out;
 }
 

@@ -41,6 +41,14 @@ class FakeSource final : public RecordSource {
     core_.dropped_ring_full += n;
     core_.ops_completed += n;
   }
+  void set_progress(std::vector<CommProgress> p) {
+    std::lock_guard<std::mutex> lk(mu_);
+    progress_ = std::move(p);
+  }
+  std::vector<CommProgress> progress(uint64_t) override {
+    std::lock_guard<std::mutex> lk(mu_);
+    return progress_;
+  }
   std::vector<std::string> logs() {
     std::lock_guard<std::mutex> lk(mu_);
     return logs_;
@@ -100,6 +108,7 @@ class FakeSource final : public RecordSource {
   std::deque<OpRecord> q_;
   std::unordered_map<uint32_t, CommInfo> comms_;
   std::unordered_map<uint32_t, ClockEstimate> clocks_;
+  std::vector<CommProgress> progress_;
   CoreStats core_;
   std::vector<std::string> logs_;
   size_t warns_ = 0;

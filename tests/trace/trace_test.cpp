@@ -692,7 +692,9 @@ TEST(Report, SelfContainedWithBaseline) {
         for (const auto& se : p["series"]) dashed += se.value("dash", false);
     }
   }
-  EXPECT_EQ(ids, (std::set<std::string>{"health", "busbw", "size", "latency", "time", "stragglers", "channels", "occupancy"}));
+  // "hangs": the registered analysis's own section (here: no hang, and why).
+  EXPECT_EQ(ids, (std::set<std::string>{"health", "busbw", "size", "latency", "time", "stragglers", "channels", "occupancy",
+                                        "hangs"}));
   // busbw box, 2 size charts, 3 comms over time, heatmap, channel busy, balance, HCA, occupancy, gaps
   EXPECT_EQ(plots, 12u);
   EXPECT_EQ(data["expected_plots"], plots);

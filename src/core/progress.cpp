@@ -1,0 +1,141 @@
+// The progress snapshot (consumer.h): for every live comm, where its issue
+// stands and which of its ops have been in flight for a long time, as their
+// events left them. The dump thread calls it every so often; it writes
+// nothing into the core and takes no lock on NCCL's event path.
+//
+// An op slot's plain fields (`start`) belong to whoever owns the slot and may
+// be rewritten by its next owner while we look, so only atomics are read:
+// the copies the starting thread made (pub_*), the channel masks and the
+// network slots. The generation is read before and after: a slot that moved
+// on meanwhile is left out (it was no longer stuck).
+#include <algorithm>
+#include <atomic>
+#include <vector>
+
+#include "src/core/clock.h"
+#include "src/core/consumer.h"
+#include "src/core/tracker.h"
+
+namespace ni {
+
+using core::Context;
+using core::NetSlot;
+using core::OpSlot;
+
+namespace {
+
+struct Found {
+  StuckOp op;
+  uint32_t slot = 0;
+  uint32_t gen = 0;
+};
+
+// The open ProxyOps of the found ops, summed per (op, peer, direction).
+void add_network(Context& c, std::vector<Found>& found) {
+  c.net_slots.for_each([&](uint32_t, NetSlot& n) {
+    // Acquire pairs with the release gen bump when a ProxyOp slot is freed:
+    // a slot read between two equal generations was one ProxyOp throughout.
+    const uint32_t g1 = n.gen.load(std::memory_order_acquire);
+    // Relaxed: validated by the generation check below.
+    if (n.stopped.load(std::memory_order_relaxed) != 0) return;
+    const uint64_t op = n.op_handle.load(std::memory_order_relaxed);  // as above
+    if (op == 0 || core::tag_of(op) != core::Tag::kOp) return;
+    Found* f = nullptr;
+    for (Found& x : found)
+      if (x.slot == core::slot_of(op) && x.gen == core::gen_of(op)) f = &x;
+    if (f == nullptr) return;
+    // Relaxed: the one progress thread's counters; validated below.
+    const uint32_t posted = n.steps_posted.load(std::memory_order_relaxed);
+    const uint32_t done = n.steps_done.load(std::memory_order_relaxed);
+    const bool send = n.is_send.load(std::memory_order_relaxed);  // as above
+    const int32_t peer = n.peer.load(std::memory_order_relaxed);
+    // Acquire fence: the reads above happen before the second generation read.
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (n.gen.load(std::memory_order_relaxed) != g1) return;  // relaxed: ordered by the fence
+    for (StuckOp::Net& e : f->op.net)
+      if (e.peer == peer && e.send == send) {
+        ++e.proxy_ops;
+        e.posted += posted;
+        e.done += done;
+        return;
+      }
+    if (f->op.net.size() >= kMaxStuckNet) return;
+    f->op.net.push_back({peer, send, 1, posted, done});
+  });
+}
+
+}  // namespace
+
+std::vector<CommProgress> progress_snapshot(uint64_t min_age_ns) {
+  std::vector<CommProgress> out;
+  core::Runtime* rt = core::runtime();
+  if (rt == nullptr) return out;
+  const uint64_t now_ns = clk::now_ns();
+  const uint64_t cutoff = now_ns > min_age_ns ? now_ns - min_age_ns : 0;
+  // Relaxed: ids only grow; each context is published by its own release store.
+  const uint32_t nc = rt->n_contexts.load(std::memory_order_relaxed);
+  for (uint32_t i = 0; i < nc; ++i) {
+    Context* c = core::context_of(rt, i);
+    // Acquire: pairs with the release store in comm_init.
+    if (c == nullptr || !c->live.load(std::memory_order_acquire)) continue;
+    CommProgress p;
+    p.comm_id = c->id;
+    // Relaxed: the issuing thread's counters (Context::issued).
+    p.issued = c->issued.load(std::memory_order_relaxed);
+    for (int f = 0; f < Context::kSeqFuncs; ++f) p.func_seq[f] = c->func_seq[f].load(std::memory_order_relaxed);
+    p.p2p_started = c->p2p_started.load(std::memory_order_relaxed);  // as above
+    p.last_func = c->last_func.load(std::memory_order_relaxed);        // as above
+    p.api_issued = c->api_issued.load(std::memory_order_relaxed);      // as above
+    p.last_api_func = c->last_api_func.load(std::memory_order_relaxed);  // as above
+    std::vector<Found> found;
+    c->ops.for_each([&](uint32_t idx, OpSlot& s) {
+      // Acquire pairs with reset_slot()'s release store of in_use.
+      if (s.in_use.load(std::memory_order_acquire) == 0) return;
+      // Acquire pairs with the release gen bump when the slot is freed.
+      const uint32_t g1 = s.gen.load(std::memory_order_acquire);
+      ++p.in_flight;
+      // Relaxed: written before in_use's release store (acquired above).
+      const uint64_t st = s.start_ticks.load(std::memory_order_relaxed);
+      const uint64_t start_ns = clk::ticks_to_ns(st);
+      if (start_ns > cutoff) return;
+      Found f;
+      f.slot = idx;
+      f.gen = g1;
+      StuckOp& o = f.op;
+      o.enqueue_ns = start_ns;
+      // Relaxed: copies published with the handle (publish_start()); validated below.
+      o.seq = s.pub_seq.load(std::memory_order_relaxed);
+      o.bytes = s.pub_bytes.load(std::memory_order_relaxed);
+      o.peer = s.pub_peer.load(std::memory_order_relaxed);
+      const uint32_t what = s.pub_what.load(std::memory_order_relaxed);
+      o.issue = s.issue.load(std::memory_order_relaxed);
+      // Relaxed: the progress thread's masks, a moment's view.
+      o.ch_started = s.started_mask.load(std::memory_order_relaxed);
+      o.ch_stopped = s.stopped_mask.load(std::memory_order_relaxed);
+      // Acquire fence: the reads above happen before the second check.
+      std::atomic_thread_fence(std::memory_order_acquire);
+      // Relaxed: ordered by the fence. A slot freed (or freed and reused)
+      // meanwhile was not stuck: leave it out.
+      if (s.gen.load(std::memory_order_relaxed) != g1 || s.in_use.load(std::memory_order_relaxed) == 0) return;
+      o.kind = static_cast<uint8_t>(what);
+      o.func = static_cast<uint8_t>(what >> 8);
+      o.dtype = static_cast<uint8_t>(what >> 16);
+      o.n_channels = static_cast<uint8_t>(what >> 24);
+      if (o.kind != static_cast<uint8_t>(OpKind::kColl)) o.issue = 0;
+      found.push_back(f);
+    });
+    std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) { return a.op.enqueue_ns < b.op.enqueue_ns; });
+    if (found.size() > kMaxStuckOps) found.resize(kMaxStuckOps);
+    if (!found.empty() && c->net) add_network(*c, found);
+    for (Found& f : found) {
+      std::sort(f.op.net.begin(), f.op.net.end(), [](const StuckOp::Net& a, const StuckOp::Net& b) {
+        return a.peer != b.peer ? a.peer < b.peer : a.send < b.send;
+      });
+      p.stuck.push_back(std::move(f.op));
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+}  // namespace ni
