@@ -7,6 +7,7 @@
 #include <ctime>
 #include <map>
 #include <set>
+#include <iomanip>
 #include <sstream>
 #include <tuple>
 
@@ -45,16 +46,16 @@ std::string wall_text(std::int64_t ns) {
   const std::time_t t = static_cast<std::time_t>(ns / 1000000000);
   std::tm tm{};
   gmtime_r(&t, &tm);
-  char buf[40];
+  char buf[96];  // room for any int fields, so that no truncation is possible
   std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
                 tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ns / 1000000 % 1000));
   return buf;
 }
 
 std::string seconds(std::int64_t ns) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f s", static_cast<double>(ns) / 1e9);
-  return buf;
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(1) << static_cast<double>(ns) / 1e9 << " s";
+  return o.str();
 }
 
 std::string channels(std::uint64_t m) {
