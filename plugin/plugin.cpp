@@ -7,6 +7,8 @@
 // version's descriptor to another's. Every entry point is noexcept and returns
 // ncclSuccess (profiler-abi.md §4: NCCL ignores the codes, and failing init is
 // unreliable across versions, §6).
+#include <type_traits>
+
 #include "plugin/abi/all.h"
 #include "src/core/core.h"
 #include "src/core/names.h"
@@ -382,7 +384,13 @@ template <typename D>
 void* start_v5_common(void* ctx, const D* d, uint64_t type) noexcept {
   switch (type) {
     case kGroupApi: return core::start_marker(ctx, EvType::kGroupApi, d->groupApi.graphCaptured);
-    case kCollApi: return core::start_coll_api(ctx, d->collApi.func, d->collApi.graphCaptured);
+    case kCollApi:
+      // Counted from ABI v6 (NCCL 2.29+), where a call may get no Coll event
+      // (Broadcast as AllGatherV); before, every call has its Coll.
+      if constexpr (std::is_same_v<D, EventDescrV5>)
+        return core::start_marker(ctx, EvType::kCollApi, d->collApi.graphCaptured);
+      else
+        return core::start_coll_api(ctx, d->collApi.func, d->collApi.graphCaptured);
     case kP2pApi: return core::start_marker(ctx, EvType::kP2pApi, d->p2pApi.graphCaptured);
     case kKernelLaunch: return core::start_marker(ctx, EvType::kKernelLaunch, false);
     default: return start_v4_common(ctx, d, type);

@@ -66,7 +66,8 @@ inline constexpr std::string_view kConfig = "config";        // object: effectiv
 
 // ---- op records (coll, p2p, ce)
 inline constexpr std::string_view kSeq = "seq";            // integer: NCCL seqNumber (coll/ce); own per-peer counter (p2p)
-inline constexpr std::string_view kIssue = "issue";        // coll: integer, place in the comm's issue order on this rank
+inline constexpr std::string_view kIssue = "issue";        // progress.stuck[] (coll): place in the comm's issue order on this rank
+inline constexpr std::string_view kIssueOff = "issue_off"; // coll records: issue - seq (compresses better than issue itself)
 inline constexpr std::string_view kFunc = "func";          // "AllReduce", "Send", ... (NCCL names)
 inline constexpr std::string_view kDtype = "dtype";        // "float32", ..., "unknown"
 inline constexpr std::string_view kCount = "count";        // integer as NCCL reported it

@@ -20,6 +20,9 @@ namespace {
 // Without the setting in the log (older plugins) the analyzer assumes the
 // plugin's default.
 constexpr std::int64_t kDefaultHangMs = 5000;
+// Ranks judged per communicator at most (a garbage rank number must not make
+// the tables huge).
+constexpr int kMaxRanks = 1 << 20;
 
 constexpr const char* kNoLogNote =
     "no log of this communicator from it: its process died before its first write, or its log is not among the "
@@ -100,7 +103,7 @@ struct RankData {
   std::int64_t hang_ms = kDefaultHangMs;
   const CommRankProgress* latest = nullptr;  // the part with the latest progress line
   std::uint64_t issued = 0;
-  std::int64_t done_issue = -1, done_wall = 0;
+  std::int64_t done_issue = -1, done_wall = 0, p2p_done_wall = 0;
   std::vector<CollSig> recent;
   std::vector<StuckOpInfo> pending;  // in flight at the end (progress) or reclaimed after the last completion
   std::int64_t started() const {
@@ -128,12 +131,22 @@ struct RankData {
     return nullptr;
   }
   // Its state stayed put long enough to be a hang, not a snapshot of a
-  // running job: a stuck op, or a progress line written because it was quiet.
+  // running job: nothing started after its last progress line, which either
+  // was written because the comm had been quiet for HANG_MS or came with an
+  // op stuck that never completed.
   bool settled() const {
-    if (latest == nullptr) return false;
-    if (!latest->stuck.empty()) return true;
-    return latest->quiet_ms >= hang_ms && static_cast<std::int64_t>(latest->issued) == started();
+    if (latest == nullptr || static_cast<std::int64_t>(latest->issued) != started()) return false;
+    return !pending.empty() || latest->quiet_ms >= hang_ms;
   }
+  // An op a progress line showed stuck that never completed.
+  bool stuck_at_end() const {
+    for (const StuckOpInfo& o : pending)
+      if (!o.reclaimed) return true;
+    return false;
+  }
+  // Its comm ended normally: comm_end, and nothing stuck (a comm aborted by a
+  // watchdog also writes comm_end, with its stuck ops never completed).
+  bool done_with() const { return finalized && !stuck_at_end(); }
 };
 
 struct Sig {
@@ -143,13 +156,14 @@ struct Sig {
   bool operator<(const Sig& o) const { return std::tie(func, bytes, root) < std::tie(o.func, o.bytes, o.root); }
   bool operator==(const Sig& o) const { return func == o.func && bytes == o.bytes && root == o.root; }
 };
-Sig sig_of(const StuckOpInfo& o) {
-  return {o.func_name.empty() ? std::string(to_string(o.func)) : o.func_name, o.bytes,
-          o.func == Func::kBroadcast || o.func == Func::kReduce ? o.peer : -1};
+// What ranks must agree on at one issue: the function, the size (not for
+// AllGatherV, whose sizes differ per rank by design) and the root.
+Sig sig_of(Func f, std::uint64_t bytes, int root) {
+  return {std::string(to_string(f)), f == Func::kAllGatherV ? 0 : bytes,
+          f == Func::kBroadcast || f == Func::kReduce ? root : -1};
 }
-Sig sig_of(const CollSig& c) {
-  return {std::string(to_string(c.func)), c.bytes, c.func == Func::kBroadcast || c.func == Func::kReduce ? c.root : -1};
-}
+Sig sig_of(const StuckOpInfo& o) { return sig_of(o.func, o.bytes, o.peer); }
+Sig sig_of(const CollSig& c) { return sig_of(c.func, c.bytes, c.root); }
 std::string sig_text(const Sig& s) {
   std::string t = s.func + " " + format_bytes(static_cast<double>(s.bytes));
   if (s.root >= 0) t += " root " + std::to_string(s.root);
@@ -166,9 +180,14 @@ class Finder {
     gather(out);
     for (auto& [comm, ranks] : comms_) {
       ++out.comms;
-      bool all_final = true;
-      for (auto& [r, d] : ranks) all_final = all_final && d.finalized;
-      if (all_final) {
+      // Every rank ended it normally, or every process exited cleanly with
+      // nothing stuck (a comm never destroyed).
+      bool all_final = true, all_clean = true;
+      for (auto& [r, d] : ranks) {
+        all_final = all_final && d.done_with();
+        all_clean = all_clean && d.clean_end && !d.stuck_at_end();
+      }
+      if (all_final || all_clean) {
         ++out.comms_finalized;
         continue;
       }
@@ -212,24 +231,25 @@ class Finder {
           d.done_issue = p.done_issue;
           d.done_wall = p.done_wall_ns;
         }
+        d.p2p_done_wall = std::max(d.p2p_done_wall, p.p2p_done_wall_ns);
         const std::uint64_t n = std::min<std::uint64_t>(p.done_colls, CommRankProgress::kRecent);
         for (std::uint64_t k = 0; k < n; ++k) d.recent.push_back(p.recent[k]);
         for (const StuckOpInfo& o : p.reclaimed) d.pending.push_back(o);
+        for (const StuckOpInfo& o : p.seen_stuck) d.pending.push_back(o);
       }
       for (const CommInfo& c : f.comms) nranks_[c.comm_hash] = std::max(nranks_[c.comm_hash], c.nranks);
       out.files_with_progress += any;
     }
     for (auto& [comm, ranks] : comms_) {
       for (auto& [r, d] : ranks) {
-        if (d.latest != nullptr) {
-          d.issued = d.latest->issued;
-          for (const StuckOpInfo& o : d.latest->stuck) d.pending.push_back(o);
-        }
-        // Ops that completed after all (a later completion, or a progress line
-        // written after the reclaim) are not pending.
+        if (d.latest != nullptr) d.issued = d.latest->issued;
+        // Ops that completed after all are not pending: a collective whose
+        // issue (or a later one) completed; a P2P op before the latest
+        // completed P2P op.
         std::erase_if(d.pending, [&](const StuckOpInfo& o) {
           if (o.kind == OpKind::kColl) return o.issue >= 0 && o.issue <= d.done_issue;
-          return o.enqueue_wall_ns != 0 && o.enqueue_wall_ns < d.done_wall;
+          if (o.kind == OpKind::kP2p) return o.enqueue_wall_ns < d.p2p_done_wall;
+          return o.enqueue_wall_ns < std::max(d.done_wall, d.p2p_done_wall);
         });
         // The same op seen twice (in a progress line and reclaimed): keep the progress line's.
         std::sort(d.pending.begin(), d.pending.end(), [](const StuckOpInfo& a, const StuckOpInfo& b) {
@@ -269,27 +289,41 @@ class Finder {
   }
 
   bool judge(std::uint64_t comm, std::map<int, RankData>& ranks, HangFinding& f) {
+    // The comm's size: as its ranks said, else its highest rank + 1; ranks
+    // beyond it (garbage) are left out.
     int n = nranks_[comm];
-    for (auto& [r, d] : ranks) n = std::max(n, r + 1);
+    if (n <= 0)
+      for (auto& [r, d] : ranks) n = std::max(n, std::min(r, kMaxRanks - 1) + 1);
+    n = std::min(n, kMaxRanks);
+    std::erase_if(ranks, [&](const auto& e) { return e.first >= n; });
     f.comm = comm;
     f.nranks = n;
     f.comm_name = comm_display(comm, res_);
-    // The first collective someone is stuck in ...
-    std::int64_t k = INT64_MAX;
-    for (auto& [r, d] : ranks)
-      if (!d.finalized)
-        if (const StuckOpInfo* o = d.first_coll()) k = std::min(k, o->issue);
-    // ... or that the ranks disagree on having started, where every rank's
-    // state stayed put (a running job's last moment is not a hang).
-    std::int64_t lo = INT64_MAX, hi = -1;
+    // Candidates: the first collective each rank is stuck in, and the first
+    // one the ranks disagree on having started once every rank's state
+    // stayed put (a running job's last moment is not a hang). The hang is
+    // the first candidate no rank completed (a collective completes on every
+    // rank or on none).
+    std::vector<std::int64_t> cand;
+    std::int64_t lo = INT64_MAX, hi = -1, done_max = -1;
     bool settled = true;
+    const std::int64_t end = job_end(ranks);
     for (auto& [r, d] : ranks) {
-      if (d.finalized) continue;
+      done_max = std::max(done_max, d.done_issue);
+      if (d.done_with()) continue;
+      if (const StuckOpInfo* o = d.first_coll()) cand.push_back(o->issue);
       lo = std::min(lo, d.started());
       hi = std::max(hi, d.started());
-      settled = settled && (d.settled() || d.log_end < job_end(ranks) - d.hang_ms * 1000000);
+      settled = settled && (d.settled() || (!d.clean_end && d.log_end < end - d.hang_ms * 1000000));
     }
-    if (hi > lo && settled) k = std::min(k, lo);
+    if (hi > lo && settled) cand.push_back(lo);
+    std::sort(cand.begin(), cand.end());
+    std::int64_t k = INT64_MAX;
+    for (std::int64_t c : cand)
+      if (c > done_max) {
+        k = c;
+        break;
+      }
     if (k == INT64_MAX) return judge_api(ranks, f) || judge_p2p(ranks, f);
     f.issue = k;
     // What the ranks that have it issued there: the majority.
@@ -336,7 +370,6 @@ class Finder {
         }
     }
     f.since_ns = since;
-    const std::int64_t end = job_end(ranks);
     std::vector<int> missing, died, desync, kernel_idle, waiting, no_log;
     for (int r = 0; r < n; ++r) {
       auto it = ranks.find(r);
@@ -352,7 +385,12 @@ class Finder {
       const CollSig* c = d->done_at(k);
       if (o != nullptr) h.op = op_text(*o), h.progress = progress_text(*o);
       else if (c != nullptr) h.op = std::string(to_string(c->func)) + " seq " + std::to_string(c->seq) + " (completed)";
-      if (d->finalized) {
+      if (d->done_with() && d->started() <= k && c == nullptr) {
+        h.state = "left";
+        h.note = "last started issue " + std::to_string(d->started() - 1) +
+                 "; it ended the communicator (comm_end) without starting it";
+        missing.push_back(r);
+      } else if (d->done_with()) {
         h.state = "finalized";
       } else if (c != nullptr && o == nullptr) {
         h.state = "completed";
@@ -393,9 +431,11 @@ class Finder {
       f.kind = "missing_ranks";
       f.culprits = missing;
       const bool all_died = died.size() == missing.size() && !died.empty();
-      f.verdict = std::string(missing.size() == 1 ? "rank " : "ranks ") + rank_list(missing) +
-                  (all_died ? " died before joining " : " never joined ") + at + "; " + std::to_string(waiting.size()) +
-                  " of " + std::to_string(n) + " ranks wait in it";
+      f.verdict = std::string(missing.size() == 1 ? "rank " : "ranks ") + rank_list(missing) + " never joined " + at +
+                  (all_died ? (missing.size() == 1 ? " (its process died: its log stopped)"
+                                                   : " (their processes died: their logs stopped)")
+                            : "") +
+                  "; " + std::to_string(waiting.size()) + " of " + std::to_string(n) + " ranks wait in it";
       for (int r : missing)
         f.evidence.push_back("rank " + std::to_string(r) + " (" + where(f.ranks[static_cast<std::size_t>(r)]) +
                              "): " + f.ranks[static_cast<std::size_t>(r)].note);
@@ -476,7 +516,7 @@ class Finder {
         continue;
       }
       const RankData& d = it->second;
-      if (d.finalized) continue;
+      if (d.done_with()) continue;
       if (d.latest == nullptr || d.latest->api_issued == 0) {
         if (d.clean_end || d.log_end >= end - d.hang_ms * 1000000) return false;
         unknown.push_back(r);
@@ -496,7 +536,7 @@ class Finder {
     }
     std::int64_t since = 0;
     for (auto& [r, d] : ranks)
-      if (!d.finalized && d.latest != nullptr && d.latest->api_issued > lo) {
+      if (!d.done_with() && d.latest != nullptr && d.latest->api_issued > lo) {
         if (f.func.empty() && d.latest->api_issued == lo + 1) f.func = d.latest->last_api_func;
         const std::int64_t t = d.latest->progress_wall_ns - d.latest->quiet_ms * 1000000;
         if (since == 0 || t < since) since = t;
@@ -512,7 +552,7 @@ class Finder {
         missing.push_back(r);
       } else {
         const RankData& d = it->second;
-        if (d.finalized) {
+        if (d.done_with()) {
           h.state = "finalized";
         } else if (d.latest == nullptr || d.latest->api_issued == 0) {
           h.note = "no count of its collective calls (no progress line)";
@@ -622,7 +662,8 @@ class Finder {
     const StuckOpInfo* first = nullptr;
     int at = -1;
     for (auto& [r, d] : ranks) {
-      if (d.finalized) continue;
+      // A process that exited cleanly, or a rank whose state was still moving, is not hung.
+      if (d.done_with() || d.clean_end || !d.settled()) continue;
       for (const StuckOpInfo& o : d.pending)
         if (o.kind == OpKind::kP2p && (first == nullptr || o.enqueue_wall_ns < first->enqueue_wall_ns)) {
           first = &o;
@@ -660,7 +701,7 @@ class Finder {
       auto it = ranks.find(r);
       HangRank h = rank_row(r, it == ranks.end() ? nullptr : &it->second);
       if (it != ranks.end()) {
-        h.state = it->second.finalized ? "finalized" : it->second.pending.empty() ? "idle" : "waiting";
+        h.state = it->second.done_with() ? "finalized" : it->second.pending.empty() ? "idle" : "waiting";
         for (const StuckOpInfo& o : it->second.pending)
           if (o.kind == OpKind::kP2p) {
             h.op += (h.op.empty() ? "" : "; ") + op_text(o);
@@ -757,7 +798,8 @@ void add_hang_sections(Report& r, const HangResult& h, const ReadResult& res) {
   }
   t.notes.push_back("started: collectives the rank started on the comm; states: waiting (in it), missing (never "
                     "started it, alive), died (never started it, its log stopped), exited (its process ended "
-                    "normally), desync (a different op there), completed, finalized, no_log");
+                    "normally), left (it ended the communicator without starting it), desync (a different op "
+                    "there), completed, finalized, no_log");
 }
 
 std::vector<Marker> hang_markers(const HangResult& h, const ReadResult& res) {

@@ -210,6 +210,12 @@ struct CommRankProgress {
   std::string last_api_func;
   std::uint32_t in_flight = 0;
   std::vector<StuckOpInfo> stuck;      // the latest progress line's
+  // Every op any progress line listed as stuck, as last seen (the timeout
+  // reclaims a hung op after NCCL_INSPECTOR_OP_TIMEOUT_MS and later lines no
+  // longer list it; its channels and network steps are kept here). The 32
+  // most recently seen.
+  std::vector<StuckOpInfo> seen_stuck;
+  std::int64_t p2p_done_wall_ns = 0;   // the latest P2P op completed by its events (start or enqueue)
   std::vector<StuckOpInfo> reclaimed;  // reclaimed op records (the last 16)
   std::int64_t done_issue = -1;        // highest issue of a collective completed by its events
   std::int64_t done_wall_ns = 0;       // the latest such completion's start (or enqueue)

@@ -32,7 +32,7 @@ namespace ni::analysis {
 // Op fields a sink can do without (OpSink::op_fields): the reader's fast path
 // then skips converting them and leaves them at their defaults.
 enum OpFields : std::uint32_t {
-  kOpFieldSeq = 1u << 0,        // Op::seq
+  kOpFieldSeq = 1u << 0,        // Op::seq (converted anyway: the file's hang data needs it)
   kOpFieldChannels = 1u << 1,   // Op::nchannels
   kOpFieldChBalance = 1u << 2,  // Op::ch_balance
   kOpFieldsAll = (1u << 3) - 1,

@@ -28,6 +28,7 @@ Field field_id(std::string_view k) {
       {sc::kDroppedTotal, Field::kDroppedTotal},
       {sc::kFunc, Field::kFunc},
       {sc::kIssue, Field::kIssue},
+      {sc::kIssueOff, Field::kIssueOff},
       {sc::kIssued, Field::kIssued},
       {sc::kStarted, Field::kStarted},
       {sc::kP2pStarted, Field::kP2pStarted},

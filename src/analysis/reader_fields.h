@@ -24,7 +24,7 @@ enum class Field : std::uint8_t {
   kProto, kPeer, kPid, kPluginVersion, kPartial, kP2pPerf, kRank, kReclaimed, kRecordsWritten,
   kReclaimedOps, kSeq, kStartWallNs, kType, kTiming, kTransport, kWallNs, kUncertainty, kSamples,
   kCudaDev, kPciBusId, kIssue, kIssued, kStarted, kP2pStarted, kInFlight, kStuck, kRoot, kEnqueueWallNs, kConfig,
-  kLastFunc, kQuietMs, kApiIssued, kLastApiFunc
+  kLastFunc, kQuietMs, kApiIssued, kLastApiFunc, kIssueOff
 };
 
 Field field_id(std::string_view key);
@@ -79,6 +79,8 @@ struct Line {
   // (their `started` and `stuck` go to the record reader's own vectors);
   // meta's NCCL_INSPECTOR_HANG_MS
   std::int64_t issue = -1, root = -1, enqueue_wall_ns = 0;
+  std::int64_t issue_off = 0;
+  bool has_issue_off = false;
   std::uint64_t issued = 0, p2p_started = 0, in_flight = 0, api_issued = 0;
   std::string_view last_api_func;
   std::int64_t hang_ms = -1, quiet_ms = -1;

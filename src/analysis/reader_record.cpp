@@ -286,7 +286,7 @@ template <class V>
     case Field::kReclaimed: if (get_bool(v, b)) L.reclaimed = b; break;
     case Field::kRecordsWritten: get_u64(v, L.records_written); break;
     case Field::kReclaimedOps: get_u64(v, L.reclaimed_ops); break;
-    case Field::kSeq: if (fields_ & kOpFieldSeq) L.has_seq = get_u64(v, L.seq); break;
+    case Field::kSeq: L.has_seq = get_u64(v, L.seq); break;  // always: hangs reads it (note_for_hangs)
     case Field::kStartWallNs: L.has_start = get_i64(v, L.start_wall_ns); break;
     case Field::kType: L.has_type = get_str(v, L.type); break;
     case Field::kTiming: get_str(v, L.timing); break;
@@ -295,6 +295,7 @@ template <class V>
     case Field::kUncertainty: get_i64(v, L.uncertainty_ns); break;
     case Field::kSamples: get_i64(v, L.samples); break;
     case Field::kIssue: get_i64(v, L.issue); break;
+    case Field::kIssueOff: L.has_issue_off = get_i64(v, L.issue_off); break;
     case Field::kIssued: get_u64(v, L.issued); break;
     case Field::kStarted: started(v); break;
     case Field::kP2pStarted: get_u64(v, L.p2p_started); break;
@@ -708,6 +709,14 @@ void RecordReader::on_progress() {
   p.last_api_func = cut_label(L.last_api_func);
   p.in_flight = static_cast<std::uint32_t>(std::min<std::uint64_t>(L.in_flight, UINT32_MAX));
   p.stuck = stuck_;
+  for (const StuckOpInfo& o : stuck_) {
+    auto same = [&](const StuckOpInfo& x) {
+      return x.kind == o.kind && x.issue == o.issue && x.func == o.func && x.seq == o.seq && x.peer == o.peer;
+    };
+    if (auto it = std::find_if(p.seen_stuck.begin(), p.seen_stuck.end(), same); it != p.seen_stuck.end()) p.seen_stuck.erase(it);
+    if (p.seen_stuck.size() >= 32) p.seen_stuck.erase(p.seen_stuck.begin());
+    p.seen_stuck.push_back(o);
+  }
 }
 
 void RecordReader::on_comm_end() {
@@ -728,13 +737,18 @@ void RecordReader::note_for_hangs(RecType rt) {
   if (L.nranks > 0) p.nranks = static_cast<int>(std::min<std::int64_t>(L.nranks, INT32_MAX));
   if (p.first_wall_ns == 0 || (t != 0 && t < p.first_wall_ns)) p.first_wall_ns = t;
   const Func f = cached(func_cache_, L.func, parse_func);
+  // A collective's issue: written as issue_off (issue - seq) by the plugin.
+  const std::int64_t issue = rt != RecType::kOpColl ? -1
+                             : L.issue >= 0         ? L.issue
+                             : L.has_issue_off && L.has_seq ? static_cast<std::int64_t>(L.seq) + L.issue_off
+                                                            : -1;
   if (L.reclaimed) {
     StuckOpInfo so;
     so.kind = rt == RecType::kOpColl ? OpKind::kColl : rt == RecType::kOpP2p ? OpKind::kP2p : OpKind::kCe;
     so.func = f;
     so.func_name = cut_label(L.func);
     so.seq = L.seq;
-    so.issue = rt == RecType::kOpColl ? L.issue : -1;
+    so.issue = issue;
     so.peer = static_cast<int>(std::clamp<std::int64_t>(rt == RecType::kOpP2p ? L.peer : L.root, -1, INT32_MAX));
     so.bytes = L.bytes;
     so.enqueue_wall_ns = L.enqueue_wall_ns;
@@ -743,12 +757,14 @@ void RecordReader::note_for_hangs(RecType rt) {
     p.reclaimed.push_back(std::move(so));
     return;
   }
-  if (rt != RecType::kOpColl || L.issue < 0) return;
-  if (L.issue > p.done_issue) {
-    p.done_issue = L.issue;
+  if (rt == RecType::kOpP2p) p.p2p_done_wall_ns = std::max(p.p2p_done_wall_ns, t);
+  if (issue < 0) return;
+  if (issue > p.done_issue) {
+    p.done_issue = issue;
     p.done_wall_ns = t;
   }
-  p.recent[p.done_colls % CommRankProgress::kRecent] = CollSig{L.issue, f, L.seq, L.bytes, static_cast<int>(std::clamp<std::int64_t>(L.root, -1, INT32_MAX))};
+  p.recent[p.done_colls % CommRankProgress::kRecent] =
+      CollSig{issue, f, L.seq, L.bytes, static_cast<int>(std::clamp<std::int64_t>(L.root, -1, INT32_MAX))};
   ++p.done_colls;
 }
 
@@ -805,7 +821,7 @@ void RecordReader::fill_op(RecType rt, Op& op) {
   op.proto = cached(proto_cache_, L.proto, parse_proto);
   op.timing = cached(timing_cache_, L.timing, timing_of);
   op.bytes = L.bytes;
-  op.seq = L.seq;
+  op.seq = (fields_ & kOpFieldSeq) != 0 ? L.seq : 0;  // read for hangs either way (note_for_hangs)
   op.dur_us = L.dur_us;
   op.busbw_gbs = cpu_timed(op.timing) ? kNaN : L.busbw;  // older plugins wrote one (model.h: cpu_timed)
   op.ch_balance = static_cast<float>(L.ch_balance);

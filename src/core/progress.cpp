@@ -10,6 +10,8 @@
 // on meanwhile is left out (it was no longer stuck).
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
+#include <cstring>
 #include <vector>
 
 #include "src/core/clock.h"
@@ -21,6 +23,7 @@ namespace ni {
 using core::Context;
 using core::NetSlot;
 using core::OpSlot;
+using core::OpStart;
 
 namespace {
 
@@ -36,9 +39,10 @@ void add_network(Context& c, std::vector<Found>& found) {
     // Acquire pairs with the release gen bump when a ProxyOp slot is freed:
     // a slot read between two equal generations was one ProxyOp throughout.
     const uint32_t g1 = n.gen.load(std::memory_order_acquire);
-    // Relaxed: validated by the generation check below.
-    if (n.stopped.load(std::memory_order_relaxed) != 0) return;
-    const uint64_t op = n.op_handle.load(std::memory_order_relaxed);  // as above
+    // Acquire pairs with the release store of stopped = 0 at the ProxyOp's
+    // start: its fields below are visible. A freed slot has stopped = 1.
+    if (n.stopped.load(std::memory_order_acquire) != 0) return;
+    const uint64_t op = n.op_handle.load(std::memory_order_relaxed);  // relaxed: as stopped above; validated below
     if (op == 0 || core::tag_of(op) != core::Tag::kOp) return;
     Found* f = nullptr;
     for (Found& x : found)
@@ -46,9 +50,9 @@ void add_network(Context& c, std::vector<Found>& found) {
     if (f == nullptr) return;
     // Relaxed: the one progress thread's counters; validated below.
     const uint32_t posted = n.steps_posted.load(std::memory_order_relaxed);
-    const uint32_t done = n.steps_done.load(std::memory_order_relaxed);
-    const bool send = n.is_send.load(std::memory_order_relaxed);  // as above
-    const int32_t peer = n.peer.load(std::memory_order_relaxed);
+    const uint32_t done = n.steps_done.load(std::memory_order_relaxed);  // relaxed: as steps_posted
+    const bool send = n.is_send.load(std::memory_order_relaxed);  // relaxed: as op_handle above
+    const int32_t peer = n.peer.load(std::memory_order_relaxed);  // relaxed: as op_handle above
     // Acquire fence: the reads above happen before the second generation read.
     std::atomic_thread_fence(std::memory_order_acquire);
     if (n.gen.load(std::memory_order_relaxed) != g1) return;  // relaxed: ordered by the fence
@@ -82,17 +86,23 @@ std::vector<CommProgress> progress_snapshot(uint64_t min_age_ns) {
     p.comm_id = c->id;
     // Relaxed: the issuing thread's counters (Context::issued).
     p.issued = c->issued.load(std::memory_order_relaxed);
-    for (int f = 0; f < Context::kSeqFuncs; ++f) p.func_seq[f] = c->func_seq[f].load(std::memory_order_relaxed);
+    for (int f = 0; f < Context::kSeqFuncs; ++f)
+      p.func_seq[f] = c->func_seq[f].load(std::memory_order_relaxed);  // relaxed: as issued above
     p.p2p_started = c->p2p_started.load(std::memory_order_relaxed);  // as above
     p.last_func = c->last_func.load(std::memory_order_relaxed);        // as above
     p.api_issued = c->api_issued.load(std::memory_order_relaxed);      // as above
     p.last_api_func = c->last_api_func.load(std::memory_order_relaxed);  // as above
     std::vector<Found> found;
     c->ops.for_each([&](uint32_t idx, OpSlot& s) {
-      // Acquire pairs with reset_slot()'s release store of in_use.
+      // The op's claim word identifies it: (gen << 1) while it is in flight,
+      // stored by reset_slot() (release) before in_use; the completer sets
+      // bit 0, the next op stores its own generation. Equal before and after
+      // the reads below: one op, in flight throughout.
+      // Acquire pairs with reset_slot()'s release stores of in_use and claim.
       if (s.in_use.load(std::memory_order_acquire) == 0) return;
-      // Acquire pairs with the release gen bump when the slot is freed.
-      const uint32_t g1 = s.gen.load(std::memory_order_acquire);
+      const uint64_t c1 = s.claim.load(std::memory_order_acquire);  // as in_use
+      if ((c1 & 1) != 0) return;  // being completed
+      const uint32_t g1 = static_cast<uint32_t>(c1 >> 1);
       ++p.in_flight;
       // Relaxed: written before in_use's release store (acquired above).
       const uint64_t st = s.start_ticks.load(std::memory_order_relaxed);
@@ -103,24 +113,28 @@ std::vector<CommProgress> progress_snapshot(uint64_t min_age_ns) {
       f.gen = g1;
       StuckOp& o = f.op;
       o.enqueue_ns = start_ns;
-      // Relaxed: copies published with the handle (publish_start()); validated below.
+      // Acquire pairs with publish_start()'s release store: the fields below
+      // are the same op's (an op this old published them long ago).
+      const uint64_t what_word = s.pub_what.load(std::memory_order_acquire);
+      // Relaxed: ordered by the acquire load above; validated below.
       o.seq = s.pub_seq.load(std::memory_order_relaxed);
-      o.bytes = s.pub_bytes.load(std::memory_order_relaxed);
-      o.peer = s.pub_peer.load(std::memory_order_relaxed);
-      const uint32_t what = s.pub_what.load(std::memory_order_relaxed);
-      o.issue = s.issue.load(std::memory_order_relaxed);
+      o.bytes = s.pub_bytes.load(std::memory_order_relaxed);  // relaxed: as pub_seq
+      o.peer = s.pub_peer.load(std::memory_order_relaxed);    // relaxed: as pub_seq
+      uint8_t what[8];
+      std::memcpy(what, &what_word, sizeof what);  // OpStart's bytes from `kind` (publish_start())
+      o.issue = s.issue.load(std::memory_order_relaxed);  // relaxed: as pub_seq
       // Relaxed: the progress thread's masks, a moment's view.
       o.ch_started = s.started_mask.load(std::memory_order_relaxed);
-      o.ch_stopped = s.stopped_mask.load(std::memory_order_relaxed);
+      o.ch_stopped = s.stopped_mask.load(std::memory_order_relaxed);  // relaxed: as started_mask
       // Acquire fence: the reads above happen before the second check.
       std::atomic_thread_fence(std::memory_order_acquire);
-      // Relaxed: ordered by the fence. A slot freed (or freed and reused)
+      // Relaxed: ordered by the fence. An op completed (or the slot reused)
       // meanwhile was not stuck: leave it out.
-      if (s.gen.load(std::memory_order_relaxed) != g1 || s.in_use.load(std::memory_order_relaxed) == 0) return;
-      o.kind = static_cast<uint8_t>(what);
-      o.func = static_cast<uint8_t>(what >> 8);
-      o.dtype = static_cast<uint8_t>(what >> 16);
-      o.n_channels = static_cast<uint8_t>(what >> 24);
+      if (s.claim.load(std::memory_order_relaxed) != c1) return;
+      o.kind = what[offsetof(OpStart, kind) - offsetof(OpStart, kind)];
+      o.func = what[offsetof(OpStart, func) - offsetof(OpStart, kind)];
+      o.dtype = what[offsetof(OpStart, dtype) - offsetof(OpStart, kind)];
+      o.n_channels = what[offsetof(OpStart, n_channels) - offsetof(OpStart, kind)];
       if (o.kind != static_cast<uint8_t>(OpKind::kColl)) o.issue = 0;
       found.push_back(f);
     });

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include <bit>
+#include <cstring>
 
 #include "src/core/clock.h"
 #include "src/core/names.h"
@@ -282,9 +283,10 @@ __attribute__((always_inline)) inline void publish_start(OpSlot& s) noexcept {
   s.pub_seq.store(r.seq, std::memory_order_relaxed);
   s.pub_bytes.store(r.bytes, std::memory_order_relaxed);
   s.pub_peer.store(r.peer, std::memory_order_relaxed);
-  s.pub_what.store(static_cast<uint32_t>(r.kind) | static_cast<uint32_t>(r.func) << 8 |
-                       static_cast<uint32_t>(r.dtype) << 16 | static_cast<uint32_t>(r.n_channels) << 24,
-                   std::memory_order_relaxed);
+  // kind, func, dtype, algo, proto, n_channels, n_warps, abi_version: one word.
+  uint64_t what;
+  std::memcpy(&what, &r.kind, sizeof what);
+  s.pub_what.store(what, std::memory_order_relaxed);
 }
 
 // The part every op start shares: admission (size filter, sampling, pool),

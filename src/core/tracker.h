@@ -125,6 +125,7 @@ struct alignas(kCacheLine) OpStart {
   uint8_t pad_[2];  // the record's reserved_
 };
 static_assert(sizeof(OpStart) == kCacheLine);
+static_assert(offsetof(OpStart, abi_version) - offsetof(OpStart, kind) == 7, "publish_start() copies them as one word");
 // OpRecord's first cache line has the same layout (record.h): completion copies it whole.
 #define NI_SAME_OFFSET(f) static_assert(offsetof(OpStart, f) == offsetof(OpRecord, f) && sizeof(OpStart::f) == sizeof(OpRecord::f))
 NI_SAME_OFFSET(comm_hash);
@@ -207,7 +208,7 @@ struct OpSlotFields {
   alignas(kCacheLine) std::atomic<uint64_t> pub_seq{0};
   std::atomic<uint64_t> pub_bytes{0};
   std::atomic<int32_t> pub_peer{-1};
-  std::atomic<uint32_t> pub_what{0};  // kind | func << 8 | dtype << 16 | n_channels << 24
+  std::atomic<uint64_t> pub_what{0};  // OpStart's 8 bytes from `kind` (kind, func, dtype, algo, proto, n_channels, ...)
 };
 // Padded to a power of two: finding a slot from a handle is then a shift, not
 // a multiply (25 lookups per 8-channel op).

@@ -239,8 +239,7 @@ void DumpSink::run() {
   const auto interval = std::chrono::microseconds(cfg_.dump_interval_us > 0 ? cfg_.dump_interval_us : 100000);
   // A signal's flush request (signal_flush.h) cannot notify the condition
   // variable: with it armed, the wait is cut into slices of at most 50 ms.
-  const bool armed = cfg_.signal_flush && opts_.pid == 0;
-  if (armed) signal_flush::arm(static_cast<pid_t>(syscall(SYS_gettid)));
+  const bool armed = cfg_.signal_flush && opts_.pid == 0 && signal_flush::arm(static_cast<pid_t>(syscall(SYS_gettid)));
   const auto slice = armed ? std::min<std::chrono::microseconds>(interval, std::chrono::milliseconds(50)) : interval;
   std::vector<CommInfo>& added = taken_added_;
   std::vector<uint32_t>& removed = taken_removed_;

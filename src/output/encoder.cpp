@@ -280,7 +280,10 @@ void Encoder::op_identity(Buf& b, const OpRecord& r, const CommInfo* comm, int n
   kv_int(b, sc::kRank, r.rank);
   kv_int(b, sc::kNranks, nranks);
   kv_int(b, sc::kSeq, r.seq);
-  if (kind == OpKind::kColl) kv_int(b, sc::kIssue, r.issue);
+  // issue = seq + issue_off; the offset (the collectives of other functions
+  // started before it) repeats from record to record, the issue does not.
+  if (kind == OpKind::kColl)
+    kv_int(b, sc::kIssueOff, static_cast<int64_t>(static_cast<int32_t>(r.issue - static_cast<uint32_t>(r.seq))));
   kv_str(b, sc::kFunc, func_name(func));
   if (kind == OpKind::kP2p) kv_int(b, sc::kPeer, r.peer);
   kv_str(b, sc::kDtype, dtype_name(enum_or(r.dtype, DType::kCount_, DType::kUnknown)));

@@ -44,15 +44,34 @@ void on_signal(int sig) {
   raise(sig);
 }
 
-// A fork()ed child has no dump thread: its handler only re-raises.
+void restore_default() noexcept {
+  for (int sig : kSignals) {
+    struct sigaction cur {};
+    if (sigaction(sig, nullptr, &cur) != 0) continue;
+    if ((cur.sa_flags & SA_SIGINFO) != 0 || cur.sa_handler != on_signal) continue;
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, nullptr);
+  }
+}
+
+// A fork()ed child has no dump thread, and may dlclose the plugin: its
+// signals get their default action back.
 const bool g_in_fork = core::join_fork({core::kForkOrderLeaf, []() noexcept {}, []() noexcept {},
                                         []() noexcept {
                                           g_dump_tid.store(0, std::memory_order_release);  // pairs with on_signal()
+                                          restore_default();
                                         }});
 
 }  // namespace
 
-void arm(pid_t tid) noexcept {
+bool arm(pid_t tid) noexcept {
+  // One dump thread at a time answers (a second sink in the process does not arm).
+  pid_t none = 0;
+  // Acquire/release: pairs with disarm()'s release store and on_signal()'s acquire load.
+  if (!g_dump_tid.compare_exchange_strong(none, tid, std::memory_order_acq_rel, std::memory_order_acquire))
+    return false;
   for (int sig : kSignals) {
     struct sigaction cur {};
     if (sigaction(sig, nullptr, &cur) != 0) continue;
@@ -63,21 +82,14 @@ void arm(pid_t tid) noexcept {
     sa.sa_flags = SA_RESTART;
     sigaction(sig, &sa, nullptr);
   }
-  // Release pairs with on_signal()'s acquire load.
-  g_dump_tid.store(tid, std::memory_order_release);
+  return true;
 }
 
 void disarm() noexcept {
   g_dump_tid.store(0, std::memory_order_release);  // pairs with on_signal()'s acquire load
-  for (int sig : kSignals) {
-    struct sigaction cur {};
-    if (sigaction(sig, nullptr, &cur) != 0) continue;
-    if ((cur.sa_flags & SA_SIGINFO) != 0 || cur.sa_handler != on_signal) continue;
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    sigemptyset(&dfl.sa_mask);
-    sigaction(sig, &dfl, nullptr);
-  }
+  // A handler waiting for a flush that will not come now: let it go on.
+  g_done.store(1, std::memory_order_release);  // pairs with on_signal()'s acquire load
+  restore_default();
 }
 
 int pending() noexcept {

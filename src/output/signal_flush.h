@@ -11,7 +11,8 @@
 // thread, which is an ordinary thread and may take locks and allocate; if the
 // interrupted thread holds a lock the dump thread needs (malloc's, a ring's),
 // the wait times out and nothing more is written. Never waits on the dump
-// thread itself (abort() called there), nor in a fork()ed child.
+// thread itself (abort() called there); a fork()ed child gets the default
+// actions back (it has no dump thread, and may unload the plugin).
 #pragma once
 
 #include <sys/types.h>
@@ -21,8 +22,10 @@ namespace ni::out::signal_flush {
 inline constexpr int kWaitMs = 3000;
 
 // The dump thread `tid` starts: install the handler where nothing else is.
-void arm(pid_t tid) noexcept;
-// The dump thread stops: restore SIG_DFL where the handler is still ours.
+// False (nothing done) when another dump thread of the process is armed.
+bool arm(pid_t tid) noexcept;
+// The dump thread that armed stops: restore SIG_DFL where the handler is
+// still ours, and release a handler waiting for a flush.
 void disarm() noexcept;
 // The signal number whose flush is asked for; 0 none.
 int pending() noexcept;

@@ -143,7 +143,8 @@ TEST(Hangs, ARankWhoseLogStoppedBeforeTheHangDied) {
   EXPECT_EQ(f.kind, "missing_ranks");
   EXPECT_EQ(f.culprits, std::vector<int>{2});
   EXPECT_EQ(rank_of(f, 2).state, "died");
-  EXPECT_NE(f.verdict.find("rank 2 died before joining AllReduce seq 5"), std::string::npos) << f.verdict;
+  EXPECT_NE(f.verdict.find("rank 2 never joined AllReduce seq 5 (issue 5) (its process died"), std::string::npos)
+      << f.verdict;
 }
 
 TEST(Hangs, ADifferentOpAtTheSameIssueIsADesyncWithBothSides) {
@@ -243,6 +244,74 @@ TEST(Hangs, AMissingRankWaitingInAnEarlierHangIsTracedToIt) {
   EXPECT_EQ(f.culprits, std::vector<int>{6});
   EXPECT_NE(rank_of(f, 6).note.find("it waits in pp"), std::string::npos) << rank_of(f, 6).note;
   EXPECT_NE(rank_of(f, 6).note.find("the cause"), std::string::npos) << rank_of(f, 6).note;
+}
+
+// The watchdog kills long after the timeout reclaimed the hung op: the last
+// progress lines list nothing stuck any more, the reclaimed records carry no
+// channels; what an earlier line showed still names the culprit.
+TEST(Hangs, TheDetailOfAnOpReclaimedByTheTimeoutStillNamesTheCulprit) {
+  auto logs = job([](RankLog& l) {
+    waits(l, l.rank == 5 ? stuck(5, "AllReduce", -1, "[]") : "");
+    l.add(coll(l.rank, 5, "AllReduce", -1, true));  // reclaimed at OP_TIMEOUT
+    l.add(progress(l.rank, kHangAt + 20000 * kMs, 6, "[]", 10000));
+    l.add(alive(kHangAt + 600000 * kMs));
+  });
+  HangResult h = hangs_of(logs, "hang_reclaimed");
+  ASSERT_EQ(h.findings.size(), 1u);
+  EXPECT_EQ(h.findings[0].kind, "stuck_collective");
+  EXPECT_EQ(h.findings[0].culprits, std::vector<int>{5});
+  EXPECT_NE(h.findings[0].verdict.find("kernel never started"), std::string::npos) << h.findings[0].verdict;
+}
+
+// A watchdog that aborts the communicators (ncclCommAbort writes comm_end like
+// a destroy): the hang is still judged.
+TEST(Hangs, ACommAbortedWhileStuckIsStillJudged) {
+  auto logs = job([](RankLog& l) {
+    if (l.rank != 6) waits(l);
+    else l.add(progress(6, kT0 + 310 * kMs, 5, "[]", 300));
+    l.add(R"({"type":"comm_end","wall_ns":)" + std::to_string(kHangAt + 3000 * kMs) + R"(,"comm_id":1,"comm_hash":")" +
+          kHash + R"(","rank":)" + std::to_string(l.rank) + "}");
+  });
+  HangResult h = hangs_of(logs, "hang_aborted");
+  ASSERT_EQ(h.findings.size(), 1u);
+  EXPECT_EQ(h.findings[0].kind, "missing_ranks");
+  EXPECT_EQ(h.findings[0].culprits, std::vector<int>{6});
+}
+
+// Every rank waited long in collective 5 (say, connection setup), which then
+// completed; the job was killed later with the ranks one collective apart:
+// the old stuck lines are no hang.
+TEST(Hangs, AnOldStuckLineAndRanksOneApartAtTheKillAreNoHang) {
+  auto logs = job([](RankLog& l) {
+    waits(l);
+    l.add(coll(l.rank, 5));
+    if (l.rank % 2 == 0) l.add(coll(l.rank, 6));
+  });
+  HangResult h = hangs_of(logs, "hang_old_stuck");
+  EXPECT_TRUE(h.findings.empty()) << h.findings[0].verdict;
+}
+
+// A receive that once waited long (and was reclaimed) on a P2P communicator,
+// later ones completed, the processes exited without destroying it: no hang.
+TEST(Hangs, AnOldStuckReceiveFollowedByCompletedOnesIsNoHang) {
+  std::vector<RankLog> logs(2);
+  for (int r = 0; r < 2; ++r) {
+    RankLog& l = logs[r];
+    l.rank = r;
+    l.add(meta(r));
+    l.add(comm(r));
+    auto p2p = [&](int seq, std::int64_t t, bool reclaimed) {
+      return R"({"type":"p2p","comm_id":1,"comm_hash":")" + std::string(kHash) + R"(","rank":)" + std::to_string(r) +
+             R"(,"nranks":8,"seq":)" + std::to_string(seq) + R"(,"func":")" + (r == 0 ? "Send" : "Recv") +
+             R"(","peer":)" + std::to_string(1 - r) + R"(,"dtype":"float32","count":1,"bytes":4,"start_wall_ns":)" +
+             std::to_string(t) + R"(,"enqueue_wall_ns":)" + std::to_string(t) + R"(,"dur_us":5,"timing":"gpu")" +
+             (reclaimed ? R"(,"reclaimed":true)" : "") + "}";
+    };
+    l.add(p2p(0, kT0, true));
+    l.add(p2p(1, kT0 + 20000 * kMs, false));
+    l.add(R"({"type":"end","wall_ns":)" + std::to_string(kT0 + 21000 * kMs) + R"(,"records_written":2,"dropped_total":0})");
+  }
+  EXPECT_TRUE(hangs_of(logs, "hang_old_recv").findings.empty());
 }
 
 // A collective too small to be recorded (DUMP_MIN_SIZE_BYTES): no op in flight
