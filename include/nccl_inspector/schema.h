@@ -136,6 +136,7 @@ inline constexpr std::string_view kLabel = "label";
 // ---- progress (NCCL_INSPECTOR_HANG_MS): comm_id, comm_hash, rank, nranks, wall_ns and
 inline constexpr std::string_view kIssued = "issued";          // integer: collectives started on the comm
 inline constexpr std::string_view kStarted = "started";        // object: {func: last seq started} (collectives)
+inline constexpr std::string_view kDoneSeq = "completed";      // object: {func: highest seq completed} (recorded collectives)
 inline constexpr std::string_view kLastFunc = "last_func";     // string: the function of collective issued - 1
 inline constexpr std::string_view kApiIssued = "api_issued";   // integer: collective calls (CollApi, ABI v5+)
 inline constexpr std::string_view kLastApiFunc = "last_api_func"; // string: the function of the last one

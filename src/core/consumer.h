@@ -87,6 +87,7 @@ struct CommProgress {
   uint32_t comm_id = 0;
   uint64_t issued = 0;               // collectives started (Context::issued)
   uint64_t func_seq[5] = {};         // last seqNumber + 1 started, Broadcast .. AllReduce (0 = none)
+  uint64_t done_seq[5] = {};         // set by the dump thread: the highest seq + 1 its records completed
   uint64_t p2p_started = 0;          // P2P ops started
   uint8_t last_func = 0;             // Func of the last collective started (when issued > 0)
   uint64_t api_issued = 0;           // collective calls of the application (CollApi, v5+)

@@ -336,6 +336,10 @@ void DumpSink::dispatch_record(const OpRecord& r) {
     if (ce->info.rank < 0) ce->info.rank = r.rank;
     announce(ce->info, anchor_.to_wall(src_->now_mono_ns()));
   }
+  // What the comm completed, for its progress lines: the highest seq per
+  // collective function among the records drained (not those reclaimed).
+  if (ce != nullptr && static_cast<OpKind>(r.kind) == OpKind::kColl && r.func < 5 && (r.flags & kFlagReclaimed) == 0)
+    ce->done_seq[r.func] = std::max(ce->done_seq[r.func], r.seq + 1);
   const CommInfo* ci = ce != nullptr ? &ce->info : nullptr;
   const ClockEstimate* clk = cycle_clock(ce, r);
   for (Configured& o : outputs_) o.out->record(r, ci, clk);
@@ -443,6 +447,7 @@ void DumpSink::report_progress(uint64_t now) {
   for (CommProgress& p : src_->progress(hang_ns)) {
     CommEntry* ce = find_comm(p.comm_id);
     if (ce == nullptr) continue;
+    // (p.done_seq is filled in below, from the records this sink drained.)
     // FNV-1a over what the line says, ages left out.
     uint64_t h = 1469598103934665603ull;
     auto mix = [&h](uint64_t v) {
@@ -452,6 +457,7 @@ void DumpSink::report_progress(uint64_t now) {
     for (uint64_t v : p.func_seq) mix(v);
     mix(p.p2p_started);
     mix(p.api_issued);
+    for (int f = 0; f < 5; ++f) mix(p.done_seq[f] = ce->done_seq[f]);
     mix(p.in_flight);
     for (const StuckOp& o : p.stuck) {
       mix(o.seq);

@@ -439,6 +439,19 @@ void Encoder::progress(Buf& b, const CommProgress& p, const CommInfo& c, uint64_
     b.put_int(p.func_seq[f] - 1);
   }
   b.put('}');
+  key(b, sc::kDoneSeq);
+  b.put('{');
+  first = true;
+  for (int f = 0; f < 5; ++f) {
+    if (p.done_seq[f] == 0) continue;
+    if (!first) b.put(',');
+    first = false;
+    b.put('"');
+    b.put(func_name(static_cast<Func>(f)));
+    b.put(std::string_view("\":"));
+    b.put_int(p.done_seq[f] - 1);
+  }
+  b.put('}');
   if (p.issued != 0) kv_str(b, sc::kLastFunc, func_name(enum_or(p.last_func, Func::kCount_, Func::kUnknown)));
   if (p.api_issued != 0) {
     kv_int(b, sc::kApiIssued, p.api_issued);

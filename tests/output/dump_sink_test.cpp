@@ -485,6 +485,9 @@ TEST(DumpSinkTest, ProgressLinesWhenACommGoesQuietOrAnOpIsStuckNotWhileItRuns) {
   // Running: the state changes every few ms for 0.6 s.
   for (uint64_t i = 1; i <= 120; ++i) {
     rig.src->set_progress({progress_of(1, i)});
+    OpRecord r = make_coll(1, i - 1);
+    if (i == 120) r.flags |= kFlagReclaimed;  // not a completion
+    rig.src->push(r);
     std::this_thread::sleep_for(5ms);
   }
   std::this_thread::sleep_for(20ms);
@@ -520,6 +523,7 @@ TEST(DumpSinkTest, ProgressLinesWhenACommGoesQuietOrAnOpIsStuckNotWhileItRuns) {
   ASSERT_EQ(ps.size(), 2u);
   EXPECT_EQ(ps[0]["issued"], 120);
   EXPECT_EQ(ps[0]["started"]["AllReduce"], 119);
+  EXPECT_EQ(ps[0]["completed"]["AllReduce"], 118);  // the drained records', the reclaimed one left out
   EXPECT_TRUE(ps[0]["stuck"].empty());
   EXPECT_EQ(ps[0]["comm_hash"], "0x1234567890abcdf0");
   const auto& s = ps[1]["stuck"];

@@ -170,6 +170,8 @@ inline std::vector<std::pair<std::string, std::string>> log_examples() {
   pr.func_seq[static_cast<int>(Func::kAllReduce)] = 1042;
   pr.func_seq[static_cast<int>(Func::kBroadcast)] = 3;
   pr.p2p_started = 78;
+  pr.done_seq[static_cast<int>(Func::kAllReduce)] = 1041;
+  pr.done_seq[static_cast<int>(Func::kBroadcast)] = 3;
   pr.last_func = static_cast<uint8_t>(Func::kAllReduce);
   pr.api_issued = 1045;
   pr.last_api_func = static_cast<uint8_t>(Func::kAllReduce);
