@@ -48,14 +48,16 @@ void add_network(Context& c, std::vector<Found>& found) {
     for (Found& x : found)
       if (x.slot == core::slot_of(op) && x.gen == core::gen_of(op)) f = &x;
     if (f == nullptr) return;
-    // Relaxed: the one progress thread's counters; validated below.
-    const uint32_t posted = n.steps_posted.load(std::memory_order_relaxed);
-    const uint32_t done = n.steps_done.load(std::memory_order_relaxed);  // relaxed: as steps_posted
-    const bool send = n.is_send.load(std::memory_order_relaxed);  // relaxed: as op_handle above
-    const int32_t peer = n.peer.load(std::memory_order_relaxed);  // relaxed: as op_handle above
-    // Acquire fence: the reads above happen before the second generation read.
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (n.gen.load(std::memory_order_relaxed) != g1) return;  // relaxed: ordered by the fence
+    // Acquire (not for what they pair with, but so that the generation is
+    // read again only after them: a fence would do, but ThreadSanitizer has
+    // none; on x86 an acquire load is a plain load). Pairs with the release
+    // store of stopped at the ProxyOp's start, as above.
+    const uint32_t posted = n.steps_posted.load(std::memory_order_acquire);
+    const uint32_t done = n.steps_done.load(std::memory_order_acquire);  // as steps_posted
+    const bool send = n.is_send.load(std::memory_order_acquire);        // as steps_posted
+    const int32_t peer = n.peer.load(std::memory_order_acquire);        // as steps_posted
+    // Relaxed: after the acquire loads above. A ProxyOp freed meanwhile: left out.
+    if (n.gen.load(std::memory_order_relaxed) != g1) return;
     for (StuckOp::Net& e : f->op.net)
       if (e.peer == peer && e.send == send) {
         ++e.proxy_ops;
@@ -116,20 +118,21 @@ std::vector<CommProgress> progress_snapshot(uint64_t min_age_ns) {
       // Acquire pairs with publish_start()'s release store: the fields below
       // are the same op's (an op this old published them long ago).
       const uint64_t what_word = s.pub_what.load(std::memory_order_acquire);
-      // Relaxed: ordered by the acquire load above; validated below.
-      o.seq = s.pub_seq.load(std::memory_order_relaxed);
-      o.bytes = s.pub_bytes.load(std::memory_order_relaxed);  // relaxed: as pub_seq
-      o.peer = s.pub_peer.load(std::memory_order_relaxed);    // relaxed: as pub_seq
+      // Acquire, so that the claim is read again only after them (a fence
+      // would do, but ThreadSanitizer has none; on x86 these are plain loads);
+      // they pair with publish_start()'s release store, as pub_what.
+      o.seq = s.pub_seq.load(std::memory_order_acquire);
+      o.bytes = s.pub_bytes.load(std::memory_order_acquire);  // as pub_seq
+      o.peer = s.pub_peer.load(std::memory_order_acquire);    // as pub_seq
       uint8_t what[8];
       std::memcpy(what, &what_word, sizeof what);  // OpStart's bytes from `kind` (publish_start())
-      o.issue = s.issue.load(std::memory_order_relaxed);  // relaxed: as pub_seq
-      // Relaxed: the progress thread's masks, a moment's view.
-      o.ch_started = s.started_mask.load(std::memory_order_relaxed);
-      o.ch_stopped = s.stopped_mask.load(std::memory_order_relaxed);  // relaxed: as started_mask
-      // Acquire fence: the reads above happen before the second check.
-      std::atomic_thread_fence(std::memory_order_acquire);
-      // Relaxed: ordered by the fence. An op completed (or the slot reused)
-      // meanwhile was not stuck: leave it out.
+      o.issue = s.issue.load(std::memory_order_acquire);  // as pub_seq
+      // The progress thread's masks, a moment's view; acquire as pub_seq (for
+      // the order of the check below; they pair with nothing).
+      o.ch_started = s.started_mask.load(std::memory_order_acquire);
+      o.ch_stopped = s.stopped_mask.load(std::memory_order_acquire);  // as started_mask
+      // Relaxed: after the acquire loads above. An op completed (or the slot
+      // reused) meanwhile was not stuck: leave it out.
       if (s.claim.load(std::memory_order_relaxed) != c1) return;
       o.kind = what[offsetof(OpStart, kind) - offsetof(OpStart, kind)];
       o.func = what[offsetof(OpStart, func) - offsetof(OpStart, kind)];
