@@ -241,7 +241,8 @@ class Finder {
       out.files_with_progress += any;
     }
     for (auto& [comm, ranks] : comms_) {
-      for (auto& [r, d] : ranks) {
+      for (auto& entry : ranks) {
+        RankData& d = entry.second;  // a plain reference: the lambdas below capture it
         if (d.latest != nullptr) d.issued = d.latest->issued;
         // Ops that completed after all are not pending: a collective whose
         // issue (or a later one) completed; a P2P op before the latest
