@@ -803,8 +803,7 @@ void add_hang_sections(Report& r, const HangResult& h, const ReadResult& res) {
                     "there), completed, finalized, no_log");
 }
 
-std::vector<Marker> hang_markers(const HangResult& h, const ReadResult& res) {
-  (void)res;
+std::vector<Marker> hang_markers(const HangResult& h) {
   std::vector<Marker> out;
   for (const HangFinding& f : h.findings) {
     Marker m;
@@ -837,7 +836,7 @@ class HangsAnalysis : public Analysis {
     AnalysisResult r;
     HangResult h = find_hangs(in.res);
     add_hang_sections(r.report, h, in.res);
-    r.markers = hang_markers(h, in.res);
+    r.markers = hang_markers(h);
     if (!h.findings.empty()) r.exit = kExitHang;
     r.detail = std::move(h);
     return r;

@@ -74,6 +74,6 @@ struct HangResult {
 HangResult find_hangs(const ReadResult& res);
 // The hangs sections (verdicts, then each hung comm's ranks side by side).
 void add_hang_sections(Report& r, const HangResult& h, const ReadResult& res);
-std::vector<Marker> hang_markers(const HangResult& h, const ReadResult& res);
+std::vector<Marker> hang_markers(const HangResult& h);
 
 }  // namespace ni::analysis

@@ -253,7 +253,7 @@ __attribute__((always_inline)) inline bool complete_body(Context& c, uint32_t sl
                                                          bool reclaimed) noexcept {
   // Exactly once per generation: the reclaimer and the last child may race
   // here, and the reclaimer may hold an older generation. acq_rel: acquire
-  // pairs with reset_slot()'s release store (the header is visible).
+  // pairs with open_op()'s release store (the header is visible).
   uint64_t expected = static_cast<uint64_t>(gen) << 1;
   if (!s.claim.compare_exchange_strong(expected, expected | 1, std::memory_order_acq_rel, std::memory_order_relaxed))
     return false;
@@ -313,11 +313,11 @@ __attribute__((noinline)) int complete_from_handle(uint64_t op_v, OpSlot& s) noe
 size_t reclaim_ops(Context& c, uint64_t older_than_ticks) noexcept {
   size_t n = 0;
   c.ops.for_each([&](uint32_t i, OpSlot& s) {
-    // Acquire pairs with reset_slot()'s release store.
+    // Acquire pairs with open_op()'s release store.
     if (s.in_use.load(std::memory_order_acquire) == 0) return;
-    const uint64_t claim = s.claim.load(std::memory_order_acquire);  // pairs with reset_slot()'s release store
+    const uint64_t claim = s.claim.load(std::memory_order_acquire);  // pairs with open_op()'s release store
     if (claim & 1) return;  // already being completed
-    // Relaxed: written before reset_slot()'s release store of in_use (acquired above).
+    // Relaxed: written before open_op()'s release store of in_use (acquired above).
     if (older_than_ticks != UINT64_MAX && s.start_ticks.load(std::memory_order_relaxed) >= older_than_ticks) return;
     // The claim uses this generation: if the slot moved on to a
     // newer op meanwhile, the claim fails and nothing happens.

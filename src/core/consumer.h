@@ -82,12 +82,16 @@ struct StuckOp {
 inline constexpr size_t kMaxStuckOps = 16;  // per comm and snapshot, the oldest
 inline constexpr size_t kMaxStuckNet = 32;  // peer entries per stuck op
 
+// The collective functions whose seqNumbers progress lines carry: Broadcast ..
+// AllReduce (Func values 0-4, NCCL's per-function counters).
+inline constexpr int kProgressFuncs = 5;
+
 // Where one comm's issue stands, and its ops in flight that are old enough.
 struct CommProgress {
   uint32_t comm_id = 0;
   uint64_t issued = 0;               // collectives started (Context::issued)
-  uint64_t func_seq[5] = {};         // last seqNumber + 1 started, Broadcast .. AllReduce (0 = none)
-  uint64_t done_seq[5] = {};         // set by the dump thread: the highest seq + 1 its records completed
+  uint64_t func_seq[kProgressFuncs] = {};  // last seqNumber + 1 started, Broadcast .. AllReduce (0 = none)
+  uint64_t done_seq[kProgressFuncs] = {};         // set by the dump thread: the highest seq + 1 its records completed
   uint64_t p2p_started = 0;          // P2P ops started
   uint8_t last_func = 0;             // Func of the last collective started (when issued > 0)
   uint64_t api_issued = 0;           // collective calls of the application (CollApi, v5+)

@@ -3,11 +3,11 @@
 // events left them. The dump thread calls it every so often; it writes
 // nothing into the core and takes no lock on NCCL's event path.
 //
-// An op slot's plain fields (`start`) belong to whoever owns the slot and may
-// be rewritten by its next owner while we look, so only atomics are read:
-// the copies the starting thread made (pub_*), the channel masks and the
-// network slots. The generation is read before and after: a slot that moved
-// on meanwhile is left out (it was no longer stuck).
+// An op slot's header (`start`) belongs to whoever owns the slot and may be
+// rewritten by its next owner while we look, so only atomic accesses are
+// made: the header fields its start wrote with show(), the channel masks and
+// the network slots. The claim word is read before and after: a slot that
+// moved on meanwhile is left out (it was no longer stuck).
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
@@ -97,10 +97,10 @@ std::vector<CommProgress> progress_snapshot(uint64_t min_age_ns) {
     std::vector<Found> found;
     c->ops.for_each([&](uint32_t idx, OpSlot& s) {
       // The op's claim word identifies it: (gen << 1) while it is in flight,
-      // stored by reset_slot() (release) before in_use; the completer sets
+      // stored by open_op() (release) before in_use; the completer sets
       // bit 0, the next op stores its own generation. Equal before and after
       // the reads below: one op, in flight throughout.
-      // Acquire pairs with reset_slot()'s release stores of in_use and claim.
+      // Acquire pairs with open_op()'s release stores of in_use and claim.
       if (s.in_use.load(std::memory_order_acquire) == 0) return;
       const uint64_t c1 = s.claim.load(std::memory_order_acquire);  // as in_use
       if ((c1 & 1) != 0) return;  // being completed
@@ -115,29 +115,29 @@ std::vector<CommProgress> progress_snapshot(uint64_t min_age_ns) {
       f.gen = g1;
       StuckOp& o = f.op;
       o.enqueue_ns = start_ns;
-      // Acquire pairs with publish_start()'s release store: the fields below
-      // are the same op's (an op this old published them long ago).
-      const uint64_t what_word = s.pub_what.load(std::memory_order_acquire);
-      // Acquire, so that the claim is read again only after them (a fence
-      // would do, but ThreadSanitizer has none; on x86 these are plain loads);
-      // they pair with publish_start()'s release store, as pub_what.
-      o.seq = s.pub_seq.load(std::memory_order_acquire);
-      o.bytes = s.pub_bytes.load(std::memory_order_acquire);  // as pub_seq
-      o.peer = s.pub_peer.load(std::memory_order_acquire);    // as pub_seq
-      uint8_t what[8];
-      std::memcpy(what, &what_word, sizeof what);  // OpStart's bytes from `kind` (publish_start())
-      o.issue = s.issue.load(std::memory_order_acquire);  // as pub_seq
-      // The progress thread's masks, a moment's view; acquire as pub_seq (for
+      // The header as the op's start wrote it (shown() pairs with show();
+      // open_op()'s release store of the claim, acquired above, made this
+      // op's values visible). A value of the slot's next op shows up as a
+      // changed claim below.
+      OpStart& h = s.start;
+      o.seq = core::shown(h.seq);
+      o.bytes = core::shown(h.bytes);
+      o.peer = core::shown(h.peer);
+      o.kind = core::shown(h.kind);
+      o.func = core::shown(h.func);
+      o.dtype = core::shown(h.dtype);
+      o.n_channels = core::shown(h.n_channels);
+      // Acquire, so that the claim is read again only after it (a fence would
+      // do, but ThreadSanitizer has none; on x86 a plain load). Pairs with
+      // open_op()'s release store, as the claim above.
+      o.issue = s.issue.load(std::memory_order_acquire);
+      // The progress thread's masks, a moment's view; acquire as issue (for
       // the order of the check below; they pair with nothing).
       o.ch_started = s.started_mask.load(std::memory_order_acquire);
       o.ch_stopped = s.stopped_mask.load(std::memory_order_acquire);  // as started_mask
       // Relaxed: after the acquire loads above. An op completed (or the slot
       // reused) meanwhile was not stuck: leave it out.
       if (s.claim.load(std::memory_order_relaxed) != c1) return;
-      o.kind = what[offsetof(OpStart, kind) - offsetof(OpStart, kind)];
-      o.func = what[offsetof(OpStart, func) - offsetof(OpStart, kind)];
-      o.dtype = what[offsetof(OpStart, dtype) - offsetof(OpStart, kind)];
-      o.n_channels = what[offsetof(OpStart, n_channels) - offsetof(OpStart, kind)];
       if (o.kind != static_cast<uint8_t>(OpKind::kColl)) o.issue = 0;
       found.push_back(f);
     });

@@ -410,7 +410,7 @@ CoreStats stats() {
     Context* c = context_of(rt, i);
     if (c == nullptr) continue;
     // The hot path keeps no in-use counter (two locked operations per op):
-    // count the allocated slots here instead. Acquire pairs with reset_slot()'s
+    // count the allocated slots here instead. Acquire pairs with open_op()'s
     // release store; a slot in transition may be counted either way.
     c->ops.for_each([&](uint32_t, core::OpSlot& slot) { s.pool_in_use += slot.in_use.load(std::memory_order_acquire); });
     // The pool grows only when its free list is empty, so its size is the

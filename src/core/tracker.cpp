@@ -107,26 +107,39 @@ inline int release(uint64_t op_v, OpSlot& s) noexcept {
 }
 inline int release(const Handle& oh, OpSlot& s) noexcept { return release(hv(encode(oh)), s); }
 
-// Initialises a freshly allocated slot. The handle is returned to NCCL only
-// after this, so plain writes to s.start are published by NCCL's own
-// synchronisation (and, for the reclaimer, by the in_use release store).
+// Initialises a freshly allocated slot and writes the op's header. The
+// handle is returned to NCCL only after open_op(), so the header is published
+// by NCCL's own synchronisation (and, for the reclaimer and the progress
+// snapshot, by open_op()'s release stores). The fields the progress snapshot
+// reads while the slot may change hands are written through show().
 __attribute__((always_inline)) inline void reset_slot(Context& c, OpSlot& s, OpKind kind, int rank,
-                                                      int32_t remaining) noexcept {
-  s.start = OpStart{};
+                                                      int32_t remaining, Func func, DType dtype, uint64_t count,
+                                                      uint64_t bytes) noexcept {
+  OpStart& r = s.start;
   // Relaxed: learned once from descriptors (learn_identity); no data hangs off it.
-  s.start.comm_hash = c.comm_hash.load(std::memory_order_relaxed);
-  s.start.comm_id = c.id;
+  r.comm_hash = c.comm_hash.load(std::memory_order_relaxed);
+  show(r.seq, uint64_t{0});
+  r.count = count;
+  show(r.bytes, bytes);
+  r.comm_id = c.id;
   // Relaxed: a hint learned from descriptors; no data depends on it.
   int32_t crank = c.rank.load(std::memory_order_relaxed);
-  s.start.rank = crank >= 0 ? crank : rank;
-  s.start.kind = static_cast<uint8_t>(kind);
-  s.start.abi_version = static_cast<uint8_t>(c.abi);
-  s.start.peer = -1;
+  r.rank = crank >= 0 ? crank : rank;
+  show(r.peer, int32_t{-1});
+  show(r.kind, static_cast<uint8_t>(kind));
+  show(r.func, static_cast<uint8_t>(func));
+  show(r.dtype, static_cast<uint8_t>(dtype));
+  r.algo = static_cast<uint8_t>(Algo::kUnknown);
+  r.proto = static_cast<uint8_t>(Proto::kUnknown);
+  show(r.n_channels, uint8_t{0});
+  r.n_warps = 0;
+  r.abi_version = static_cast<uint8_t>(c.abi);
+  r.pad_[0] = r.pad_[1] = 0;
   const uint64_t t = clk::read_ticks();
-  // Relaxed: everything below is published by the release store of `claim` at the end of this function.
+  // Relaxed: everything below is published by open_op()'s release store of `claim`.
   s.start_ticks.store(t, std::memory_order_relaxed);
-  s.start.enqueue_ns = t;  // converted by the consumer (finish_record())
-  s.start.flags = kFlagEnqueueTicks;
+  r.enqueue_ns = t;  // converted by the consumer (finish_record())
+  r.flags = kFlagEnqueueTicks;
   s.coll_stopped.store(0, std::memory_order_relaxed);
   s.stop_ticks.store(0, std::memory_order_relaxed);
   // The KernelCh line (masks, mode) was cleared by the previous completer.
@@ -153,12 +166,6 @@ __attribute__((always_inline)) inline void reset_slot(Context& c, OpSlot& s, OpK
   s.net_ops.store(0, std::memory_order_relaxed);
   s.ce_bytes.store(0, std::memory_order_relaxed);
   s.remaining.store(remaining, std::memory_order_relaxed);
-  // Release pairs with the acquire of a successful claim in complete_body(): the
-  // header written above is visible to whoever completes this generation.
-  s.claim.store(static_cast<uint64_t>(s.gen.load(std::memory_order_relaxed) & kGenMask) << 1,
-                std::memory_order_release);
-  // Release pairs with the reclaimer's acquire load of in_use.
-  s.in_use.store(1, std::memory_order_release);
 }
 
 // Common front half of Coll/P2p/Ce starts: filter, sample, allocate.
@@ -189,12 +196,21 @@ __attribute__((always_inline)) inline uint32_t admit(Runtime* rt, Context* c, ui
   return slot;
 }
 
-inline void* op_handle(OpSlot& s, uint32_t slot) noexcept {
+// Ends an op's start: the slot is in flight from here, and NCCL gets its
+// handle. Everything the start wrote (header, counters) comes before.
+inline void* open_op(OpSlot& s, uint32_t slot) noexcept {
   Handle h;
   h.tag = Tag::kOp;
   h.slot = slot;
   // Relaxed: this thread owns the slot now (popped with acquire).
   h.gen = s.gen.load(std::memory_order_relaxed);
+  // Release pairs with the acquire of a successful claim in complete_body()
+  // and with the progress snapshot's acquire load: the header written before
+  // is visible to whoever completes this generation or shows it in flight.
+  s.claim.store(static_cast<uint64_t>(h.gen & kGenMask) << 1, std::memory_order_release);
+  // Release pairs with the acquire loads of in_use by the reclaimer, the
+  // progress snapshot and the stats.
+  s.in_use.store(1, std::memory_order_release);
   return encode(h);
 }
 
@@ -272,23 +288,19 @@ void account_step_state(OpSlot& s, int state, uint64_t dt) noexcept {
 
 }  // namespace
 
+// The in-flight state (Context::issued and the rest, OpSlotFields::issue) is
+// always kept by the plugin. Only scripts/bench builds the capture core a
+// second time without it (tests/bench/CMakeLists.txt), to show its hot-path cost.
+#ifndef NI_INFLIGHT_STATE
+#define NI_INFLIGHT_STATE 1
+#endif
+namespace {
+constexpr bool kInflightState = NI_INFLIGHT_STATE != 0;
+}  // namespace
+
 // ======================================================= op starts (app side)
 
 namespace {
-// Copies what the progress snapshot shows of an op in flight (see
-// OpSlotFields::pub_seq). Relaxed: published with the handle; the snapshot
-// validates the generation around its reads.
-__attribute__((always_inline)) inline void publish_start(OpSlot& s) noexcept {
-  const OpStart& r = s.start;
-  s.pub_seq.store(r.seq, std::memory_order_relaxed);
-  s.pub_bytes.store(r.bytes, std::memory_order_relaxed);
-  s.pub_peer.store(r.peer, std::memory_order_relaxed);
-  // kind, func, dtype, algo, proto, n_channels, n_warps, abi_version: one word.
-  uint64_t what;
-  std::memcpy(&what, &r.kind, sizeof what);
-  s.pub_what.store(what, std::memory_order_relaxed);
-}
-
 // The part every op start shares: admission (size filter, sampling, pool),
 // slot reset and the common header fields. Returns nullptr when the op is not
 // recorded, with *h set to what NCCL gets back.
@@ -300,15 +312,8 @@ __attribute__((always_inline)) inline OpSlot* begin_op(Runtime* rt, Context* c, 
   const uint32_t slot = admit(rt, c, bytes, esize != 0, h);
   if (slot == UINT32_MAX) return nullptr;
   OpSlot& s = c->ops.at(slot);
-  reset_slot(*c, s, kind, rank, remaining);
-  OpStart& r = s.start;
-  r.count = count;
-  r.bytes = bytes;
-  r.func = static_cast<uint8_t>(func);
-  r.dtype = static_cast<uint8_t>(dtype);
-  r.algo = static_cast<uint8_t>(Algo::kUnknown);
-  r.proto = static_cast<uint8_t>(Proto::kUnknown);
-  if (parent_graph_captured(parent)) r.flags |= kFlagGraphCaptured;
+  reset_slot(*c, s, kind, rank, remaining, func, dtype, count, bytes);
+  if (parent_graph_captured(parent)) s.start.flags |= kFlagGraphCaptured;
   *slot_out = slot;
   return &s;
 }
@@ -323,32 +328,35 @@ void* start_coll(void* ctx, void* parent, int rank, const CollStart& d) noexcept
   // The comm's issue order (see Context::issued), every collective counted.
   // Relaxed load/store: one issuing thread per comm; the progress snapshot
   // reads them relaxed.
-  const uint64_t issue = c->issued.load(std::memory_order_relaxed);
-  c->issued.store(issue + 1, std::memory_order_relaxed);
-  if (static_cast<int>(d.func) < Context::kSeqFuncs)
-    c->func_seq[static_cast<int>(d.func)].store(d.seq + 1, std::memory_order_relaxed);  // as above
-  c->last_func.store(static_cast<uint8_t>(d.func), std::memory_order_relaxed);          // as above
+  uint64_t issue = 0;
+  if constexpr (kInflightState) {
+    static_assert(static_cast<int>(Func::kUnknown) < Context::kFuncSlots);
+    issue = c->issued.load(std::memory_order_relaxed);
+    c->issued.store(issue + 1, std::memory_order_relaxed);
+    c->func_seq[static_cast<uint8_t>(d.func) & (Context::kFuncSlots - 1)].store(d.seq + 1,
+                                                                                std::memory_order_relaxed);  // as above
+    c->last_func.store(static_cast<uint8_t>(d.func), std::memory_order_relaxed);                            // as above
+  }
   void* h = nullptr;
   uint32_t slot = 0;
   OpSlot* s = begin_op(rt, c, OpKind::kColl, rank, parent, d.func, d.dtype, d.count,
                        initial_remaining(*c), &slot, &h);
   if (s == nullptr) return h;
-  // Relaxed: published with the handle (as `start`); the completer and the
-  // progress snapshot read it.
-  s->issue.store(static_cast<uint32_t>(issue), std::memory_order_relaxed);
+  // Release (on x86 a plain store), as show(): pairs with the progress
+  // snapshot's acquire load; the completer reads it after the claim.
+  if constexpr (kInflightState) s->issue.store(static_cast<uint32_t>(issue), std::memory_order_release);
   // Relaxed: published with the handle. Rare (v3 P2P, or no channel count):
   // the KernelCh line is otherwise left to the progress thread.
   if (!d.channels_exact || d.n_channels == 0) s->ch_mode.store(kChGate, std::memory_order_relaxed);
   OpStart& r = s->start;
-  r.seq = d.seq;
+  show(r.seq, d.seq);
   r.algo = static_cast<uint8_t>(d.algo);
   r.proto = static_cast<uint8_t>(d.proto);
-  r.n_channels = d.n_channels;
+  show(r.n_channels, d.n_channels);
   r.n_warps = d.n_warps;
-  if (d.func == Func::kBroadcast || d.func == Func::kReduce) r.peer = d.root;
+  if (d.func == Func::kBroadcast || d.func == Func::kReduce) show(r.peer, d.root);
   if (d.func == Func::kAllGather || d.func == Func::kBroadcast) r.flags |= kFlagCountIsBytes;
-  publish_start(*s);
-  return op_handle(*s, slot);
+  return open_op(*s, slot);
 }
 
 void* start_p2p(void* ctx, void* parent, int rank, const P2pStart& d) noexcept {
@@ -357,7 +365,8 @@ void* start_p2p(void* ctx, void* parent, int rank, const P2pStart& d) noexcept {
   Context* c = context_from_arg(rt, ctx);
   if (c == nullptr) return nullptr;
   // Relaxed load/store: as Context::issued in start_coll().
-  c->p2p_started.store(c->p2p_started.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  if constexpr (kInflightState)
+    c->p2p_started.store(c->p2p_started.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   if (!rt->cfg.enable_p2p) return filtered_handle();
   if (d.comm_hash != 0) learn_identity(*c, d.comm_hash, rank);
   void* h = nullptr;
@@ -373,13 +382,12 @@ void* start_p2p(void* ctx, void* parent, int rank, const P2pStart& d) noexcept {
   if (c->p2p_seq_n != 0 && d.peer >= 0) {
     uint32_t idx = static_cast<uint32_t>(d.peer) % c->p2p_seq_n + (d.func == Func::kRecv ? c->p2p_seq_n : 0);
     // Relaxed: a counter; ops to one peer are issued in program order by NCCL.
-    r.seq = c->p2p_seq[idx].fetch_add(1, std::memory_order_relaxed);
+    show(r.seq, uint64_t{c->p2p_seq[idx].fetch_add(1, std::memory_order_relaxed)});
   }
-  r.n_channels = d.n_channels;
-  r.peer = d.peer;
+  show(r.n_channels, d.n_channels);
+  show(r.peer, d.peer);
   r.flags |= kFlagSeqOwn;
-  publish_start(*s);
-  return op_handle(*s, slot);
+  return open_op(*s, slot);
 }
 
 void* start_ce_coll(void* ctx, void* parent, int rank, const CeStart& d) noexcept {
@@ -395,12 +403,11 @@ void* start_ce_coll(void* ctx, void* parent, int rank, const CeStart& d) noexcep
   s->ch_mode.store(kChGate, std::memory_order_relaxed);  // no channel count (relaxed: published with the handle)
 
   OpStart& r = s->start;
-  r.seq = d.seq;
+  show(r.seq, d.seq);
   if (d.func == Func::kBroadcast || d.func == Func::kReduce || d.func == Func::kGather ||
       d.func == Func::kScatter)
-    r.peer = d.root;
-  publish_start(*s);
-  return op_handle(*s, slot);
+    show(r.peer, d.root);
+  return open_op(*s, slot);
 }
 
 void* start_ce_child(void* ctx, void* parent, EvType type, uint64_t bytes) noexcept {

@@ -125,7 +125,24 @@ struct alignas(kCacheLine) OpStart {
   uint8_t pad_[2];  // the record's reserved_
 };
 static_assert(sizeof(OpStart) == kCacheLine);
-static_assert(offsetof(OpStart, abi_version) - offsetof(OpStart, kind) == 7, "publish_start() copies them as one word");
+
+
+// Writes a field of OpStart that the progress snapshot (progress.cpp) reads
+// while the slot may change hands: seq, bytes, peer, kind, func, dtype,
+// n_channels. Every other access to `start` is ordered by the op's handle and
+// claim, so plain. On x86 the same plain store. Release pairs with
+// shown()'s acquire load: a snapshot that reads a value of the slot's next op
+// also sees the old op's claim change, and leaves the op out.
+template <class T>
+inline void show(T& field, T v) noexcept {
+  std::atomic_ref<T>(field).store(v, std::memory_order_release);
+}
+// The snapshot's read of a field written by show(). Acquire pairs with it (see
+// there); it also keeps the claim's re-read after the field reads.
+template <class T>
+inline T shown(T& field) noexcept {
+  return std::atomic_ref<T>(field).load(std::memory_order_acquire);
+}
 // OpRecord's first cache line has the same layout (record.h): completion copies it whole.
 #define NI_SAME_OFFSET(f) static_assert(offsetof(OpStart, f) == offsetof(OpRecord, f) && sizeof(OpStart::f) == sizeof(OpRecord::f))
 NI_SAME_OFFSET(comm_hash);
@@ -201,14 +218,6 @@ struct OpSlotFields {
   std::atomic<uint64_t> ce_bytes{0};
   HcaSlot hca[kRecordHcas];
   OpStart start;
-  // What the dump thread's progress snapshot (progress.cpp) reads of an op in
-  // flight: `start` is plain data that the slot's next owner rewrites, so the
-  // starting thread copies these here (relaxed stores; the snapshot checks
-  // the generation around its reads). Only the snapshot reads this line.
-  alignas(kCacheLine) std::atomic<uint64_t> pub_seq{0};
-  std::atomic<uint64_t> pub_bytes{0};
-  std::atomic<int32_t> pub_peer{-1};
-  std::atomic<uint64_t> pub_what{0};  // OpStart's 8 bytes from `kind` (kind, func, dtype, algo, proto, n_channels, ...)
 };
 // Padded to a power of two: finding a slot from a handle is then a shift, not
 // a multiply (25 lookups per 8-channel op).
@@ -625,9 +634,12 @@ struct Context {
   // locked instruction; read (relaxed) by the dump thread's progress
   // snapshot, which a moment's tear only delays by a cycle. Own line: the
   // progress thread writes the clock fields below.
-  static constexpr int kSeqFuncs = 5;
+  // func_seq has a slot for every Func value, so that the start indexes it
+  // without a range check; the snapshot reads the first kSeqFuncs.
+  static constexpr int kSeqFuncs = kProgressFuncs;
+  static constexpr int kFuncSlots = 16;
   alignas(kCacheLine) std::atomic<uint64_t> issued{0};
-  std::atomic<uint64_t> func_seq[kSeqFuncs] = {};
+  std::atomic<uint64_t> func_seq[kFuncSlots] = {};
   std::atomic<uint64_t> p2p_started{0};
   std::atomic<uint8_t> last_func{0};  // Func of the last collective started
   // The application's collective calls (CollApi, v5+) and the last one's Func.

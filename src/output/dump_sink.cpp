@@ -338,7 +338,7 @@ void DumpSink::dispatch_record(const OpRecord& r) {
   }
   // What the comm completed, for its progress lines: the highest seq per
   // collective function among the records drained (not those reclaimed).
-  if (ce != nullptr && static_cast<OpKind>(r.kind) == OpKind::kColl && r.func < 5 && (r.flags & kFlagReclaimed) == 0)
+  if (ce != nullptr && static_cast<OpKind>(r.kind) == OpKind::kColl && r.func < kProgressFuncs && (r.flags & kFlagReclaimed) == 0)
     ce->done_seq[r.func] = std::max(ce->done_seq[r.func], r.seq + 1);
   const CommInfo* ci = ce != nullptr ? &ce->info : nullptr;
   const ClockEstimate* clk = cycle_clock(ce, r);
@@ -457,7 +457,8 @@ void DumpSink::report_progress(uint64_t now) {
     for (uint64_t v : p.func_seq) mix(v);
     mix(p.p2p_started);
     mix(p.api_issued);
-    for (int f = 0; f < 5; ++f) mix(p.done_seq[f] = ce->done_seq[f]);
+    std::copy(std::begin(ce->done_seq), std::end(ce->done_seq), std::begin(p.done_seq));
+    for (uint64_t v : p.done_seq) mix(v);
     mix(p.in_flight);
     for (const StuckOp& o : p.stuck) {
       mix(o.seq);

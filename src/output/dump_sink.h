@@ -93,7 +93,7 @@ class DumpSink final : public Sink {
     // seen and as last written, and when each happened.
     uint64_t progress_seen = 0, progress_written = 0;
     uint64_t progress_seen_ns = 0, progress_written_ns = 0;
-    uint64_t done_seq[5] = {};  // per collective function: the highest seq completed + 1 (0 none)
+    uint64_t done_seq[kProgressFuncs] = {};  // per collective function: the highest seq completed + 1 (0 none)
   };
   struct Configured {
     std::string_view format;          // formats() name

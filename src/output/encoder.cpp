@@ -415,6 +415,25 @@ void Encoder::comm_end(Buf& b, const CommInfo& c, int64_t wall_ns) const {
   finish(b);
 }
 
+namespace {
+// "key":{"AllReduce":41,...}: the seqNumber each function reached (stored + 1, 0 = none).
+void put_func_seqs(Buf& b, std::string_view name, const uint64_t (&seq_plus_1)[kProgressFuncs]) {
+  key(b, name);
+  b.put('{');
+  bool first = true;
+  for (int f = 0; f < kProgressFuncs; ++f) {
+    if (seq_plus_1[f] == 0) continue;
+    if (!first) b.put(',');
+    first = false;
+    b.put('"');
+    b.put(func_name(static_cast<Func>(f)));
+    b.put(std::string_view("\":"));
+    b.put_int(seq_plus_1[f] - 1);
+  }
+  b.put('}');
+}
+}  // namespace
+
 void Encoder::progress(Buf& b, const CommProgress& p, const CommInfo& c, uint64_t now_mono_ns) const {
   begin(b, sc::kTypeProgress);
   kv_int(b, sc::kWallNs, mono_to_wall(now_mono_ns));
@@ -426,32 +445,8 @@ void Encoder::progress(Buf& b, const CommProgress& p, const CommInfo& c, uint64_
   kv_int(b, sc::kRank, c.rank);
   kv_int(b, sc::kNranks, c.nranks);
   kv_int(b, sc::kIssued, p.issued);
-  key(b, sc::kStarted);
-  b.put('{');
-  bool first = true;
-  for (int f = 0; f < 5; ++f) {
-    if (p.func_seq[f] == 0) continue;
-    if (!first) b.put(',');
-    first = false;
-    b.put('"');
-    b.put(func_name(static_cast<Func>(f)));
-    b.put(std::string_view("\":"));
-    b.put_int(p.func_seq[f] - 1);
-  }
-  b.put('}');
-  key(b, sc::kDoneSeq);
-  b.put('{');
-  first = true;
-  for (int f = 0; f < 5; ++f) {
-    if (p.done_seq[f] == 0) continue;
-    if (!first) b.put(',');
-    first = false;
-    b.put('"');
-    b.put(func_name(static_cast<Func>(f)));
-    b.put(std::string_view("\":"));
-    b.put_int(p.done_seq[f] - 1);
-  }
-  b.put('}');
+  put_func_seqs(b, sc::kStarted, p.func_seq);
+  put_func_seqs(b, sc::kDoneSeq, p.done_seq);
   if (p.issued != 0) kv_str(b, sc::kLastFunc, func_name(enum_or(p.last_func, Func::kCount_, Func::kUnknown)));
   if (p.api_issued != 0) {
     kv_int(b, sc::kApiIssued, p.api_issued);
