@@ -103,6 +103,8 @@ class Analysis {
   virtual std::string_view help() const = 0;
   virtual Input input() const = 0;
   virtual std::string_view default_format() const { return "table"; }
+  // What --format accepts, as --help shows it.
+  virtual std::string_view formats() const { return "table | csv | json | markdown"; }
   // Declares its options; the targets must outlive the parse and the run.
   virtual void options(std::vector<OptionSpec>&) {}
   // After parsing, before reading: a usage error ("" : none).

@@ -150,6 +150,7 @@ class ExportAnalysis : public Analysis {
   std::string_view help() const override { return "flat per-op table (csv or jsonl) for pandas/Spark/DuckDB"; }
   Input input() const override { return Input::kFiles; }
   std::string_view default_format() const override { return "csv"; }
+  std::string_view formats() const override { return "csv | jsonl"; }
   std::string check(const std::string& format) override {
     if (format == "csv") format_ = ExportFormat::kCsv;
     else if (format == "jsonl" || format == "json") format_ = ExportFormat::kJsonl;

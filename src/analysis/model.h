@@ -238,7 +238,7 @@ inline constexpr std::size_t kMaxLabelBytes = 256;
 struct FileInfo {
   std::string path;
   FileFormat format = FileFormat::kUnknown;
-  int format_version = 0;             // ours: format_version; upstream: 4
+  std::int64_t format_version = 0;           // ours: format_version; upstream: 4
   std::string format_string;          // ours: "nccl-inspector-log"; upstream: "v4.0"
   std::string plugin_version;
   std::string host;

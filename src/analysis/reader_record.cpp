@@ -619,7 +619,7 @@ void RecordReader::on_meta() {
   else problem(std::string(sc::kTypeMeta) + " record not on the first line");
   info_.format = FileFormat::kOurs;
   info_.format_string = std::string(L.format);
-  info_.format_version = static_cast<int>(L.format_version);
+  info_.format_version = L.format_version;
   info_.plugin_version = std::string(L.plugin_version);
   info_.hang_ms = L.hang_ms;
   info_.host = std::string(L.host);

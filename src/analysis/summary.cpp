@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "include/nccl_inspector/schema.h"
 #include "src/analysis/analysis.h"
 #include "src/analysis/hangs.h"
 #include "src/analysis/locate.h"
@@ -206,7 +207,7 @@ struct HealthRows {
 // Files, formats, lines and what could not be read.
 void file_rows(const HealthRows& row, const ReadResult& res) {
   std::size_t ours = 0, up = 0, unknown = 0;
-  std::set<int> versions;
+  std::set<std::int64_t> versions;
   for (const auto& f : res.files) {
     if (f.format == FileFormat::kOurs) {
       ++ours;
@@ -218,7 +219,10 @@ void file_rows(const HealthRows& row, const ReadResult& res) {
     }
   }
   std::string vs;
-  for (int v : versions) vs += (vs.empty() ? "v" : ", v") + std::to_string(v);
+  for (const std::int64_t v : versions) {
+    vs += (vs.empty() ? "v" : ", v") + std::to_string(v);
+    if (v < 1 || v > ni::schema::kFormatVersion) vs += " (not a version this analyzer reads)";
+  }
   row("files", static_cast<std::uint64_t>(res.files.size()),
       std::to_string(ours) + " nccl-inspector" + (vs.empty() ? "" : " (" + vs + ")") + ", " +
           std::to_string(up) + " upstream v4.0, " + std::to_string(unknown) + " unrecognised");

@@ -272,6 +272,11 @@ bool TraceBuild::find_t0(std::string& error) {
 bool TraceBuild::parse_window(std::string& error) {
   if (!o_.from.empty() && !parse_time_arg(o_.from, t0_, from_, error)) return false;
   if (!o_.to.empty() && !parse_time_arg(o_.to, t0_, to_, error)) return false;
+  if (!o_.from.empty() && !o_.to.empty() && from_ >= to_) {
+    error = "--from " + o_.from + " is not before --to " + o_.to + ": the window holds no time (" + iso_utc(from_) +
+            " .. " + iso_utc(to_) + ")";
+    return false;
+  }
   return true;
 }
 

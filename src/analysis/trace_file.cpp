@@ -73,15 +73,19 @@ bool write_trace_file(const ViewSink& data, const ReadResult& res, const TraceOp
     error = "cannot write " + path;
     return false;
   }
+  // Whatever went wrong, no half-written (or empty) trace is left behind.
+  auto fail = [&](std::string why) {
+    if (error.empty()) error = std::move(why);
+    f.reset();
+    std::remove(path.c_str());
+    return false;
+  };
   if (gz) {
     GzBuf buf(f.get());
     std::ostream os(&buf);
     stats = write_trace(data, res, o, os, error);
-    if (!error.empty()) return false;
-    if (!os || !buf.finish()) {
-      error = "write error on " + path;
-      return false;
-    }
+    if (!error.empty()) return fail({});
+    if (!os || !buf.finish()) return fail("write error on " + path);
   } else {
     struct FileBuf : std::streambuf {
       std::FILE* fp;
@@ -93,16 +97,10 @@ bool write_trace_file(const ViewSink& data, const ReadResult& res, const TraceOp
     } buf(f.get());
     std::ostream os(&buf);
     stats = write_trace(data, res, o, os, error);
-    if (!error.empty()) return false;
-    if (!os || std::fflush(f.get()) != 0) {
-      error = "write error on " + path;
-      return false;
-    }
+    if (!error.empty()) return fail({});
+    if (!os || std::fflush(f.get()) != 0) return fail("write error on " + path);
   }
-  if (std::fclose(f.release()) != 0) {
-    error = "write error on " + path;
-    return false;
-  }
+  if (std::fclose(f.release()) != 0) return fail("write error on " + path);
   return true;
 }
 

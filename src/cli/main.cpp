@@ -4,6 +4,7 @@
 // One subcommand per registered analysis (analysis.h: its options, how it reads,
 // how it runs), then `trace` and `report`; main parses and runs the one chosen.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -20,6 +21,7 @@
 #include "src/analysis/locate.h"
 #include "src/analysis/stragglers.h"
 #include "src/analysis/trace.h"
+#include "src/core/edit_distance.h"
 
 namespace ana = ni::analysis;
 
@@ -167,6 +169,7 @@ Command analysis_command(CLI::App& app, ana::Analysis& a) {
   std::vector<ana::OptionSpec> specs;
   a.options(specs);
   for (const auto& s : specs) add_spec(sub, s);
+  if (CLI::Option* f = sub->get_option_no_throw("--format")) f->description(std::string(a.formats()));
   return {sub, [&a, c] { return run_analysis(a, *c); }};
 }
 
@@ -367,6 +370,27 @@ int main(int argc, char** argv) {
   commands.push_back(trace_command(app));
   commands.push_back(report_command(app));
 
+  // A first word that is no command and no option: say so (CLI11 would say
+  // only that a subcommand is required), with the closest command.
+  if (argc > 1 && argv[1][0] != '-') {
+    const std::string word = argv[1];
+    std::string names, closest;
+    std::size_t best = std::string::npos;
+    bool known = false;
+    for (const CLI::App* s : app.get_subcommands({})) {
+      const std::string& n = s->get_name();
+      known = known || n == word;
+      names += (names.empty() ? "" : ", ") + n;
+      const std::size_t d = ni::edit_distance(word, n);
+      if (d < best) best = d, closest = n;
+    }
+    if (!known) {
+      std::cerr << "nccl-inspector: unknown command '" << word << "'";
+      if (best <= std::max<std::size_t>(2, word.size() / 3)) std::cerr << " (did you mean '" << closest << "'?)";
+      std::cerr << "\ncommands: " << names << "\nRun with --help for more information.\n";
+      return kExitUsage;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,4 +1,5 @@
 #include "src/core/config.h"
+#include "src/core/edit_distance.h"
 
 #include <unistd.h>
 
@@ -132,25 +133,6 @@ bool parse_int(const char* s, int64_t* out) {
 }
 
 constexpr std::string_view kPrefix = "NCCL_INSPECTOR_";
-
-// Optimal string alignment distance (Levenshtein plus adjacent
-// transpositions), ASCII case ignored. Names are short: O(n*m) is fine.
-size_t edit_distance(std::string_view a, std::string_view b) {
-  auto up = [](char ch) { return static_cast<char>(std::toupper(static_cast<unsigned char>(ch))); };
-  const size_t n = a.size(), m = b.size();
-  std::vector<std::vector<size_t>> d(n + 1, std::vector<size_t>(m + 1));
-  for (size_t i = 0; i <= n; ++i) d[i][0] = i;
-  for (size_t j = 0; j <= m; ++j) d[0][j] = j;
-  for (size_t i = 1; i <= n; ++i) {
-    for (size_t j = 1; j <= m; ++j) {
-      size_t cost = up(a[i - 1]) == up(b[j - 1]) ? 0 : 1;
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && up(a[i - 1]) == up(b[j - 2]) && up(a[i - 2]) == up(b[j - 1]))
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-    }
-  }
-  return d[n][m];
-}
 
 bool is_setting(std::string_view name) {
   for (const auto& e : table())

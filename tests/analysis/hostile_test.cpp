@@ -185,3 +185,20 @@ TEST(Hostile, OutOfMemoryInOneFileIsThatFilesError) {
   EXPECT_NE(failed["detail"].get<std::string>().find("marks.jsonl.gz"), std::string::npos);
   EXPECT_EQ(health_row(js, "ops")["value"].get<std::uint64_t>(), truth.ops);
 }
+
+// A log that says it is format_version 2^32 + 1 is not shown as "v1" (the
+// number was once cut to 32 bits), and the health table says this analyzer
+// does not read that version.
+TEST(Hostile, FormatVersionBeyond32BitsIsShownWhole) {
+  const std::string dir = ni::test::temp_dir("hostile_version");
+  ni::test::write_text(dir + "/x.jsonl",
+                       R"({"type":"meta","format":"nccl-inspector-log","format_version":4294967297,"host":"h","pid":1})"
+                       "\n" + kOp + "\n");
+  const Child c = spawn({NI_CLI, "summary", "--no-progress", "-f", "json", dir});
+  ASSERT_EQ(c.rc, 0) << c.err;
+  const auto files = health_row(nlohmann::json::parse(c.out), "files");
+  ASSERT_FALSE(files.is_null()) << c.out;
+  const std::string detail = files["detail"].get<std::string>();
+  EXPECT_NE(detail.find("(v4294967297 (not a version this analyzer reads))"), std::string::npos) << detail;
+  EXPECT_EQ(detail.find("(v1)"), std::string::npos) << detail;
+}

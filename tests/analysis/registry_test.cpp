@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -130,5 +131,41 @@ TEST(Registry, EveryAnalysisIsASubcommand) {
     std::vector<ana::OptionSpec> specs;
     a->options(specs);
     for (const auto& o : specs) EXPECT_NE(sub.find(o.names), std::string::npos) << name << " " << o.names;
+    // --help offers exactly the formats the analysis takes (export: csv | jsonl).
+    const std::string formats(a->formats());
+    EXPECT_NE(sub.find("--format TEXT=" + std::string(a->default_format()) + "  "), std::string::npos) << name;
+    EXPECT_NE(sub.find(formats), std::string::npos) << name << ": " << sub;
+    std::set<std::string> offered;
+    for (std::size_t at = 0; at <= formats.size();) {
+      const std::size_t bar = std::min(formats.find(" | ", at), formats.size());
+      offered.insert(formats.substr(at, bar - at));
+      at = bar + 3;
+    }
+    for (const std::string f : {"table", "csv", "json", "markdown", "jsonl"}) {
+      if (offered.count(f)) {
+        EXPECT_EQ(a->check(f), "") << name << " offers " << f << " but rejects it";
+      } else if (f != "json" && f != "jsonl") {  // (export reads json as jsonl)
+        EXPECT_NE(a->check(f), "") << name << " takes " << f << " but does not offer it";
+      }
+    }
   }
+}
+
+// A first word that is no command is named as such, with the closest command,
+// and exits as a usage error (CLI11 alone says "A subcommand is required").
+TEST(Registry, UnknownCommandIsNamedWithTheClosestOne) {
+  int rc = -1;
+  std::string out = cli_out("frobnicate", rc);
+  EXPECT_EQ(rc, 2);
+  EXPECT_NE(out.find("unknown command 'frobnicate'"), std::string::npos) << out;
+  EXPECT_EQ(out.find("did you mean"), std::string::npos) << out;  // nothing is close
+  EXPECT_NE(out.find("commands: summary,"), std::string::npos) << out;
+  out = cli_out("sumary /nonexistent", rc);
+  EXPECT_EQ(rc, 2);
+  EXPECT_NE(out.find("unknown command 'sumary' (did you mean 'summary'?)"), std::string::npos) << out;
+  out = cli_out("strglers x", rc);
+  EXPECT_NE(out.find("did you mean 'stragglers'?"), std::string::npos) << out;
+  // Options before the command are still CLI11's.
+  out = cli_out("--version", rc);
+  EXPECT_EQ(rc, 0) << out;
 }

@@ -1016,6 +1016,46 @@ void* proxy_op(CommV5& c, void* op, int peer, bool send, int posted, int done) {
 }
 }  // namespace
 
+// The snapshot reads op slots that the issuing thread keeps reusing: every op
+// it shows must be one op, never the fields of two (each op's bytes, channel
+// count and issue index follow from its seq here). Under ThreadSanitizer this
+// is also the race check of show()/shown() and open_op().
+TEST_F(Tracker, ProgressSnapshotNeverMixesTwoOpsOfAReusedSlot) {
+  CommV5 c;
+  std::atomic<bool> done{false};
+  std::thread issuer([&] {
+    void* prev = nullptr;
+    void* prev_k = nullptr;
+    for (uint64_t seq = 0; seq < 20000; ++seq) {
+      // Two in flight at a time: op seq starts before op seq - 1 ends.
+      void* h = c.coll(nullptr, "AllReduce", seq + 1, "ncclFloat32", static_cast<uint8_t>(seq % 8 + 1), seq);
+      c.stop(h);
+      void* k = c.kch(h, 0, 2 * seq);
+      if (prev != nullptr) c.kstop(prev_k, 2 * seq + 1);
+      prev = h;
+      prev_k = k;
+    }
+    c.kstop(prev_k, 1u << 30);
+    done.store(true, std::memory_order_release);  // pairs with the acquire load in the loop below
+  });
+  uint64_t shown = 0, mixed = 0;
+  while (!done.load(std::memory_order_acquire)) {  // pairs with the release store above
+    for (const ni::CommProgress& p : ni::progress_snapshot(0))
+      for (const ni::StuckOp& o : p.stuck) {
+        ++shown;
+        const bool same_op = o.bytes == 4 * (o.seq + 1) && o.n_channels == o.seq % 8 + 1 && o.issue == o.seq &&
+                             o.func == static_cast<uint8_t>(ni::Func::kAllReduce) &&
+                             o.kind == static_cast<uint8_t>(ni::OpKind::kColl);
+        if (!same_op) ++mixed;
+      }
+  }
+  issuer.join();
+  EXPECT_EQ(mixed, 0u) << "of " << shown;
+  EXPECT_GT(shown, 1000u);  // the snapshot did see ops in flight (20,000-45,000 on a 2-core VM)
+  c.finalize();
+  if (sink()) sink()->take();
+}
+
 // What a hung comm's progress line is made of: the issue counters count every
 // op started (a filtered one too), and an op in flight long enough is shown
 // with its channels and its network steps per peer.

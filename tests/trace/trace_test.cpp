@@ -377,6 +377,11 @@ TEST(Trace, Filters) {
   EXPECT_EQ(run(cli() + " trace " + fx.dir + " -o " + d + "/x.json --comm nosuchcomm", &log), 2);
   EXPECT_NE(log.find("matches no communicator"), std::string::npos);
   EXPECT_EQ(run(cli() + " trace " + fx.dir + " -o " + d + "/x.json --from yesterday", &log), 2);
+  // A window that ends before it starts is an error, not an empty trace.
+  EXPECT_EQ(run(cli() + " trace " + fx.dir + " -o " + d + "/late.json --from 0.1 --to 0.05", &log), 2);
+  EXPECT_NE(log.find("--from 0.1 is not before --to 0.05"), std::string::npos) << log;
+  EXPECT_FALSE(std::filesystem::exists(d + "/late.json"));
+  EXPECT_EQ(run(cli() + " trace " + fx.dir + " -o " + d + "/late.json --from 2026-01-01T00:00:00.1Z --to 0.05", &log), 2);
   EXPECT_EQ(run(cli() + " trace " + fx.dir, &log), 2);  // -o is required
 }
 
