@@ -7,8 +7,29 @@
 
 #include "src/analysis/analysis.h"
 #include "src/analysis/stats.h"
+#include "src/analysis/view.h"
 
 namespace ni::analysis {
+
+namespace {
+// Total length of the union of [begin, end) intervals (sorts them).
+std::int64_t union_ns(std::vector<std::pair<std::int64_t, std::int64_t>>& iv) {
+  std::sort(iv.begin(), iv.end());
+  std::int64_t total = 0, lo = 0, hi = 0;
+  bool open = false;
+  for (const auto& [b, e] : iv) {
+    if (open && b <= hi) {
+      hi = std::max(hi, e);
+      continue;
+    }
+    if (open) total += hi - lo;
+    lo = b;
+    hi = e;
+    open = true;
+  }
+  return open ? total + hi - lo : total;
+}
+}  // namespace
 
 void add_iteration_section(Report& r, const std::vector<Op>& ops, const ReadResult& res) {
   // Per file: sorted mark times; an op belongs to the iteration whose mark precedes its start.
@@ -33,9 +54,15 @@ void add_iteration_section(Report& r, const std::vector<Op>& ops, const ReadResu
     }
   }
   if (!any) return;
-  std::vector<std::map<std::uint32_t, double>> comm(iters.size());  // iteration -> file -> comm us
+  // Per (iteration, GPU): the intervals its ops kept the GPU in NCCL, clipped
+  // to the iteration. A process may drive several GPUs, and one GPU may run
+  // ops of several comms at once: the union of the intervals is the GPU's
+  // time in NCCL, never more than the iteration.
+  const GpuMap gm = map_gpus(ops, res);
+  std::vector<std::map<std::uint32_t, std::vector<std::pair<std::int64_t, std::int64_t>>>> busy(iters.size());
   std::uint64_t enqueue_timed = 0;
-  for (const auto& op : ops) {
+  for (std::size_t k = 0; k < ops.size(); ++k) {
+    const Op& op = ops[k];
     if (!op.has_start() || op.file_idx >= marks.size()) continue;
     const auto& m = marks[op.file_idx];
     auto it = std::upper_bound(m.begin(), m.end(), op.start_wall_ns,
@@ -46,20 +73,39 @@ void add_iteration_section(Report& r, const std::vector<Op>& ops, const ReadResu
     ++I.ops;
     I.bytes += op.bytes;
     if (op.has_busbw()) I.bw.add(op.busbw_gbs);
-    if (duration_is_enqueue(op.timing)) ++enqueue_timed;  // not the op's run time (model.h)
-    else comm[i][op.file_idx] += op.dur_us;
+    if (duration_is_enqueue(op.timing)) {  // not the op's run time (model.h)
+      ++enqueue_timed;
+      continue;
+    }
+    std::int64_t end = op.start_wall_ns + static_cast<std::int64_t>(static_cast<double>(op.dur_us) * 1000.0);
+    if (it != m.end()) end = std::min(end, it->wall_ns);  // the next mark ends the iteration
+    if (end > op.start_wall_ns) busy[i][gm.op_gpu[k]].emplace_back(op.start_wall_ns, end);
   }
+  std::map<std::pair<std::string, std::int64_t>, std::size_t> marks_of;  // (host, pid) -> its file with marks
+  for (std::size_t f = 0; f < res.files.size(); ++f)
+    if (!marks[f].empty()) marks_of.emplace(std::make_pair(res.files[f].host, res.files[f].pid), f);
   Section& s = r.add("iterations", "Per iteration (between mark records)");
-  s.table.columns = {"iter", "label", "wall_ms_p50", "ops", "bytes", "comm_ms_per_process_p50", "comm_pct", "busbw_p50_gbs"};
+  s.table.columns = {"iter", "label", "wall_ms_p50", "ops", "bytes", "comm_ms_per_gpu_p50", "comm_pct", "busbw_p50_gbs"};
   for (std::size_t i = 0; i < iters.size(); ++i) {
     Iter& I = iters[i];
-    std::vector<double> c;
-    for (auto& [f, us] : comm[i]) c.push_back(us / 1000.0);
-    const double wall = median_of(I.wall_ms), cm = median_of(c);
-    s.table.rows.push_back({static_cast<int>(i), I.label, Cell(wall, 3), I.ops, I.bytes, Cell(cm, 3),
-                            Cell(wall > 0 ? 100.0 * cm / wall : kNaN, 1), Cell(I.bw.quantile(0.5), 2)});
+    std::vector<double> comm_ms, pct;
+    for (auto& [g, iv] : busy[i]) {
+      const double ms = static_cast<double>(union_ns(iv)) / 1e6;
+      comm_ms.push_back(ms);
+      // Its process's wall time of this iteration (absent for the last one).
+      const auto f = marks_of.find({gm.gpus[g].host, gm.gpus[g].pid});
+      if (f != marks_of.end() && i + 1 < marks[f->second].size()) {
+        const auto& m = marks[f->second];
+        pct.push_back(100.0 * ms * 1e6 / static_cast<double>(m[i + 1].wall_ns - m[i].wall_ns));
+      }
+    }
+    s.table.rows.push_back({static_cast<int>(i), I.label, Cell(median_of(I.wall_ms), 3), I.ops, I.bytes,
+                            Cell(median_of(comm_ms), 3), Cell(pct.empty() ? kNaN : median_of(pct), 1),
+                            Cell(I.bw.quantile(0.5), 2)});
   }
-  s.notes.push_back("comm_pct: time inside NCCL kernels per process / iteration wall time (overlap counts twice)");
+  s.notes.push_back("comm_ms_per_gpu: per GPU, the time any NCCL op kept it busy in the iteration (ops of several "
+                    "comms at once count once); comm_pct: that time / its process's iteration wall time, median over "
+                    "GPUs (never over 100 %)");
   if (enqueue_timed)
     s.notes.push_back(std::to_string(enqueue_timed) +
                       " ops timed only by their enqueue (no GPU timer, or copy-engine collectives) left out of comm time");

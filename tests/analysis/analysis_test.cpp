@@ -8,8 +8,10 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
+#include <tuple>
 
 #include "src/analysis/export.h"
+#include "src/analysis/iterations.h"
 #include "tests/analysis/fixtures.h"
 #include "src/analysis/reader.h"
 #include "src/analysis/summary.h"
@@ -837,4 +839,53 @@ TEST(Summary, CpuTimedOpsFeedNoBandwidthUtilOrPeak) {
       EXPECT_NE(row["detail"].get<std::string>().find("20 CPU-timed"), std::string::npos);
     }
   EXPECT_TRUE(counted);
+}
+
+// `iterations` per GPU: one process drives two GPUs (cuda_dev 0 and 1), and
+// GPU 0 runs ops of two comms at once. Comm time is the union of each GPU's op
+// intervals clipped to the iteration, so comm_pct is per GPU and never over
+// 100 % (summed per process it read 110 % here, and 482-928 % in real jobs).
+TEST(Iterations, CommTimeIsPerGpuUnionClippedToTheIteration) {
+  const auto dir = ni::test::temp_dir("iters_gpu");
+  const std::int64_t t0 = 1767225600000000000;
+  const std::int64_t ms = 1000000;
+  std::string text = R"({"type":"meta","format":"nccl-inspector-log","format_version":1,"host":"h","pid":7})" "\n";
+  for (auto [hash, name, dev] : {std::tuple{"0x0a", "tpA", 0}, {"0x0b", "dpB", 0}, {"0x0c", "tpC", 1}})
+    text += std::string(R"({"type":"comm","wall_ns":1,"comm_id":0,"comm_hash":")") + hash + R"(","comm_name":")" +
+            name + R"(","rank":0,"nranks":2,"nnodes":1,"cuda_dev":)" + std::to_string(dev) + "}\n";
+  for (int i = 0; i < 3; ++i)
+    text += R"({"type":"mark","wall_ns":)" + std::to_string(t0 + i * 10 * ms) + R"(,"label":"step )" +
+            std::to_string(i) + "\"}\n";
+  int seq = 0;
+  auto op = [&](const char* hash, std::int64_t start, double dur_us) {
+    text += std::string(R"({"type":"coll","comm_hash":")") + hash +
+            R"(","rank":0,"nranks":2,"nnodes":1,"func":"AllReduce","algo":"RING","proto":"SIMPLE","seq":)" +
+            std::to_string(seq++) + R"(,"bytes":1048576,"timing":"gpu","start_wall_ns":)" + std::to_string(start) +
+            R"(,"dur_us":)" + std::to_string(dur_us) + "}\n";
+  };
+  op("0x0a", t0 + 1 * ms, 2000);       // GPU 0: [1, 3] ms
+  op("0x0b", t0 + 2 * ms, 3000);       // GPU 0, another comm, overlapping: [2, 5] -> union 4 ms
+  op("0x0c", t0 + ms / 2, 6000);       // GPU 1: [0.5, 6.5] -> 6 ms
+  op("0x0a", t0 + 19 * ms, 3000);      // iteration 1, cut by the next mark at 20 ms: 1 ms
+  ni::test::write_text(dir + "/h-pid7.jsonl", text);
+  auto d = ana::discover_files({dir});
+  ana::ReadOptions ro;
+  ro.progress = 0;
+  ana::ReadResult res;
+  auto c = ana::read_merged<ana::CollectSink>(d.files, ro, 1, res, false);
+  ASSERT_EQ(c->ops.size(), 4u);
+  ana::Report r;
+  ana::add_iteration_section(r, c->ops, res);
+  ASSERT_EQ(r.sections.size(), 1u);
+  const auto& t = r.sections[0].table;
+  ASSERT_EQ(t.columns[5], "comm_ms_per_gpu_p50");
+  ASSERT_EQ(t.columns[6], "comm_pct");
+  ASSERT_EQ(t.rows.size(), 3u);
+  EXPECT_NEAR(t.rows[0][2].d, 10.0, 1e-9);  // wall
+  EXPECT_EQ(t.rows[0][3].i, 3);             // ops
+  EXPECT_NEAR(t.rows[0][5].d, 5.0, 1e-6);   // median of 4 and 6 ms
+  EXPECT_NEAR(t.rows[0][6].d, 50.0, 1e-6);  // median of 40 % and 60 %
+  EXPECT_NEAR(t.rows[1][5].d, 1.0, 1e-6);
+  EXPECT_NEAR(t.rows[1][6].d, 10.0, 1e-6);
+  EXPECT_TRUE(std::isnan(t.rows[2][6].d));  // the last mark opens an iteration with no end
 }
