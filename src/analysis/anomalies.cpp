@@ -238,6 +238,29 @@ void change_points(std::vector<Instance> ins, const ReadResult& res, const Anoma
   }
 }
 
+// Bimodality needs 40 instances of a group, or from 16 (a few dozen
+// collectives of one size are common) each mode with 5 or more and the modes
+// either cleanly apart (eta >= 0.95) or told apart by NCCL's own algo/proto
+// (labels_split()).
+constexpr std::size_t kBimodalMin = 40, kBimodalMinFew = 16, kBimodalFewMode = 5;
+constexpr double kBimodalFewEta = 0.95;
+
+// Whether the latency split at `split` (x sorted by log latency) is also a
+// split by NCCL's algo/proto: each side has one majority algo/proto, they
+// differ, and at least 90 % of each side carries its side's.
+bool labels_split(const std::vector<std::pair<double, const Instance*>>& x, std::size_t split) {
+  auto majority = [&](std::size_t b, std::size_t e, std::pair<Algo, Proto>& label) {
+    std::map<std::pair<Algo, Proto>, std::size_t> m;
+    for (std::size_t i = b; i < e; ++i) ++m[{x[i].second->algo, x[i].second->proto}];
+    std::size_t best = 0;
+    for (const auto& [l, c] : m)
+      if (c > best) best = c, label = l;
+    return static_cast<double>(best) >= 0.9 * static_cast<double>(e - b);
+  };
+  std::pair<Algo, Proto> fast{}, slow{};
+  return majority(0, split, fast) && majority(split, x.size(), slow) && fast != slow;
+}
+
 // The groups found bimodal.
 std::set<GKey> bimodal(const std::vector<Instance>& ins, const ReadResult& res, const AnomalyOptions& o,
                        AnomalyResult& out) {
@@ -246,7 +269,7 @@ std::set<GKey> bimodal(const std::vector<Instance>& ins, const ReadResult& res, 
   for (const auto& in : ins) groups[{in.comm, in.func, in.bucket}].push_back(&in);
   for (auto& [k, v] : groups) {
     const std::size_t n = v.size();
-    if (n < 40) continue;
+    if (n < kBimodalMinFew) continue;
     std::vector<std::pair<double, const Instance*>> x;
     for (auto* p : v) x.emplace_back(std::log(std::max(p->dur, 1e-3)), p);
     std::sort(x.begin(), x.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -275,6 +298,9 @@ std::set<GKey> bimodal(const std::vector<Instance>& ins, const ReadResult& res, 
     const double med_fast = std::exp(x[split / 2].first);
     const double med_slow = std::exp(x[split + (n - split) / 2].first);
     if (eta < o.bimodal_eta || minfrac < 0.1 || med_slow / med_fast < o.bimodal_ratio) continue;
+    if (n < kBimodalMin && !(std::min(split, n - split) >= kBimodalFewMode &&
+                             (eta >= kBimodalFewEta || labels_split(x, split))))
+      continue;
     // Interleaved in time (switching), not one contiguous window (a change point).
     std::vector<std::pair<std::pair<std::int64_t, std::uint64_t>, bool>> order;
     // Program order: one function's instances by seq (no clock involved).

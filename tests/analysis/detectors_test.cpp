@@ -193,6 +193,37 @@ TEST(Detectors, ProtocolBimodality) {
   EXPECT_TRUE(of_kind(a, "change_point").empty());
 }
 
+// A group of a few dozen collectives is judged too, when each mode has 5 or
+// more and the modes are cleanly apart or use different algo/proto; 12
+// instances are too few; and unimodal groups of 16-39 instances with the
+// fixture's noise never read as bimodal (20 seeds each).
+TEST(Detectors, BimodalityInASmallGroup) {
+  for (int iters : {20, 30}) {
+    JobSpec s;
+    s.iterations = iters;
+    const Loaded l = job("det_bimodal_few" + std::to_string(iters), Fault::kBimodal, s);
+    const auto b = of_kind(ana::find_anomalies(*l.ops, l.res, {}), "bimodal");
+    ASSERT_EQ(b.size(), 1u) << iters << " iterations";
+    EXPECT_EQ(b[0].comm, 0x8d3a5c7e91b20f44ULL);
+    EXPECT_NEAR(b[0].magnitude, 95.0 / 40.0, 0.3);
+  }
+  {
+    JobSpec s;
+    s.iterations = 12;
+    const Loaded l = job("det_bimodal_12", Fault::kBimodal, s);
+    EXPECT_TRUE(of_kind(ana::find_anomalies(*l.ops, l.res, {}), "bimodal").empty());
+  }
+  for (int iters : {16, 24, 39})
+    for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+      JobSpec s;
+      s.iterations = iters;
+      s.seed = seed;
+      const Loaded l = job("det_unimodal_few", Fault::kNone, s);
+      const auto b = of_kind(ana::find_anomalies(*l.ops, l.res, {}), "bimodal");
+      EXPECT_TRUE(b.empty()) << iters << " iterations, seed " << seed << ": " << b.front().evidence;
+    }
+}
+
 TEST(Advice, BestAlgoProtoAndPinning) {
   const auto dir = ni::test::temp_dir("advice");
   JobSpec js;
