@@ -31,11 +31,14 @@
   X(records_written,        "records_written", kTop,      kOutput,    kCounter,                                  \
     "nccl_inspector_records_written_total", "Op records drained from the rings and written out.")               \
   X(ops_completed,          "ops_completed",   kTop,      kCore,      kCounter, "", "")                          \
+  X(records_pending,        "records_pending", kTop,      kCore,      kGauge,   "", "")                          \
   X(dropped_ring_full,      "ring_full",       kDropped,  kThreadSum, kCounter,                                  \
     "nccl_inspector_dropped_records_total", "Op records lost, by reason.")                                      \
   X(dropped_pool_exhausted, "pool_exhausted",  kDropped,  kThreadSum, kCounter,                                  \
     "nccl_inspector_dropped_records_total", "Op records lost, by reason.")                                      \
   X(dropped_write_error,    "write_error",     kDropped,  kOutput,    kCounter,                                  \
+    "nccl_inspector_dropped_records_total", "Op records lost, by reason.")                                      \
+  X(dropped_at_exit,        "at_exit",         kDropped,  kOutput,    kCounter,                                  \
     "nccl_inspector_dropped_records_total", "Op records lost, by reason.")                                      \
   X(filtered_min_size,      "min_size",        kFiltered, kThreadSum, kCounter, "", "")                          \
   X(sampled_out,            "sampled_out",     kFiltered, kThreadSum, kCounter, "", "")                          \

@@ -54,6 +54,7 @@ inline constexpr std::string_view kFormatVersionField = "format_version";// inte
 inline constexpr std::string_view kPluginVersion = "plugin_version";    // string
 inline constexpr std::string_view kHost = "host";                       // string
 inline constexpr std::string_view kPid = "pid";                         // integer
+inline constexpr std::string_view kInstance = "instance";               // string, 16 hex digits: one output's files
 inline constexpr std::string_view kFileSeq = "file_seq";                // integer, rotation index (0 first)
 inline constexpr std::string_view kJob = "job";  // object: slurm_job_id, slurm_procid, slurm_localid,
                                                  // rank, local_rank, world_size, ompi_rank, pmi_rank,
@@ -125,6 +126,7 @@ inline constexpr std::string_view kSamples = "samples";               // integer
 // configuration; "faults": callbacks NCCL got wrong, by kind). The reader names these.
 inline constexpr std::string_view kRecordsWritten = counters::key(counters::Id::records_written);
 inline constexpr std::string_view kOpsCompleted = counters::key(counters::Id::ops_completed);
+inline constexpr std::string_view kRecordsPending = counters::key(counters::Id::records_pending);
 inline constexpr std::string_view kDropped = counters::group_key(counters::Group::kDropped);
 inline constexpr std::string_view kFiltered = counters::group_key(counters::Group::kFiltered);
 inline constexpr std::string_view kFaults = counters::group_key(counters::Group::kFaults);

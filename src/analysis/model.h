@@ -137,6 +137,7 @@ struct StatsInfo {  // last (cumulative) stats record of a file
   std::int64_t wall_ns = 0;
   std::uint64_t records_written = 0;
   std::uint64_t ops_completed = 0;
+  std::uint64_t records_pending = 0;  // completed, not yet drained (0 in a final record)
   std::uint64_t reclaimed_ops = 0;
   std::map<std::string, std::uint64_t> dropped;   // reason -> count
   std::map<std::string, std::uint64_t> filtered;  // reason -> count
@@ -245,6 +246,7 @@ struct FileInfo {
   std::string rack;                   // from --host-map or the hostname (locate.h); "" unknown
   std::int64_t pid = -1;
   std::int64_t file_seq = 0;
+  std::string instance;  // meta.instance: one plugin output (its rotated files share it); "" in older logs
   int abi_version = 0;
   std::string job_id;
   int global_rank = -1;               // meta job.global_rank (the process's rank in the job), -1 unknown

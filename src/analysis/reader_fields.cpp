@@ -44,6 +44,8 @@ Field field_id(std::string_view k) {
       {sc::kFormat, Field::kFormat},
       {sc::kFormatVersionField, Field::kFormatVersion},
       {sc::kFileSeq, Field::kFileSeq},
+      {sc::kInstance, Field::kInstance},
+      {sc::kRecordsPending, Field::kRecordsPending},
       {sc::kFiltered, Field::kFiltered},
       {sc::kFaults, Field::kFaults},
       {sc::kGraph, Field::kGraph},

@@ -24,7 +24,7 @@ enum class Field : std::uint8_t {
   kProto, kPeer, kPid, kPluginVersion, kPartial, kP2pPerf, kRank, kReclaimed, kRecordsWritten,
   kReclaimedOps, kSeq, kStartWallNs, kType, kTiming, kTransport, kWallNs, kUncertainty, kSamples,
   kCudaDev, kPciBusId, kIssue, kIssued, kStarted, kP2pStarted, kInFlight, kStuck, kRoot, kEnqueueWallNs, kConfig,
-  kLastFunc, kQuietMs, kApiIssued, kLastApiFunc, kIssueOff
+  kLastFunc, kQuietMs, kApiIssued, kLastApiFunc, kIssueOff, kInstance, kRecordsPending
 };
 
 Field field_id(std::string_view key);
@@ -63,7 +63,7 @@ struct Line {
   double dur_us = kNaN, busbw = kNaN, ch_balance = -1;
   bool reclaimed = false, partial = false, graph = false;
   // meta
-  std::string_view format, plugin_version, host, job_id;
+  std::string_view format, plugin_version, host, job_id, instance;
   std::int64_t format_version = 0, pid = -1, file_seq = 0, global_rank = -1;
   // comm: its GPU
   std::int64_t cuda_dev = -1;
@@ -71,7 +71,7 @@ struct Line {
   // clock
   std::int64_t uncertainty_ns = -1, samples = 0;
   // stats (the counter objects live in the record reader: Line stays trivially copyable)
-  std::uint64_t records_written = 0, ops_completed = 0, reclaimed_ops = 0;
+  std::uint64_t records_written = 0, ops_completed = 0, reclaimed_ops = 0, records_pending = 0;
   // mark / end
   std::string_view label;
   std::uint64_t dropped_total = 0;

@@ -262,6 +262,8 @@ template <class V>
     case Field::kFormat: get_str(v, L.format); break;
     case Field::kFormatVersion: get_i64(v, L.format_version); break;
     case Field::kFileSeq: get_i64(v, L.file_seq); break;
+    case Field::kInstance: get_str(v, L.instance); break;
+    case Field::kRecordsPending: get_u64(v, L.records_pending); break;
     case Field::kFiltered: counts(v, filtered_); break;
     case Field::kFaults: counts(v, faults_); break;
     case Field::kGraph: if (get_bool(v, b)) L.graph = b; break;
@@ -625,6 +627,7 @@ void RecordReader::on_meta() {
   info_.host = std::string(L.host);
   info_.pid = L.pid;
   info_.file_seq = L.file_seq;
+  info_.instance = std::string(L.instance);
   info_.abi_version = static_cast<int>(L.abi);
   info_.job_id = std::string(L.job_id);
   info_.global_rank = static_cast<int>(L.global_rank);
@@ -658,6 +661,7 @@ void RecordReader::on_stats() {
   s.wall_ns = L.wall_ns;
   s.records_written = L.records_written;
   s.ops_completed = L.ops_completed;
+  s.records_pending = L.records_pending;
   s.reclaimed_ops = L.reclaimed_ops;
   s.dropped.clear();
   s.filtered.clear();

@@ -231,7 +231,9 @@ RTable input_table(const Page& p) {
   row("files not read to the end (out of memory)", std::to_string(res.failed_files));
   row("bad lines", std::to_string(res.bad_lines));
   row("unknown records", std::to_string(res.unknown_records));
-  row("processes without an end record", std::to_string(dt.processes_without_end));
+  row("plugin outputs without an end record", std::to_string(dt.outputs_without_end));
+  if (dt.unaccounted) row("records lost uncounted", std::to_string(dt.unaccounted));
+  if (dt.written_not_read) row("written records not read (file missing?)", std::to_string(dt.written_not_read));
   std::uint64_t dropped = 0;
   for (const auto& [k, n] : dt.dropped) {
     dropped += n;

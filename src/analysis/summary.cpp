@@ -8,6 +8,7 @@
 #include <functional>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "include/nccl_inspector/schema.h"
 #include "src/analysis/analysis.h"
@@ -170,26 +171,43 @@ void SummarySink::merge(SummarySink&& o) {
 
 DropTotals drop_totals(const ReadResult& res) {
   DropTotals t;
-  struct Proc {
+  struct Output {
     const StatsInfo* last = nullptr;
     bool end = false;
+    std::uint64_t read = 0;  // op records and marks in its files
   };
-  std::map<std::pair<std::string, std::int64_t>, Proc> procs;
+  std::map<std::tuple<std::string, std::int64_t, std::string>, Output> outputs;
   for (const auto& f : res.files) {
     if (f.format != FileFormat::kOurs) continue;
-    Proc& p = procs[{f.host, f.pid}];
-    p.end = p.end || f.has_end;
-    if (f.stats.present && (!p.last || f.stats.wall_ns >= p.last->wall_ns)) p.last = &f.stats;
+    Output& o = outputs[{f.host, f.pid, f.instance}];
+    o.end = o.end || f.has_end;
+    o.read += f.ops + f.marks.size();
+    if (f.stats.present && (!o.last || f.stats.wall_ns >= o.last->wall_ns)) o.last = &f.stats;
   }
-  for (const auto& [key, p] : procs) {
-    ++t.processes;
-    if (!p.end) ++t.processes_without_end;
-    if (!p.last) continue;
-    ++t.processes_with_stats;
-    for (const auto& [k, n] : p.last->dropped) t.dropped[k] += n;
-    for (const auto& [k, n] : p.last->filtered) t.filtered[k] += n;
-    for (const auto& [k, n] : p.last->faults) t.faults[k] += n;
-    t.reclaimed_ops += p.last->reclaimed_ops;
+  for (const auto& [key, o] : outputs) {
+    ++t.outputs;
+    if (!o.end) ++t.outputs_without_end;
+    if (!o.last) continue;
+    const StatsInfo& s = *o.last;
+    ++t.outputs_with_stats;
+    std::uint64_t dropped_at_ring = 0;  // dropped after the op completed (pool_exhausted: before)
+    for (const auto& [k, n] : s.dropped) {
+      t.dropped[k] += n;
+      if (k != "pool_exhausted") dropped_at_ring += n;
+    }
+    for (const auto& [k, n] : s.filtered) t.filtered[k] += n;
+    for (const auto& [k, n] : s.faults) t.faults[k] += n;
+    t.reclaimed_ops += s.reclaimed_ops;
+    // ops_completed = records_written + dropped (ring_full, write_error, at_exit) + records_pending
+    const std::uint64_t accounted = s.records_written + dropped_at_ring + s.records_pending;
+    if (o.end && s.ops_completed > accounted) {
+      t.unaccounted += s.ops_completed - accounted;
+      ++t.outputs_unaccounted;
+    }
+    if (s.records_written > o.read) {
+      t.written_not_read += s.records_written - o.read;
+      ++t.outputs_not_read;
+    }
   }
   return t;
 }
@@ -264,9 +282,17 @@ void drop_rows(const HealthRows& row, const DropTotals& d) {
     ds += (ds.empty() ? "" : ", ") + k + "=" + std::to_string(n);
   }
   row("dropped records", dropped,
-      ds + (d.processes ? " (last stats of " + std::to_string(d.processes_with_stats) + "/" +
-                               std::to_string(d.processes) + " processes)"
-                         : ""));
+      ds + (d.outputs ? " (last stats of " + std::to_string(d.outputs_with_stats) + "/" +
+                            std::to_string(d.outputs) + " plugin outputs)"
+                      : ""));
+  if (d.unaccounted)
+    row("records lost uncounted", d.unaccounted,
+        "completed but neither written nor counted as dropped, in " + std::to_string(d.outputs_unaccounted) +
+            " output(s) that ended (older plugins left records still in their rings at exit uncounted)");
+  if (d.written_not_read)
+    row("written records not read", d.written_not_read,
+        "counted as written by " + std::to_string(d.outputs_not_read) +
+            " output(s) but not in the files read: a rotated file missing or not given, or cut short");
   std::string fs;
   std::uint64_t filtered = 0;
   for (const auto& [k, n] : d.filtered) {
@@ -281,7 +307,8 @@ void drop_rows(const HealthRows& row, const DropTotals& d) {
     if (n) flt += (flt.empty() ? "" : ", ") + k + "=" + std::to_string(n);
   }
   row("profiler faults", faults, flt);
-  row("processes without end record", d.processes_without_end, "killed or still running");
+  row("outputs without end record", d.outputs_without_end,
+      "killed or still running (an output: one start of the plugin in a process)");
 }
 
 // What the ops themselves say: reclaimed, partial, timing sources, kinds.

@@ -105,9 +105,20 @@ void add_health_section(Report& r, const ReadResult& res, const OpHealth* ops);
 void add_summary_sections(Report& r, const SummarySink& s, const ReadResult& res, const SummaryOptions& o);
 
 // Aggregated drop counters: per (host,pid) the last cumulative stats, summed.
+// What the plugin's stats records say was lost, summed over its outputs: one
+// per start of the plugin in a process (meta.instance; a process that
+// finalized every comm and made new ones has two, and so do two containers
+// whose processes share a pid), each counted by its last stats record. Logs
+// without meta.instance (before format 1.1 of the plugin) count per (host, pid).
 struct DropTotals {
   std::map<std::string, std::uint64_t> dropped, filtered, faults;
-  std::uint64_t reclaimed_ops = 0, processes = 0, processes_with_stats = 0, processes_without_end = 0;
+  std::uint64_t reclaimed_ops = 0, outputs = 0, outputs_with_stats = 0, outputs_without_end = 0;
+  // Outputs that ended (an end record) whose last stats count records as
+  // completed that are neither written, dropped nor pending: lost uncounted.
+  std::uint64_t unaccounted = 0, outputs_unaccounted = 0;
+  // Records the outputs' last stats count as written that are not in the
+  // files read (a rotated file missing, not given, or cut short).
+  std::uint64_t written_not_read = 0, outputs_not_read = 0;
 };
 DropTotals drop_totals(const ReadResult& res);
 

@@ -119,6 +119,12 @@ class SpscRing {
     return head_.load(std::memory_order_acquire);  // pairs with the release store in commit()
   }
 
+  // Records drained so far (the consumer's index); exact on the consumer's
+  // thread. Read before pushed() for a fill level that is never negative.
+  uint64_t drained() const noexcept {
+    return tail_.load(std::memory_order_acquire);  // pairs with the release store in drain()
+  }
+
   // Approximate fill level; any thread. Both loads acquire so the difference
   // is never negative in a way that matters (head read last).
   size_t size() const noexcept {

@@ -393,9 +393,14 @@ CoreStats stats() {
     const core::ThreadCounters& c = t->counters;
     auto rd = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };  // statistics only
     auto hi = [](uint64_t a, uint64_t b) { return a > b ? a : b; };
-    // Records produced: pushed into the ring, or dropped there.
+    // Records produced: pushed into the ring, or dropped there; and those
+    // pushed but not drained yet (tail first: the difference is never
+    // negative; on the dump thread, the consumer, it is exact).
     const SpscRing<OpRecord>* ring = t->ring.load(std::memory_order_acquire);  // pairs with the release store in ring_of()
-    s.ops_completed += (ring != nullptr ? ring->pushed() : 0) + rd(c.dropped_ring_full);
+    const uint64_t drained = ring != nullptr ? ring->drained() : 0;
+    const uint64_t pushed = ring != nullptr ? ring->pushed() : 0;
+    s.ops_completed += pushed + rd(c.dropped_ring_full);
+    s.records_pending += pushed - drained;
     // The thread-kept rows of counters.h: summed, or the max for high-water marks.
 #define NI_TOTAL(id, key, group, origin, ...)              \
   NI_COUNTER_IF_THREAD_SUM(origin, s.id += rd(c.id);)      \

@@ -81,6 +81,26 @@ void unregister_sink(DumpSink* s) {
     if (slot == s) slot = nullptr;
 }
 
+// 16 hex digits that tell this output's files from any other's: a plugin
+// started again in the same process, or two containers whose processes share
+// a pid. From the kernel's random pool when it answers at once; else mixed
+// from the clocks, the pid and an address (unique enough for the purpose).
+std::string new_instance_id(int64_t wall_ns, uint64_t mono_ns) {
+  uint64_t v = 0;
+  if (syscall(SYS_getrandom, &v, sizeof v, 1 /* GRND_NONBLOCK */) != static_cast<long>(sizeof v)) {
+    static int where;
+    v = static_cast<uint64_t>(wall_ns) ^ (mono_ns << 21) ^ (static_cast<uint64_t>(getpid()) << 40) ^
+        reinterpret_cast<uintptr_t>(&where);
+    v ^= v >> 33;
+    v *= 0xff51afd7ed558ccdull;
+    v ^= v >> 33;
+  }
+  static const char kHex[] = "0123456789abcdef";
+  std::string s(16, '0');
+  for (int i = 15; i >= 0; --i, v >>= 4) s[static_cast<size_t>(i)] = kHex[v & 15];
+  return s;
+}
+
 std::string start_stamp(int64_t wall_ns) {
   time_t secs = static_cast<time_t>(wall_ns / 1000000000);
   tm t{};
@@ -143,6 +163,7 @@ bool DumpSink::start_locked(const Config& cfg) {
                : !cfg_.host_name.empty() ? sanitize_for_filename(cfg_.host_name)
                                          : host_name();
   meta_.pid = owner_pid_;
+  meta_.instance = new_instance_id(wall, m1);
   const std::string stamp = start_stamp(wall);
   meta_.job = detect_job(getenv_fn, meta_.host + "-" + std::to_string(meta_.pid) + "-" + stamp);
   meta_.config = config_json_fields(cfg_);
@@ -351,6 +372,7 @@ StatsSnapshot DumpSink::snapshot_now(bool include_pending) {
   s.core = last_core_;
   s.records_written = records_written_ + (include_pending && counting_ != nullptr ? counting_->pending() : 0);
   s.dropped_write_error = dropped_write_error_;
+  s.dropped_at_exit = dropped_at_exit_;
   return s;
 }
 
@@ -519,6 +541,14 @@ void DumpSink::end_cycle(uint64_t now, int64_t wall, bool final, bool forced) {
   bool any_due = refine_due;
   for (const Configured& o : outputs_) any_due = any_due || due(o.last_stats_ns, o.out->stats_period_ns());
   if (any_due) last_core_ = src_->stats();
+  if (final) {
+    // Nothing drains the rings after this cycle: what threads completed
+    // since its drain (they may run on while the process exits) is lost.
+    // Counted, so that ops_completed = records_written + dropped holds in
+    // the final stats record too (docs/log-format.md).
+    dropped_at_exit_ += last_core_.records_pending;
+    last_core_.records_pending = 0;
+  }
   if (refine_due) {
     last_stats_ns_ = now;
     src_->refine_clock();

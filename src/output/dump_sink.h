@@ -160,6 +160,9 @@ class DumpSink final : public Sink {
   CoreStats last_core_;          // core counters as of the last time some output's were due
   uint64_t records_written_ = 0;
   uint64_t dropped_write_error_ = 0;
+  // Records still in the rings after the final drain (threads that went on
+  // completing ops while the process exited): lost, and counted as such.
+  uint64_t dropped_at_exit_ = 0;
   uint64_t cycle_no_ = 0;
   uint64_t last_reclaim_ns_ = 0;
   uint64_t last_stats_ns_ = 0;   // clock refinement, every stats_interval_ms

@@ -344,6 +344,10 @@ void Encoder::meta(Buf& b, const MetaInfo& m, uint32_t file_seq) const {
   b.put_json_string(m.host);
   kv_int(b, sc::kPid, m.pid);
   kv_int(b, sc::kFileSeq, file_seq);
+  if (!m.instance.empty()) {
+    key(b, sc::kInstance);
+    b.put_json_string(m.instance);
+  }
   // Clock anchors: CLOCK_REALTIME wall_ns and CLOCK_MONOTONIC mono_ns read
   // together; wall = wall_ns + (mono - mono_ns) for every CPU time in the file.
   kv_int(b, sc::kWallNs, anchor_.wall_ns);

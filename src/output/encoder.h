@@ -38,6 +38,7 @@ struct MetaInfo {
   std::string plugin_version;
   std::string host;
   int64_t pid = 0;
+  std::string instance;  // this output's id: 16 hex digits, shared by its rotated files
   JobInfo job;
   int abi_version = 0;  // 0 = not known yet (no comm seen)
   // Effective configuration: (env name, JSON value text already encoded).

@@ -109,9 +109,9 @@ bool GzipLog::open_next(uint64_t now_ns) {
   return false;
 }
 
-bool GzipLog::flush(uint64_t now_ns) {
+bool GzipLog::flush(uint64_t now_ns, bool force) {
   if (pending_.empty()) return true;
-  if (failing_ && now_ns < retry_at_ns_) {
+  if (failing_ && now_ns < retry_at_ns_ && !force) {
     pending_.clear();
     return false;
   }

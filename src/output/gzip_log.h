@@ -55,7 +55,9 @@ class GzipLog {
   bool has_pending() const { return !pending_.empty(); }
   // Writes every queued member (one write). True when they reached the file;
   // false when they were discarded (failing, or the write failed).
-  bool flush(uint64_t now_ns);
+  // force: try even while failing and before the retry time (a small
+  // member that says what was lost may fit where a batch did not).
+  bool flush(uint64_t now_ns, bool force = false);
   // fsync the current file (dump-now, stop). Returns 0 or errno.
   int sync();
   // Closes the current file (fsync first when sync). The next flush opens a new one.

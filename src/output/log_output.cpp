@@ -1,9 +1,13 @@
 // The gzip JSON-lines log as an Output: records are encoded outside any lock
 // into ~1 MiB of text, each sealed into one gzip member (GzipLog); a cycle's
 // members go out in one write at end_cycle(), after the cycle's stats (and,
-// at the end, `end`) record. Every file starts with meta + the comms already
-// announced (GzipLog's header).
+// at the end, `end`) record; when that write fails, the stats (and end) are
+// written again alone, with the loss counted (restate_loss()). Every file
+// starts with meta + the comms already announced (GzipLog's header).
+#include <algorithm>
+#include <chrono>
 #include <memory>
+#include <thread>
 #include <unordered_map>
 
 #include "src/output/output.h"
@@ -48,7 +52,9 @@ class LogOutput final : public Output {
       enc_.stats(text_, c.stats, c.wall_ns);
       if (c.final) enc_.end(text_, c.stats, c.wall_ns);
     }
-    const Flushed f = flush(c.now_ns);
+    bool ok = true;
+    const Flushed f = flush(c.now_ns, &ok);
+    if (c.stats_due && !ok) restate_loss(c, f);
     // Whether or not that write worked, later files repeat these comms in their header.
     for (auto& [id, e] : comms_) e.announced = true;
     if (c.final)
@@ -99,13 +105,34 @@ class LogOutput final : public Output {
     text_records_ = 0;
     text_.clear();
   }
-  Flushed flush(uint64_t now_ns) {
+  Flushed flush(uint64_t now_ns, bool* ok = nullptr) {
     seal_member();
     Flushed f;
     if (!gz_.has_pending()) return f;
-    (gz_.flush(now_ns) ? f.written : f.lost) = sealed_records_;
+    const bool done = gz_.flush(now_ns);
+    (done ? f.written : f.lost) = sealed_records_;
     sealed_records_ = 0;
+    if (ok != nullptr) *ok = done;
     return f;
+  }
+  // The batch that carried the stats record (and, at the end, `end`) was
+  // lost with its records: the loss would go unseen. Say it again in a member
+  // of its own, with this batch's records counted as lost, which may fit
+  // where the batch did not (a nearly full disk or quota). Tried at once,
+  // past the retry pacing; at the end up to three times, 10 ms apart (the
+  // process is exiting: bounded, never a stall).
+  void restate_loss(const CycleEnd& c, const Flushed& f) {
+    StatsSnapshot s = c.stats;
+    s.records_written -= std::min(s.records_written, f.lost);
+    s.dropped_write_error += f.lost;
+    for (int attempt = 0; attempt < (c.final ? 3 : 1); ++attempt) {
+      if (attempt != 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      enc_.stats(text_, s, c.wall_ns);
+      if (c.final) enc_.end(text_, s, c.wall_ns);
+      gz_.add_member(text_.data(), text_.size());
+      text_.clear();
+      if (gz_.flush(c.now_ns, /*force=*/true)) return;
+    }
   }
 
   const OutputEnv env_;  // a copy: what it refers to belongs to the sink, which outlives this

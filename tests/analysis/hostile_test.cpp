@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "src/analysis/reader.h"
+#include "src/analysis/summary.h"
 #include "src/analysis/validate.h"
 #include "tests/analysis/fixtures.h"
 
@@ -201,4 +202,68 @@ TEST(Hostile, FormatVersionBeyond32BitsIsShownWhole) {
   const std::string detail = files["detail"].get<std::string>();
   EXPECT_NE(detail.find("(v4294967297 (not a version this analyzer reads))"), std::string::npos) << detail;
   EXPECT_EQ(detail.find("(v1)"), std::string::npos) << detail;
+}
+
+namespace {
+// One plugin output's file: meta (host h, pid 7, the instance), n ops, one
+// stats record, and the end record when `end`.
+void write_output(const std::string& path, const std::string& instance, int n_ops, std::uint64_t completed,
+                  std::uint64_t written, std::uint64_t ring_full, bool end) {
+  std::string t = R"({"type":"meta","format":"nccl-inspector-log","format_version":1,"host":"h","pid":7,"instance":")" +
+                  instance + "\"}\n";
+  for (int i = 0; i < n_ops; ++i) t += kOp + "\n";
+  t += R"({"type":"stats","wall_ns":)" + std::to_string(1000 + n_ops) + R"(,"records_written":)" +
+       std::to_string(written) + R"(,"ops_completed":)" + std::to_string(completed) +
+       R"(,"records_pending":0,"dropped":{"ring_full":)" + std::to_string(ring_full) +
+       R"(,"pool_exhausted":0,"write_error":0,"at_exit":0}})" + "\n";
+  if (end) t += R"({"type":"end","wall_ns":5000,"records_written":)" + std::to_string(written) + "}\n";
+  ni::test::write_text(path, t);
+}
+}  // namespace
+
+// Drops and ends are counted per plugin output (meta.instance), not per
+// (host, pid): a process that started the plugin twice, or two containers
+// with the same pid, lose nothing from the health table. And the table says
+// when stats do not add up: records neither written nor dropped in an output
+// that ended, records counted as written that are not in the files.
+TEST(Hostile, DropsArePerPluginOutputAndEveryMismatchIsShown) {
+  const std::string dir = ni::test::temp_dir("hostile_instances");
+  write_output(dir + "/a.jsonl", "000000000000000a", 3, 5, 3, 2, true);     // 2 dropped
+  write_output(dir + "/b.jsonl", "000000000000000b", 2, 6, 2, 4, true);     // same pid, 4 dropped
+  write_output(dir + "/c.jsonl", "000000000000000c", 1, 1, 1, 0, false);    // killed: no end
+  write_output(dir + "/d.jsonl", "000000000000000d", 4, 10, 4, 0, true);    // 6 completed, nowhere
+  write_output(dir + "/e.jsonl", "000000000000000e", 3, 9, 9, 0, true);     // 6 written, not in the file
+  const auto d = ana::discover_files({dir});
+  ana::ReadOptions ro;
+  ro.progress = 0;
+  ana::ReadResult res;
+  ana::read_merged<ana::CollectSink>(d.files, ro, 1, res, false);
+  const ana::DropTotals t = ana::drop_totals(res);
+  EXPECT_EQ(t.outputs, 5u);
+  EXPECT_EQ(t.outputs_without_end, 1u);
+  EXPECT_EQ(t.dropped.at("ring_full"), 6u);  // keyed by (host, pid) it read 4 or 2
+  EXPECT_EQ(t.unaccounted, 6u);
+  EXPECT_EQ(t.outputs_unaccounted, 1u);
+  EXPECT_EQ(t.written_not_read, 6u);
+  EXPECT_EQ(t.outputs_not_read, 1u);
+
+  const Child c = spawn({NI_CLI, "summary", "--no-progress", "-f", "json", dir});
+  ASSERT_EQ(c.rc, 0) << c.err;
+  const auto js = nlohmann::json::parse(c.out);
+  EXPECT_EQ(health_row(js, "dropped records")["value"].get<std::uint64_t>(), 6u);
+  EXPECT_EQ(health_row(js, "records lost uncounted")["value"].get<std::uint64_t>(), 6u);
+  EXPECT_EQ(health_row(js, "written records not read")["value"].get<std::uint64_t>(), 6u);
+  EXPECT_EQ(health_row(js, "outputs without end record")["value"].get<std::uint64_t>(), 1u);
+}
+
+// Without mismatches the two rows are absent (a clean job's table stays short).
+TEST(Hostile, NoMismatchRowsWhenTheStatsAddUp) {
+  const std::string dir = ni::test::temp_dir("hostile_instances_ok");
+  write_output(dir + "/a.jsonl", "000000000000000a", 3, 5, 3, 2, true);
+  const Child c = spawn({NI_CLI, "summary", "--no-progress", "-f", "json", dir});
+  ASSERT_EQ(c.rc, 0) << c.err;
+  const auto js = nlohmann::json::parse(c.out);
+  EXPECT_TRUE(health_row(js, "records lost uncounted").is_null());
+  EXPECT_TRUE(health_row(js, "written records not read").is_null());
+  EXPECT_EQ(health_row(js, "dropped records")["value"].get<std::uint64_t>(), 2u);
 }

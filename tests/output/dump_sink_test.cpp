@@ -244,6 +244,40 @@ TEST(DumpSinkTest, EnospcCountsLossesThenResumes) {
   EXPECT_EQ(lines.back()["dropped_total"], 200);
 }
 
+// The disk fills up at the end: the last batch (records + stats + end) does not
+// fit. Its stats and end are written again alone, with its records counted as
+// lost, so the file still says what it lost and that the output ended.
+TEST(DumpSinkTest, DiskFullAtTheEndStillWritesTheLossAndTheEnd) {
+  TempDir d;
+  FaultIo io;
+  SinkOptions o;
+  o.io = &io;
+  o.retry_ns = 60000000000;  // paced retries would skip a plain second try
+  Rig rig(o);
+  rig.sink->start(test_config(d.path(), 60000000), nullptr);  // one cycle a minute: the last batch holds all
+  for (int i = 0; i < 100; ++i) rig.src->push(make_coll(1, static_cast<uint64_t>(i)));
+  std::this_thread::sleep_for(50ms);
+  FaultIo::Script s;
+  s.write_errno = ENOSPC;
+  s.fail_writes_over = 600;  // a batch of 100 records does not fit; a stats + end member does
+  io.set(s);
+  rig.sink->stop();
+  const StatsSnapshot t = rig.sink->totals();
+  EXPECT_EQ(t.records_written, 0u);
+  EXPECT_EQ(t.dropped_write_error, 100u);
+  bool clean = false;
+  auto lines = all_lines(d.path(), &clean);
+  EXPECT_TRUE(clean);
+  EXPECT_EQ(testing::count_type(lines, "coll"), 0u);
+  ASSERT_GE(lines.size(), 2u);
+  const auto& stats = lines[lines.size() - 2];
+  ASSERT_EQ(stats["type"], "stats");
+  EXPECT_EQ(stats["dropped"]["write_error"], 100);
+  EXPECT_EQ(stats["records_written"], 0);
+  EXPECT_EQ(lines.back()["type"], "end");
+  EXPECT_EQ(lines.back()["dropped_total"], 100);
+}
+
 TEST(DumpSinkTest, UnwritableDirectoryWarnsOnceAndCountsEverything) {
   TempDir d;
   {

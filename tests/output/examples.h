@@ -30,6 +30,7 @@ inline std::vector<std::pair<std::string, std::string>> log_examples() {
   m.plugin_version = "0.1.0";
   m.host = "node-a01";
   m.pid = 48213;
+  m.instance = "5f0c2a9e71d34b86";
   m.abi_version = 5;
   std::unordered_map<std::string, std::string> env = {
       {"SLURM_JOB_ID", "123456"}, {"SLURM_PROCID", "0"}, {"SLURM_LOCALID", "0"},

@@ -18,6 +18,7 @@ class FaultIo final : public Io {
     size_t short_write_max = 0;    // cap on bytes per write (0: none)
     int write_errno = 0;           // every write fails with this (after fail_after_bytes)
     size_t fail_after_bytes = 0;   // with write_errno: bytes accepted first (a partial write)
+    size_t fail_writes_over = 0;   // with write_errno: only writes of more bytes fail (a nearly full disk)
     int open_errno = 0;            // every open fails with this
     int close_errno = 0;           // close closes, then reports this
     int rename_errno = 0;
@@ -58,7 +59,12 @@ class FaultIo final : public Io {
       errno = EINTR;
       return -1;
     }
-    if (s_.write_errno) {
+    if (s_.write_errno && s_.fail_writes_over != 0) {
+      if (n > s_.fail_writes_over) {
+        errno = s_.write_errno;
+        return -1;
+      }
+    } else if (s_.write_errno) {
       if (accepted_ >= s_.fail_after_bytes) {
         errno = s_.write_errno;
         return -1;
