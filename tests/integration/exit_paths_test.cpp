@@ -8,6 +8,7 @@
 // the plugin. SIGTERM/SIGABRT with the default action are signal_test.cpp's
 // (a best-effort flush, not this guarantee).
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,6 +33,29 @@ void produce(ni::it::Plugin& p, void* ctx, const std::atomic<bool>& stop, std::u
   for (std::uint64_t s = 0; s < max_ops && !stop.load(std::memory_order_relaxed); ++s) p.op(ctx, s);  // relaxed: a flag
 }
 
+// A producer that never stops, on a plain pthread: std::thread keeps its
+// state on the heap, which LeakSanitizer reports at an exit() that the thread
+// never returns from.
+void start_forever_producer(ni::it::Plugin& p, void* ctx) {
+  struct Args {
+    ni::it::Plugin* p;
+    void* ctx;
+    std::atomic<bool> never{false};
+  };
+  static Args args;  // outlives the exit
+  args.p = &p;
+  args.ctx = ctx;
+  pthread_t t;
+  pthread_create(
+      &t, nullptr,
+      [](void* a) -> void* {
+        auto* x = static_cast<Args*>(a);
+        produce(*x->p, x->ctx, x->never, UINT64_MAX);
+        return nullptr;
+      },
+      &args);
+}
+
 [[noreturn]] void child(const path& logs, End end) {
   setenv("NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS", "2000", 1);
   setenv("NCCL_INSPECTOR_RING_RECORDS", "4096", 1);
@@ -52,20 +76,23 @@ void produce(ni::it::Plugin& p, void* ctx, const std::atomic<bool>& stop, std::u
     }
     case End::kExitMain: {
       // exit() while the producer is still completing ops; comms never finalized.
-      // Reachable from a static, so that LeakSanitizer at exit finds no leak.
-      static std::thread* producer = new std::thread([&] { produce(p, ctx, stop, UINT64_MAX); });
-      (void)producer;
+      start_forever_producer(p, ctx);
       std::this_thread::sleep_for(std::chrono::milliseconds(30));
       exit(0);
     }
     case End::kExitOtherThread: {
-      static std::thread* producer = new std::thread([&] { produce(p, ctx, stop, UINT64_MAX); });
-      (void)producer;
-      std::thread exiter([] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(30));
-        exit(0);
-      });
-      exiter.join();  // never returns: the process ends in exit() on the other thread
+      start_forever_producer(p, ctx);
+      // A plain pthread (std::thread's state on the heap would be a leak to
+      // LeakSanitizer: its thread never returns).
+      pthread_t exiter;
+      pthread_create(
+          &exiter, nullptr,
+          [](void*) -> void* {
+            std::this_thread::sleep_for(std::chrono::milliseconds(30));
+            exit(0);
+          },
+          nullptr);
+      pthread_join(exiter, nullptr);  // never returns: the process ends in exit() on the other thread
       _exit(12);
     }
   }
