@@ -861,7 +861,6 @@ void RecordReader::validate_op(const Op& op) {
   const Line& L = L_;
   if (!L.has_seq) problem(without("op", sc::kSeq));
   if (!L.has_bytes) problem(without("op", sc::kBytes));
-  if (!L.upstream && !L.has_start) problem(without("op", sc::kStartWallNs));
   if (op.func == Func::kOther) problem("unknown " + std::string(sc::kFunc) + " \"" + std::string(L.func) + "\"");
   if (L.dur_us < 0) problem("negative " + std::string(sc::kDurUs));
   if (op.kind == OpKind::kP2p && op.peer < 0) problem(without(sc::kTypeP2p, sc::kPeer));

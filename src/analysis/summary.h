@@ -109,7 +109,7 @@ void add_summary_sections(Report& r, const SummarySink& s, const ReadResult& res
 // per start of the plugin in a process (meta.instance; a process that
 // finalized every comm and made new ones has two, and so do two containers
 // whose processes share a pid), each counted by its last stats record. Logs
-// without meta.instance (before format 1.1 of the plugin) count per (host, pid).
+// without meta.instance (plugins before it existed) count per (host, pid).
 struct DropTotals {
   std::map<std::string, std::uint64_t> dropped, filtered, faults;
   std::uint64_t reclaimed_ops = 0, outputs = 0, outputs_with_stats = 0, outputs_without_end = 0;

@@ -9,30 +9,64 @@
 namespace ni::analysis {
 
 namespace {
-// Per (file, comm, rank, func): missing NCCL sequence numbers between consecutive collectives.
+// Per (file, comm, rank, func): the NCCL sequence numbers seen, as disjoint
+// runs [first, last] (records reach the file in completion order, per thread
+// ring: out of seq order at times, so a forward jump is not yet a gap). The
+// gaps are the numbers between the runs once the file is read. Typically one
+// run per key: memory follows the gaps, not the records.
 class GapSink : public OpSink {
  public:
   void on_op(const Op& op, const OpDetail*, const FileInfo&) override {
     health.add(op);
     if (op.kind != OpKind::kColl || (op.flags & kFlagUpstream && op.seq == 0)) return;
-    auto& last = last_[{op.file_idx, op.comm_hash, op.rank, op.func}];
-    if (last.second && op.seq > last.first + 1) {
-      gaps[op.file_idx] += op.seq - last.first - 1;
-    } else if (last.second && op.seq <= last.first) {
-      ++out_of_order[op.file_idx];
-    }
-    if (!last.second || op.seq > last.first) last = {op.seq, true};
+    add(runs_[{op.file_idx, op.comm_hash, op.rank, op.func}], op.seq);
   }
   void merge(GapSink&& o) {
-    for (auto& [k, v] : o.gaps) gaps[k] += v;
-    for (auto& [k, v] : o.out_of_order) out_of_order[k] += v;
+    // Each file is read by one reader: its keys are in one sink only.
+    for (auto& [k, runs] : o.runs_) runs_[k] = std::move(runs);
     health.merge(o.health);
   }
-  std::map<std::uint32_t, std::uint64_t> gaps, out_of_order;
+  // Missing numbers per file (between the first and last seen of each key).
+  std::map<std::uint32_t, std::uint64_t> gaps() const {
+    std::map<std::uint32_t, std::uint64_t> g;
+    for (const auto& [k, runs] : runs_) {
+      std::uint64_t prev_last = 0;
+      bool first_run = true;
+      for (const auto& [first, last] : runs) {
+        if (!first_run) g[std::get<0>(k)] += first - prev_last - 1;
+        prev_last = last;
+        first_run = false;
+      }
+    }
+    return g;
+  }
   OpHealth health;
 
  private:
-  std::map<std::tuple<std::uint32_t, std::uint64_t, int, Func>, std::pair<std::uint64_t, bool>> last_;
+  using Runs = std::map<std::uint64_t, std::uint64_t>;  // first -> last
+  static void add(Runs& r, std::uint64_t seq) {
+    auto next = r.upper_bound(seq);  // the first run starting after seq
+    if (next != r.begin()) {
+      auto prev = std::prev(next);
+      if (seq <= prev->second) return;  // inside a run (a repeated record)
+      if (prev->second + 1 == seq) {  // extends the previous run, maybe joining the next
+        prev->second = seq;
+        if (next != r.end() && next->first == seq + 1) {
+          prev->second = next->second;
+          r.erase(next);
+        }
+        return;
+      }
+    }
+    if (next != r.end() && next->first == seq + 1) {  // extends the next run downwards
+      const std::uint64_t last = next->second;
+      r.erase(next);
+      r.emplace(seq, last);
+      return;
+    }
+    r.emplace(seq, seq);
+  }
+  std::map<std::tuple<std::uint32_t, std::uint64_t, int, Func>, Runs> runs_;
 };
 }  // namespace
 
@@ -48,6 +82,7 @@ ValidateResult validate_files(const std::vector<std::string>& files, int threads
                      "seq_gaps", "dropped", "end", "status"};
   Section& p = v.report.add("problems", "Problems");
   p.table.columns = {"file", "problem"};
+  const auto all_gaps = sink->gaps();
   for (std::size_t i = 0; i < res.files.size(); ++i) {
     const FileInfo& f = res.files[i];
     std::uint64_t dropped = 0;
@@ -68,7 +103,7 @@ ValidateResult validate_files(const std::vector<std::string>& files, int threads
     }
     if (bad || (strict && f.truncated)) v.valid = false;
     std::string status = bad ? "INVALID" : f.truncated ? "TRUNCATED" : "ok";
-    const auto gaps = sink->gaps.count(static_cast<std::uint32_t>(i)) ? sink->gaps.at(static_cast<std::uint32_t>(i)) : 0;
+    const auto gaps = all_gaps.count(static_cast<std::uint32_t>(i)) ? all_gaps.at(static_cast<std::uint32_t>(i)) : 0;
     s.table.rows.push_back({f.path,
                             f.format == FileFormat::kOurs ? "nccl-inspector"
                             : f.format == FileFormat::kUpstreamV4 ? "upstream " + f.format_string
@@ -79,7 +114,8 @@ ValidateResult validate_files(const std::vector<std::string>& files, int threads
     for (const auto& w : why) p.table.rows.push_back({f.path, w});
     for (const auto& pr : f.problems) p.table.rows.push_back({f.path, pr});
   }
-  s.notes.push_back("seq_gaps: missing NCCL sequence numbers per (comm, rank, op); expected when sampling or a min-size filter is on");
+  s.notes.push_back("seq_gaps: NCCL sequence numbers missing per (comm, rank, op), in sequence order (records "
+                    "reach a file in completion order); expected when sampling or a min-size filter is on");
   add_health_section(v.report, res, &sink->health);
   return v;
 }

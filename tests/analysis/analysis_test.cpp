@@ -389,6 +389,36 @@ TEST(Validate, CleanValidCorruptInvalidTruncatedReported) {
   EXPECT_NE(os.str().find("op record without seq"), std::string::npos);
 }
 
+// seq_gaps counts the numbers missing per (comm, rank, func) in sequence
+// order, not forward jumps in file order (records reach a file in completion
+// order); an op without start_wall_ns (no clock estimate yet: allowed by
+// docs/log-format.md) is valid.
+TEST(Validate, GapsInSequenceOrderAndOpsWithoutStartTime) {
+  const auto dir = ni::test::temp_dir("validate_gaps");
+  auto file = [&](const std::string& name, const std::vector<int>& seqs) {
+    std::string t = R"({"type":"meta","format":"nccl-inspector-log","format_version":1,"host":"h","pid":1})" "\n";
+    for (int q : seqs)
+      t += R"({"type":"coll","comm_hash":"0x01","rank":0,"func":"AllReduce","seq":)" + std::to_string(q) +
+           R"(,"bytes":8,"dur_us":1})" "\n";  // no start_wall_ns
+    // Another function of the same comm has its own numbers.
+    t += R"({"type":"coll","comm_hash":"0x01","rank":0,"func":"AllGather","seq":0,"bytes":8,"dur_us":1})" "\n";
+    ni::test::write_text(dir + "/" + name, t);
+  };
+  file("shuffled.jsonl", {0, 1, 3, 2, 5, 4, 8, 6, 7, 9});  // nothing missing
+  file("holes.jsonl", {0, 1, 2, 5, 6, 10, 9});              // 3, 4, 7, 8 missing
+  ana::ReadOptions ro;
+  ro.progress = 0;
+  const auto v = ana::validate_files(ana::discover_files({dir}).files, 1, ro, false);
+  EXPECT_TRUE(v.valid);
+  const auto& rows = v.report.sections[0].table.rows;
+  ASSERT_EQ(rows.size(), 2u);
+  for (const auto& r : rows) {
+    const std::string path = r[0].text();
+    EXPECT_EQ(r[9].i, path.find("holes") != std::string::npos ? 4 : 0) << path;
+    EXPECT_EQ(r[12].text(), "ok") << path;
+  }
+}
+
 TEST(Cli, ErrorsAndExitCodes) {
   const std::string cli = NI_CLI;
   EXPECT_EQ(run(cli + " summary /nonexistent/dir").rc, 2);
@@ -888,4 +918,68 @@ TEST(Iterations, CommTimeIsPerGpuUnionClippedToTheIteration) {
   EXPECT_NEAR(t.rows[1][5].d, 1.0, 1e-6);
   EXPECT_NEAR(t.rows[1][6].d, 10.0, 1e-6);
   EXPECT_TRUE(std::isnan(t.rows[2][6].d));  // the last mark opens an iteration with no end
+}
+
+// One grammar: the fast scanner (summary and every analysis) and simdjson
+// alone (validate) accept and reject the same lines, and read the same values
+// from the ones they accept. A line is invalid JSON for simdjson (and jq,
+// DuckDB, pandas) when a number has a leading zero, a bare '.', no digit
+// after the exponent, or an integer beyond int64/uint64; then it is a bad line
+// for both. Values that are valid JSON but wrong for the schema (a negative
+// duration, a numeric comm_hash) are read the same way by both, and validate
+// also reports them.
+TEST(Reader, OneGrammarForTheFastPathAndValidate) {
+  const std::string head = R"({"type":"coll","comm_hash":"0x01","rank":0,"func":"AllReduce","seq":)";
+  auto op = [&](const std::string& seq, const std::string& dur, const std::string& extra = "") {
+    return head + seq + R"(,"bytes":8,"start_wall_ns":1767225600000000000,"dur_us":)" + dur + extra + "}";
+  };
+  struct Case {
+    std::string line;
+    bool json;  // valid JSON (simdjson reads it)
+  };
+  const std::vector<Case> corpus = {
+      {op("1", "5.5"), true}, {op("1", "5."), false}, {op("00012", "5"), false}, {op("1", "-3"), true},
+      {op("1", "0.25"), true}, {op("1", "-0.5"), true}, {op("0", "0"), true}, {op("-0", "5"), true},
+      {op("1", ".5"), false}, {op("1", "1e2"), true}, {op("1", "1.5E+2"), true}, {op("1", "1e"), false},
+      {op("1", "1e+"), false}, {op("1", "1.e2"), false}, {op("1", "1.2.3"), false}, {op("+1", "5"), false},
+      {op("1", "5-3"), false}, {op("1", "--5"), false}, {op("1", "0x10"), false}, {op("1", "01.5"), false},
+      {op("18446744073709551615", "5"), true}, {op("18446744073709551616", "5"), false},
+      {op("99999999999999999999", "5"), false}, {op("1", "5", R"(,"zz":-9223372036854775808)"), true},
+      {op("1", "5", R"(,"zz":-9223372036854775809)"), false}, {op("1", "5", R"(,"zz":0012)"), false},
+      {op("1", "5", R"(,"channels":[0,1,2,3])"), true}, {op("1", "5", R"(,"channels":[0,01])"), false},
+      {op("1", "5", R"(,"channels":[0,,1])"), false}, {op("1", "5", R"(,"net":{"a":1.,"b":2})"), false},
+      {op("1", "5", R"(,"net":{"a" 1})"), false}, {op("1", "5", R"(,"x":[true,false,null,"s",{"k":[1e3]}])"), true},
+      {op("1", "5", R"(,"x":[tru])"), false}, {op("1", "5", std::string(R"(,"s":"a)") + '\x01' + "b\""), false},
+      {op("1", "5", R"(,"s":"caf\u00e9")"), true}, {op("1", "5", ",\"s\":\"caf\xc3\xa9\""), true},
+      {op("1", "5", ",\"s\":\"bad\xc3\""), false},
+      {R"({"type":"coll","comm_hash":1,"rank":0,"func":"AllReduce","seq":1,"bytes":8,"dur_us":5})", true},
+  };
+  const auto dir = ni::test::temp_dir("one_grammar");
+  ana::ReadOptions ro;
+  ro.progress = 0;
+  for (std::size_t i = 0; i < corpus.size(); ++i) {
+    const std::string path = dir + "/c" + std::to_string(i) + ".jsonl";
+    ni::test::write_text(path, R"({"type":"meta","format":"nccl-inspector-log","format_version":1,"host":"h","pid":1})"
+                               "\n" + corpus[i].line + "\n");
+    ana::ReadResult fast;
+    auto ops = ana::read_merged<ana::CollectSink>({path}, ro, 1, fast, true);
+    ana::ReadOptions vo = ro;
+    vo.validate = true;
+    ana::ReadResult strict;
+    auto vops = ana::read_merged<ana::CollectSink>({path}, vo, 1, strict, true);
+    const std::string& line = corpus[i].line;
+    EXPECT_EQ(fast.bad_lines, corpus[i].json ? 0u : 1u) << line;
+    EXPECT_EQ(strict.bad_lines, fast.bad_lines) << line;
+    ASSERT_EQ(vops->ops.size(), ops->ops.size()) << line;
+    for (std::size_t k = 0; k < ops->ops.size(); ++k) {
+      EXPECT_EQ(vops->ops[k].seq, ops->ops[k].seq) << line;
+      EXPECT_EQ(vops->ops[k].bytes, ops->ops[k].bytes) << line;
+      EXPECT_EQ(vops->ops[k].comm_hash, ops->ops[k].comm_hash) << line;
+      EXPECT_EQ(std::isnan(vops->ops[k].dur_us), std::isnan(ops->ops[k].dur_us)) << line;
+      if (!std::isnan(ops->ops[k].dur_us)) {
+        EXPECT_EQ(vops->ops[k].dur_us, ops->ops[k].dur_us) << line;
+      }
+      EXPECT_EQ(vops->ops[k].start_wall_ns, ops->ops[k].start_wall_ns) << line;
+    }
+  }
 }
