@@ -65,6 +65,11 @@ const std::vector<Entry>& table() {
       {{"NCCL_INSPECTOR_PROM_DIR", SettingType::kString, "<dump dir>", 0, 0,
         "Directory for the Prometheus file (point node_exporter's --collector.textfile.directory here)."},
        NI_STR(prom_dir)},
+      {{"NCCL_INSPECTOR_PROM_EXTRA_LABELS", SettingType::kBool, "0", 0, 1,
+        "Adds the labels pid and comm_hash to the Prometheus series: series per process and per communicator "
+        "instance (each new process or communicator starts new ones). Off: series are per host, job, rank and "
+        "communicator name (see docs/configuration.md, cardinality)."},
+       NI_BOOL(prom_extra_labels)},
       {{"NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES", SettingType::kInt, "8192", 0, INT64_MAX,
         "Ops smaller than this many bytes are not recorded (counted as filtered). 0 records everything."},
        NI_INT(min_size_bytes)},

@@ -22,6 +22,7 @@ struct Config {
   bool prom_dump = false;              // NCCL_INSPECTOR_PROM_DUMP
   int64_t prom_interval_us = 10000000; // NCCL_INSPECTOR_PROM_INTERVAL_MICROSECONDS
   std::string prom_dir;                // NCCL_INSPECTOR_PROM_DIR ("" = dump dir)
+  bool prom_extra_labels = false;      // NCCL_INSPECTOR_PROM_EXTRA_LABELS
   int64_t min_size_bytes = 8192;       // NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES
   bool enable_p2p = true;              // NCCL_INSPECTOR_ENABLE_P2P
   bool enable_net = false;             // NCCL_INSPECTOR_ENABLE_NET

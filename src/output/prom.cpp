@@ -29,9 +29,10 @@ constexpr const char* kBwLeText[PromWriter::kBwBuckets] = {"1e+08", "2.5e+08", "
 
 constexpr int kSizeBits = 8;
 
-uint64_t series_key(const OpRecord& r) {
+// (label id, kind, func, algo, proto, size class).
+uint64_t series_key(const OpRecord& r, uint32_t label) {
   unsigned size_class = r.bytes == 0 ? 0u : static_cast<unsigned>(std::bit_width(r.bytes));  // 1 + floor(log2)
-  return (static_cast<uint64_t>(r.comm_id) << 32) | (static_cast<uint64_t>(r.kind & 3u) << 28) |
+  return (static_cast<uint64_t>(label) << 32) | (static_cast<uint64_t>(r.kind & 3u) << 28) |
          (static_cast<uint64_t>(r.func & 0x1Fu) << 20) | (static_cast<uint64_t>(r.algo & 0xFu) << 16) |
          (static_cast<uint64_t>(r.proto & 0xFu) << 12) | size_class;
 }
@@ -99,30 +100,51 @@ PromWriter::PromWriter(Io& io, std::string dir, PromIdentity id, Logger log)
   // "<dir>/.<name>.prom.<random>.tmp" (create_temp): not *.prom, so the
   // collector ignores it.
   tmp_stem_ = d + "." + name + ".prom";
-  base_labels_ = "job=\"" + prom_escape(id_.job) + "\",host=\"" + prom_escape(id_.host) + "\",pid=\"" +
-                 std::to_string(id_.pid) + "\"";
+  // Not `job` (Prometheus' own target label) and no per-process id unless
+  // nothing else tells two processes of a host apart, or extra labels are on.
+  base_labels_ = "host=\"" + prom_escape(id_.host) + "\",nccl_job=\"" + prom_escape(id_.job) + "\"";
+  if (!id_.global_rank.empty()) base_labels_ += ",global_rank=\"" + prom_escape(id_.global_rank) + "\"";
+  if (id_.global_rank.empty() || id_.extra_labels) base_labels_ += ",pid=\"" + std::to_string(id_.pid) + "\"";
 }
 
-void PromWriter::set_comm(const CommInfo& c) {
-  CommLabels& l = comms_[c.comm_id];
-  Buf h;
-  h.put_hex64(c.comm_hash);
-  l.hash = std::string(h.view());
-  l.name = prom_escape(c.name);
-  l.rank = std::to_string(c.rank);
-  l.ended = false;
+uint32_t PromWriter::label_id(const CommInfo& c) {
+  std::string l = "rank=\"" + std::to_string(c.rank) + "\",comm_name=\"";
+  if (!c.name.empty()) {
+    l += prom_escape(c.name);
+  } else {  // unnamed: the first 8 hex digits of its hash
+    Buf h;
+    h.put_hex64(c.comm_hash);
+    l += std::string(h.view().substr(0, 10));
+  }
+  l += "\"";
+  if (id_.extra_labels) {
+    Buf h;
+    h.put_hex64(c.comm_hash);
+    l += ",comm_hash=\"" + std::string(h.view()) + "\"";
+  }
+  if (label_ids_.find(l) == label_ids_.end() && label_ids_.size() >= kMaxCommLabels)
+    l = "rank=\"-1\",comm_name=\"other\"";
+  auto [it, added] = label_ids_.try_emplace(l, static_cast<uint32_t>(label_text_.size()));
+  if (added) label_text_.push_back(l);
+  return it->second;
 }
 
-void PromWriter::comm_ended(uint32_t comm_id) {
-  auto it = comms_.find(comm_id);
-  if (it != comms_.end()) it->second.ended = true;
-}
+void PromWriter::set_comm(const CommInfo& c) { comm_label_[c.comm_id] = label_id(c); }
+
+void PromWriter::comm_ended(uint32_t /*comm_id*/) {}
 
 void PromWriter::add(const OpRecord& r, const CommInfo* comm) {
   if (static_cast<OpKind>(r.kind) == kMarkKind) return;
-  Series& s = series_[series_key(r)];
+  auto lit = comm_label_.find(r.comm_id);
+  if (lit == comm_label_.end() && comm != nullptr) lit = comm_label_.emplace(r.comm_id, label_id(*comm)).first;
+  if (lit == comm_label_.end()) {  // a record of a comm never announced: its own label
+    CommInfo unknown;
+    unknown.rank = -1;
+    unknown.name = "unknown";
+    lit = comm_label_.emplace(r.comm_id, label_id(unknown)).first;
+  }
+  Series& s = series_[series_key(r, lit->second)];
   ++s.ops;
-  if (comm != nullptr && comms_.find(r.comm_id) == comms_.end()) set_comm(*comm);
   OpTiming t = op_timing(r, comm != nullptr ? comm->nranks : 0);
   if (t.has_span) {
     double sec = static_cast<double>(t.span_ns) * 1e-9;
@@ -167,9 +189,7 @@ std::string PromWriter::render(const StatsSnapshot& st, int64_t wall_ns) const {
   Buf b;
   put_identity(b, wall_ns);
   put_counters(b, st);
-  bool any = false;
-  for (const auto& [key, s] : series_) any = any || live(key);
-  if (any) {
+  if (!series_.empty()) {
     put_ops(b);
     put_histogram(b, "nccl_inspector_op_duration_seconds", "Operation duration (earliest channel start to latest stop).",
                   [](const Series& s) { return HistView{s.dur_count, s.dur_sum, s.dur_bucket, kDurBuckets, kDurLeText}; });
@@ -226,7 +246,6 @@ void PromWriter::put_ops(Buf& b) const {
   put_family(b, "nccl_inspector_ops_total", "counter",
              "Operations completed, by communicator, operation, algorithm_protocol and size bucket.");
   for (const auto& [key, s] : series_) {
-    if (!live(key)) continue;
     b.put(std::string_view("nccl_inspector_ops_total{"));
     b.put(op_labels(key));
     b.put(std::string_view("} "));
@@ -250,7 +269,6 @@ void PromWriter::put_histogram(Buf& b, std::string_view name, std::string_view h
     b.put(std::string_view("} "));
   };
   for (const auto& [key, s] : series_) {
-    if (!live(key)) continue;
     const HistView h = pick(s);
     const std::string l = op_labels(key);
     uint64_t cum = 0;
@@ -274,21 +292,16 @@ void PromWriter::put_histogram(Buf& b, std::string_view name, std::string_view h
 
 // Labels of one op series, without braces.
 std::string PromWriter::op_labels(uint64_t key) const {
-  auto comm_id = static_cast<uint32_t>(key >> 32);
+  auto label = static_cast<uint32_t>(key >> 32);
   auto kind = static_cast<OpKind>((key >> 28) & 3u);
   auto func = static_cast<Func>((key >> 20) & 0x1Fu);
   auto algo = static_cast<Algo>((key >> 16) & 0xFu);
   auto proto = static_cast<Proto>((key >> 12) & 0xFu);
   auto size_class = static_cast<unsigned>(key & ((1u << kSizeBits) - 1));
   std::string l = base_labels_;
-  auto it = comms_.find(comm_id);
-  l += ",rank=\"";
-  l += it != comms_.end() ? it->second.rank : std::string("-1");
-  l += "\",comm_hash=\"";
-  l += it != comms_.end() ? it->second.hash : std::string("unknown");
-  l += "\",comm_name=\"";
-  if (it != comms_.end()) l += it->second.name;
-  l += "\",kind=\"";
+  l += ',';
+  l += label_text_[label];
+  l += ",kind=\"";
   l += kind_name(kind);
   l += "\",op=\"";
   l += func_name(func < Func::kCount_ ? func : Func::kUnknown);
@@ -306,26 +319,7 @@ std::string PromWriter::op_labels(uint64_t key) const {
   return l;
 }
 
-bool PromWriter::live(uint64_t key) const {
-  auto it = comms_.find(static_cast<uint32_t>(key >> 32));
-  return it == comms_.end() || !it->second.ended;
-}
-
 bool PromWriter::write(const StatsSnapshot& st, int64_t wall_ns, uint64_t now_ns) {
-  // A finalized comm's series are dropped from this write on.
-  for (auto it = series_.begin(); it != series_.end();) {
-    auto c = comms_.find(static_cast<uint32_t>(it->first >> 32));
-    if (c != comms_.end() && c->second.ended)
-      it = series_.erase(it);
-    else
-      ++it;
-  }
-  for (auto it = comms_.begin(); it != comms_.end();) {
-    if (it->second.ended)
-      it = comms_.erase(it);
-    else
-      ++it;
-  }
   if (failing_ && now_ns < retry_at_ns_) return false;
   const std::string text = render(st, wall_ns);
   auto fail = [&](int err, const char* what, const std::string& p) {

@@ -19,6 +19,7 @@
 #include <map>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "src/core/record.h"
 #include "src/core/runtime.h"
@@ -33,6 +34,8 @@ struct PromIdentity {
   std::string host;
   int64_t pid = 0;
   std::string version;
+  std::string global_rank;    // the launcher's rank of the process ("" unknown: the pid labels it)
+  bool extra_labels = false;  // NCCL_INSPECTOR_PROM_EXTRA_LABELS: pid and comm_hash too
 };
 
 class PromWriter {
@@ -43,7 +46,7 @@ class PromWriter {
   PromWriter(Io& io, std::string dir, PromIdentity id, Logger log);
 
   void set_comm(const CommInfo& c);
-  void comm_ended(uint32_t comm_id);  // its series go at the next write
+  void comm_ended(uint32_t comm_id);  // nothing to do: its series stay (counters keep their totals)
   // One drained record (marks are ignored). comm may be null.
   void add(const OpRecord& r, const CommInfo* comm);
   // Renders and replaces the file atomically. Returns true on success.
@@ -71,12 +74,13 @@ class PromWriter {
     int n;
     const char* const* le_text;
   };
-  struct CommLabels {
-    std::string hash;  // "0x..."
-    std::string name;  // escaped
-    std::string rank;
-    bool ended = false;
-  };
+  // The op series are keyed by their labels (label_id()), not by communicator
+  // instance: a communicator created again under the same name and rank goes
+  // on counting in the same series, and the series of an ended one stay, so
+  // the last file of a job still holds every total. At most kMaxCommLabels
+  // (name, rank) pairs; the rest share comm_name="other".
+  static constexpr size_t kMaxCommLabels = 64;
+  uint32_t label_id(const CommInfo& c);
 
   void put_identity(Buf& b, int64_t wall_ns) const;
   void put_counters(Buf& b, const StatsSnapshot& st) const;
@@ -84,16 +88,17 @@ class PromWriter {
   template <typename Pick>
   void put_histogram(Buf& b, std::string_view name, std::string_view help, Pick pick) const;
   std::string op_labels(uint64_t key) const;
-  bool live(uint64_t key) const;  // its comm has not ended
 
   Io& io_;
   std::string dir_;
   std::string path_;
   std::string tmp_stem_;  // temporary files: <stem>.<random>.tmp
   PromIdentity id_;
-  std::string base_labels_;  // job="..",host="..",pid=".."
+  std::string base_labels_;  // host="..",nccl_job="..",global_rank=".." (or pid="..")
   Logger log_;
-  std::unordered_map<uint32_t, CommLabels> comms_;
+  std::unordered_map<uint32_t, uint32_t> comm_label_;      // comm_id -> label id
+  std::map<std::string, uint32_t> label_ids_;              // labels text -> label id
+  std::vector<std::string> label_text_;                    // label id -> rank="..",comm_name=".."[,comm_hash=".."]
   std::map<uint64_t, Series> series_;  // ordered: stable output
   bool failing_ = false;
   bool dir_checked_ = false;  // warn_if_unsafe_dir() ran after the first write

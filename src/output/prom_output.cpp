@@ -16,7 +16,9 @@ class PromOutput final : public Output {
   explicit PromOutput(const OutputEnv& env)
       : period_ns_(static_cast<uint64_t>(env.cfg.prom_interval_us) * 1000),
         prom_(env.io, env.cfg.prom_dir.empty() ? env.cfg.dump_dir : env.cfg.prom_dir,
-              PromIdentity{env.meta.job.job_id, env.meta.host, env.meta.pid, env.meta.plugin_version}, env.log) {}
+              PromIdentity{env.meta.job.job_id, env.meta.host, env.meta.pid, env.meta.plugin_version,
+                           env.meta.job.global_rank, env.cfg.prom_extra_labels},
+              env.log) {}
 
   uint64_t stats_period_ns() const override { return period_ns_; }
   void comm(const CommInfo& c, int64_t /*wall_ns*/) override { prom_.set_comm(c); }

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <fstream>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "tests/output/fake_source.h"
@@ -30,7 +31,7 @@ using testing::make_coll;
 using testing::make_comm;
 using testing::TempDir;
 
-PromIdentity ident() { return PromIdentity{"job\"1\\", "node-a", 42, "0.1.0"}; }
+PromIdentity ident() { return PromIdentity{"job\"1\\", "node-a", 42, "0.1.0", "", false}; }
 
 struct Prom {
   explicit Prom(Io& io, const std::string& dir)
@@ -78,12 +79,13 @@ TEST(PromTest, FamiliesHistogramsAndEscaping) {
     EXPECT_NE(text.find(std::string("# TYPE ") + fam + " "), std::string::npos) << fam;
   }
   EXPECT_NE(text.find("comm_name=\"dp \\\"x\\\"\\nline\\\\\""), std::string::npos) << text.substr(0, 2000);
-  EXPECT_NE(text.find("job=\"job\\\"1\\\\\""), std::string::npos);
+  EXPECT_NE(text.find("nccl_job=\"job\\\"1\\\\\""), std::string::npos);
   EXPECT_NE(text.find("size_bucket=\"1MiB-2MiB\""), std::string::npos);
   EXPECT_NE(text.find("size_bucket=\"4KiB-8KiB\""), std::string::npos);
   EXPECT_NE(text.find("algo_proto=\"RING_SIMPLE\""), std::string::npos);
   EXPECT_NE(text.find("op=\"Send\""), std::string::npos);
-  EXPECT_NE(text.find("nccl_inspector_dropped_records_total{job=\"job\\\"1\\\\\",host=\"node-a\",pid=\"42\",reason=\"ring_full\"} 3"),
+  // No launcher rank here: the pid tells the process apart.
+  EXPECT_NE(text.find("nccl_inspector_dropped_records_total{host=\"node-a\",nccl_job=\"job\\\"1\\\\\",pid=\"42\",reason=\"ring_full\"} 3"),
             std::string::npos);
   // Buckets are cumulative, end in +Inf == _count.
   std::istringstream is(text);
@@ -121,7 +123,7 @@ TEST(PromTest, FamiliesHistogramsAndEscaping) {
   for (auto& [k, v] : count) EXPECT_EQ(inf_bucket[k], v) << k;
 }
 
-TEST(PromTest, AtomicWriteAndStaleSeriesDropped) {
+TEST(PromTest, AtomicWriteAndSeriesOutliveTheirCommunicator) {
   TempDir d;
   Prom p(posix_io(), d / "prom");
   feed(p.w);
@@ -129,14 +131,78 @@ TEST(PromTest, AtomicWriteAndStaleSeriesDropped) {
   ASSERT_TRUE(p.w.write(s, 1, 0));
   EXPECT_EQ(p.w.path(), d / "prom/nccl_inspector_node-a_42.prom");
   EXPECT_EQ(testing::list_dir(d / "prom"), std::vector<std::string>{"nccl_inspector_node-a_42.prom"});
-  std::string first = testing::read_file(p.w.path());
-  EXPECT_NE(first.find("comm_hash=\"0x1234567890abcdf1\""), std::string::npos);  // comm 2
+  const std::string first = testing::read_file(p.w.path());
+  const std::string ag = "op=\"AllGather\"";  // comm 2's
+  EXPECT_NE(first.find(ag), std::string::npos);
+  // Comm 2 ends, and a new one of the same name and rank takes its place:
+  // its ops go on counting in the same series (a counter never goes back).
   p.w.comm_ended(2);
   ASSERT_TRUE(p.w.write(s, 2, 0));
-  std::string second = testing::read_file(p.w.path());
-  EXPECT_EQ(second.find("comm_hash=\"0x1234567890abcdf1\""), std::string::npos);
-  EXPECT_NE(second.find("comm_hash=\"0x1234567890abcdf0\""), std::string::npos);
+  const std::string second = testing::read_file(p.w.path());
+  auto without_time = [](const std::string& t) {  // the file less its last_update sample
+    const auto a = t.find("nccl_inspector_last_update_timestamp_seconds{");
+    return t.substr(0, a) + t.substr(t.find('\n', a));
+  };
+  EXPECT_EQ(without_time(second), without_time(first));
+  CommInfo again = make_comm(9, 4, 1);
+  again.name = make_comm(2, 4, 1).name;
+  p.w.set_comm(again);
+  for (int i = 0; i < 3; ++i) p.w.add(make_coll(9, static_cast<uint64_t>(i), Func::kAllGather, 1 << 16), &again);
+  ASSERT_TRUE(p.w.write(s, 3, 0));
+  const std::string third = testing::read_file(p.w.path());
+  const auto at = third.find("nccl_inspector_ops_total{host=\"node-a\",nccl_job=\"job\\\"1\\\\\",pid=\"42\",rank=\"1\"");
+  ASSERT_NE(at, std::string::npos) << third;
+  EXPECT_EQ(third.substr(third.find("} ", at), 4), "} 8\n");  // 5 + 3
   EXPECT_EQ(p.warns, 0);
+}
+
+// The labels follow Prometheus practice: no `job` (the scrape target's own
+// label), no per-process or per-communicator ids when the launcher gives the
+// process's rank; NCCL_INSPECTOR_PROM_EXTRA_LABELS adds pid and comm_hash.
+// Series per GPU: stated in docs/configuration.md (the families of the
+// counters + 41 lines per (communicator, op, algo_proto, size bucket)).
+TEST(PromTest, LabelsAndCardinality) {
+  TempDir d;
+  auto labels_of = [](const std::string& text) {
+    std::set<std::string> names;
+    std::istringstream is(text);
+    std::string line;
+    while (std::getline(is, line)) {
+      if (line.empty() || line[0] == '#') continue;
+      const size_t b = line.find('{'), e = line.rfind("} ");
+      for (size_t at = b + 1; at < e;) {
+        const size_t eq = line.find('=', at);
+        names.insert(line.substr(at, eq - at));
+        at = line.find("\",", eq);
+        at = at == std::string::npos || at > e ? e : at + 2;
+      }
+    }
+    return names;
+  };
+  PromWriter plain(posix_io(), d / "a", PromIdentity{"77", "node-a", 42, "0.1.0", "5", false}, [](auto, auto&) {});
+  feed(plain);
+  StatsSnapshot s;
+  const std::string text = plain.render(s, 1);
+  const std::set<std::string> names = labels_of(text);
+  for (const char* forbidden : {"job", "pid", "comm_hash", "instance", "exported_job"})
+    EXPECT_EQ(names.count(forbidden), 0u) << forbidden;
+  for (const char* expected : {"host", "nccl_job", "global_rank", "rank", "comm_name", "op", "algo_proto", "size_bucket", "reason", "le"})
+    EXPECT_EQ(names.count(expected), 1u) << expected;
+  // feed() makes 4 op series: (dp, AllReduce, 1MiB), (dp, AllReduce, 4KiB), (comm 2, AllGather), (comm 2, Send).
+  std::size_t samples = 0;
+  std::istringstream is(text);
+  for (std::string line; std::getline(is, line);) samples += !line.empty() && line[0] != '#';
+  const std::size_t per_op_series = 1 + (PromWriter::kDurBuckets + 3) + (PromWriter::kBwBuckets + 3);  // 41
+  std::size_t counter_rows = 0;  // the exported rows of counters.h, one sample each
+  for (const auto& c : ni::counters::kCounters) counter_rows += !c.prom_name.empty();
+  const std::size_t fixed = 2 + counter_rows;  // + info and last_update
+  EXPECT_EQ(samples, fixed + 4 * per_op_series) << text;
+
+  PromWriter extra(posix_io(), d / "b", PromIdentity{"77", "node-a", 42, "0.1.0", "5", true}, [](auto, auto&) {});
+  feed(extra);
+  const std::set<std::string> more = labels_of(extra.render(s, 1));
+  EXPECT_EQ(more.count("pid"), 1u);
+  EXPECT_EQ(more.count("comm_hash"), 1u);
 }
 
 TEST(PromTest, FailingRenameWarnsOnceAndLeavesNoTemp) {
@@ -239,7 +305,7 @@ TEST(PromTest, UnsafeDirectoryWarnsOnce) {
   }
   EXPECT_TRUE(warnings.empty());
   PromWriter a(posix_io(), shared, ident(), log);
-  PromWriter b(posix_io(), shared, PromIdentity{"j", "node-b", 7, "0.1.0"}, log);
+  PromWriter b(posix_io(), shared, PromIdentity{"j", "node-b", 7, "0.1.0", "", false}, log);
   feed(a);
   for (int i = 0; i < 3; ++i) {
     ASSERT_TRUE(a.write(s, 1, 0));
@@ -269,7 +335,10 @@ TEST(PromTest, SinkWritesPromTogetherWithJson) {
   for (int i = 0; i < 20; ++i) fake->push(make_coll(1, static_cast<uint64_t>(i)));
   sink.stop();  // the final write happens at stop and the file stays
   std::string text = testing::read_file(sink.prom_path());
-  EXPECT_NE(text.find("nccl_inspector_records_written_total{job="), std::string::npos);
+  EXPECT_NE(text.find("nccl_inspector_records_written_total{host=\"h1\",nccl_job="), std::string::npos);
+  // The job is over (its comm ended at stop): the totals and histograms stay.
+  EXPECT_NE(text.find("nccl_inspector_ops_total{"), std::string::npos) << text;
+  EXPECT_NE(text.find("nccl_inspector_op_duration_seconds_count{"), std::string::npos) << text;
   EXPECT_NE(text.find("} 20\n"), std::string::npos);
   EXPECT_EQ(testing::count_type(testing::read_log(sink.log_path()), "coll"), 20u);
 }

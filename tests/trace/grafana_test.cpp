@@ -19,15 +19,20 @@ using nlohmann::json;
 using ni::out::testing::make_coll;
 using ni::out::testing::make_comm;
 
-// metric name -> label names, from the real writer's output.
+// metric name -> label names, from the real writer's output: a process with a
+// launcher rank (global_rank) and one without (pid), default labels.
 std::map<std::string, std::set<std::string>> exported() {
-  ni::out::PromWriter w(ni::out::posix_io(), "/nonexistent", {"123", "node-a", 42, "0.1.0"},
-                        [](ni::abi::LogLevel, const std::string&) {});
-  ni::CommInfo c = make_comm(1, 8, 3);
-  w.set_comm(c);
-  for (int i = 0; i < 10; ++i) w.add(make_coll(1, static_cast<std::uint64_t>(i)), &c);
-  ni::out::StatsSnapshot s;
-  std::istringstream in(w.render(s, 1700000000000000000));
+  std::string text;
+  for (const char* global_rank : {"3", ""}) {
+    ni::out::PromWriter w(ni::out::posix_io(), "/nonexistent", {"123", "node-a", 42, "0.1.0", global_rank, false},
+                          [](ni::abi::LogLevel, const std::string&) {});
+    ni::CommInfo c = make_comm(1, 8, 3);
+    w.set_comm(c);
+    for (int i = 0; i < 10; ++i) w.add(make_coll(1, static_cast<std::uint64_t>(i)), &c);
+    ni::out::StatsSnapshot s;
+    text += w.render(s, 1700000000000000000);
+  }
+  std::istringstream in(text);
   std::map<std::string, std::set<std::string>> m;
   std::string line;
   while (std::getline(in, line)) {
