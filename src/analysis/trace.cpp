@@ -465,8 +465,13 @@ void TraceBuild::pair_collectives(std::vector<std::uint32_t>& coll_k) {
       // Lateness measured without clocks where the ranks are GPU-timed (stragglers.h).
       if (instance_lateness(ops, group, 0, group.size(), late))
         for (std::size_t j = a; j < b; ++j) late_us_[coll_k[j]] = static_cast<float>(late[j - a]);
+      // No arrow to a rank that started at the same nanosecond: it says
+      // nothing, and viewers cannot order a flow whose two ends share a
+      // timestamp (Chrome's trace engine then drops it).
+      const std::int64_t src_start = ops[sel[src]].start_wall_ns;
       for (std::size_t j = a + 1; j < b; ++j)
-        if (o_.flows && pid_of_sel(coll_k[j]) != src_pid) flows_.push_back({src, coll_k[j]});
+        if (o_.flows && pid_of_sel(coll_k[j]) != src_pid && ops[sel[coll_k[j]]].start_wall_ns != src_start)
+          flows_.push_back({src, coll_k[j]});
     }
     a = b;
   }
@@ -495,7 +500,8 @@ void TraceBuild::pair_p2p(std::vector<std::uint32_t>& send_k, std::vector<std::u
     while (re < recv_k.size() && pair_of(recv_k[re], false) == want) ++re;
     for (std::size_t j = 0; j < se - s && r + j < re; ++j) {
       const std::uint32_t a = send_k[s + j], b = recv_k[r + j];
-      if (pid_of_sel(a) != pid_of_sel(b)) flows_.push_back({a, b});
+      if (pid_of_sel(a) != pid_of_sel(b) && ops_[sel_[a]].start_wall_ns != ops_[sel_[b]].start_wall_ns)
+        flows_.push_back({a, b});
     }
     r = re;
     s = se;
@@ -768,7 +774,9 @@ void TraceBuild::write_flow(TraceJson& j, const Flow& f, std::uint64_t flow_id) 
   char id[24];
   std::snprintf(id, sizeof id, "0x%llx", static_cast<unsigned long long>(flow_id));
   const std::string_view fname = to_string(a.func);
-  const std::string_view cat = a.kind == OpKind::kP2p ? "flow,p2p" : "flow,coll";
+  // The slices' own category: viewers bind a flow event to the slice with the
+  // same ts, pid, tid and cat (Chrome's trace engine bound none with "flow,coll").
+  const std::string_view cat = to_string(a.kind);
   j.begin('s', fname, cat, pid_of_sel(f.src_k), op_tid_[f.src_k], a.start_wall_ns - t0_);
   j.raw(",\"id\":\"");
   j.raw(id);
