@@ -70,8 +70,16 @@ std::string json_cell(const Cell& c) {
     case Cell::kInt: return std::to_string(c.i);
     case Cell::kNum: {
       if (!std::isfinite(c.d)) return "null";
+      // Up to 4 decimals more than the table shows, and 9 significant
+      // digits: a ratio of float data (util_pct 56.6709022) says no more
+      // than its inputs did.
+      double v = c.d;
+      if (c.precision >= 0 && c.precision <= 8 && std::fabs(v) < 1e12) {
+        const double scale = std::pow(10.0, c.precision + 4);
+        v = std::round(v * scale) / scale;
+      }
       char buf[64];
-      std::snprintf(buf, sizeof buf, "%.9g", c.d);
+      std::snprintf(buf, sizeof buf, "%.9g", v);
       return buf;
     }
     default: return "null";

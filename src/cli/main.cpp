@@ -37,6 +37,7 @@ struct Common {
   int threads = 0;
   bool progress = false, no_progress = false;
   std::string host_map;
+  std::string section;  // --section: the one table to write
 };
 
 void add_common(CLI::App* app, Common& c, bool inputs = true, bool host_map = true) {
@@ -48,6 +49,9 @@ void add_common(CLI::App* app, Common& c, bool inputs = true, bool host_map = tr
                     "(default: the rack in hostnames like r12n03, see docs/analysis.md)");
   }
   app->add_option("--format,-f", c.format, "table | csv | json | markdown")->capture_default_str();
+  app->add_option("--section", c.section,
+                  "write only this section (table) of the output, e.g. health; csv always holds one table: "
+                  "the first section unless this names another");
   app->add_option("--output,-o", c.output, "write to this file instead of stdout");
   app->add_option("--threads,-j", c.threads, "reader threads (default: all cores)");
   app->add_flag("--progress", c.progress, "always show a progress bar on stderr");
@@ -84,13 +88,30 @@ bool assign_racks(const Common& c, ana::ReadResult& res) {
   return true;
 }
 
-// Renders to -o FILE or stdout.
-int emit(const ana::Report& r, const Common& c) {
+// Renders to -o FILE or stdout: every section, or the one --section names;
+// csv one table only (several in one stream read as one column in pandas).
+int emit(const ana::Report& all, const Common& c) {
   ana::Format f;
   if (!ana::parse_format(c.format, f)) {
     std::cerr << "nccl-inspector: unknown --format '" << c.format << "' (table, csv, json, markdown)\n";
     return kExitUsage;
   }
+  std::string names;
+  for (const auto& s : all.sections) names += (names.empty() ? "" : ", ") + s.name;
+  ana::Report one;
+  if (!c.section.empty()) {
+    for (const auto& s : all.sections)
+      if (s.name == c.section) one.sections.push_back(s);
+    if (one.sections.empty()) {
+      std::cerr << "nccl-inspector: no section '" << c.section << "' in this output (sections: " << names << ")\n";
+      return kExitUsage;
+    }
+  } else if (f == ana::Format::kCsv && all.sections.size() > 1) {
+    one.sections.push_back(all.sections.front());
+    std::cerr << "nccl-inspector: csv holds one table: '" << all.sections.front().name << "' (others: "
+              << names.substr(names.find(", ") + 2) << "; --section NAME)\n";
+  }
+  const ana::Report& r = one.sections.empty() ? all : one;
   if (c.output.empty()) {
     ana::render(r, f, std::cout);
     return std::cout ? 0 : kExitInvalid;

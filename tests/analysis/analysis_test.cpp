@@ -419,6 +419,63 @@ TEST(Validate, GapsInSequenceOrderAndOpsWithoutStartTime) {
   }
 }
 
+// csv is one table (pandas reads it as one): the first section, or the one
+// --section names; every format takes --section; numbers carry no more
+// digits than 4 decimals past what the table shows.
+TEST(Cli, CsvIsOneTableAndSectionPicksOne) {
+  const std::string cli = NI_CLI;
+  const auto dir = ni::test::temp_dir("cli_section");
+  JobSpec s;
+  s.iterations = 20;
+  ni::test::write_job(dir, s);
+  auto rows_of = [](const std::string& csv) {
+    std::vector<std::string> lines;
+    std::istringstream in(csv);
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+    return lines;
+  };
+  auto fields = [](const std::string& line) {  // outside quotes
+    std::size_t n = 1;
+    bool q = false;
+    for (char c : line) {
+      if (c == '"') q = !q;
+      if (c == ',' && !q) ++n;
+    }
+    return n;
+  };
+  Cmd c = run(cli + " summary --no-progress -f csv " + dir);
+  ASSERT_EQ(c.rc, 0);
+  auto lines = rows_of(c.out);
+  ASSERT_GT(lines.size(), 2u);
+  EXPECT_EQ(lines[0].rfind("comm,op,", 0), 0u) << lines[0];
+  for (const auto& l : lines) {
+    EXPECT_NE(l[0], '#') << l;
+    EXPECT_EQ(fields(l), fields(lines[0])) << l;
+    // no number with more than 6 decimals (the widest column precision is 2)
+    std::size_t run_digits = 0;
+    bool after_dot = false;
+    for (char ch : l) {
+      if (ch == '.') {
+        after_dot = true;
+        run_digits = 0;
+      } else if (std::isdigit(static_cast<unsigned char>(ch)) && after_dot) {
+        EXPECT_LE(++run_digits, 6u) << l;
+      } else {
+        after_dot = false;
+      }
+    }
+  }
+  c = run(cli + " summary --no-progress -f csv --section health " + dir);
+  ASSERT_EQ(c.rc, 0);
+  EXPECT_EQ(rows_of(c.out)[0], "item,value,detail");
+  c = run(cli + " summary --no-progress -f json --section health " + dir);
+  ASSERT_EQ(c.rc, 0);
+  const auto j = nlohmann::json::parse(c.out);
+  EXPECT_TRUE(j.contains("health"));
+  EXPECT_FALSE(j.contains("summary"));
+  EXPECT_EQ(run(cli + " summary --no-progress --section nope " + dir).rc, 2);
+}
+
 TEST(Cli, ErrorsAndExitCodes) {
   const std::string cli = NI_CLI;
   EXPECT_EQ(run(cli + " summary /nonexistent/dir").rc, 2);
