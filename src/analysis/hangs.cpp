@@ -423,10 +423,13 @@ class Finder {
       }
       return s;
     };
+    bool from_no_log = false;
     if (missing.empty() && !no_log.empty() && waiting.size() + no_log.size() == static_cast<std::size_t>(n)) {
       // Every rank that left a log waits in it; the others left none of
-      // this communicator (a process killed before its first write).
+      // this communicator (a process killed before its first write, or
+      // logs that were not given to the analyzer).
       missing = no_log;
+      from_no_log = true;
     }
     if (!missing.empty()) {
       f.kind = "missing_ranks";
@@ -436,7 +439,10 @@ class Finder {
                   (all_died ? (missing.size() == 1 ? " (its process died: its log stopped)"
                                                    : " (their processes died: their logs stopped)")
                             : "") +
-                  "; " + std::to_string(waiting.size()) + " of " + std::to_string(n) + " ranks wait in it";
+                  "; " + std::to_string(waiting.size()) + " of " + std::to_string(n) + " ranks wait in it" +
+                  (from_no_log ? std::string("; no log of ") + (missing.size() == 1 ? "it" : "them") +
+                                     " was read: if not every host's logs were given, give them and run again"
+                               : std::string());
       for (int r : missing)
         f.evidence.push_back("rank " + std::to_string(r) + " (" + where(f.ranks[static_cast<std::size_t>(r)]) +
                              "): " + f.ranks[static_cast<std::size_t>(r)].note);

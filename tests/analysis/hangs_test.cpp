@@ -110,6 +110,23 @@ HangResult hangs_of(const std::vector<RankLog>& logs, const std::string& name) {
 
 const HangRank& rank_of(const HangFinding& f, int r) { return f.ranks.at(static_cast<std::size_t>(r)); }
 
+// A rank of which no log was read (its process died before its first write,
+// or its host's logs were not given): named, and the verdict says that its
+// absence may be the analyzer's input, not the job.
+TEST(Hangs, ARankWithoutALogIsNamedAndTheVerdictSaysWhy) {
+  auto logs = job([](RankLog& l) { waits(l); });
+  logs.erase(logs.begin() + 7);
+  HangResult h = hangs_of(logs, "hang_no_log");
+  ASSERT_EQ(h.findings.size(), 1u);
+  const HangFinding& f = h.findings[0];
+  EXPECT_EQ(f.kind, "missing_ranks");
+  EXPECT_EQ(f.culprits, std::vector<int>{7});
+  EXPECT_EQ(rank_of(f, 7).state, "no_log");
+  EXPECT_NE(f.verdict.find("rank 7 never joined AllReduce seq 5"), std::string::npos) << f.verdict;
+  EXPECT_NE(f.verdict.find("no log of it was read: if not every host's logs were given"), std::string::npos)
+      << f.verdict;
+}
+
 TEST(Hangs, ARankThatNeverJoinedIsNamedAndWasAlive) {
   auto logs = job([](RankLog& l) {
     if (l.rank != 6) return waits(l);
