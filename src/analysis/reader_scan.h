@@ -85,22 +85,29 @@ inline const char* skip_ws(const char* p, const char* e) {
   return true;
 }
 
+#if defined(__SSE2__)
+// 16 bytes at p: which are digits, and which are number bytes at all
+// ([0-9.eE+-]; scan_number() stops at the first other).
+[[gnu::always_inline]] inline void number_masks(const char* p, unsigned& digits, unsigned& number) {
+  const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  const __m128i d = _mm_sub_epi8(x, _mm_set1_epi8('0'));
+  digits = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8(9)), d)));
+  const __m128i t = _mm_sub_epi8(x, _mm_set1_epi8(0x2B));  // '+' .. '9', less ',' and '/'
+  const __m128i in = _mm_cmpeq_epi8(_mm_min_epu8(t, _mm_set1_epi8(0x39 - 0x2B)), t);
+  const __m128i out = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8(',')), _mm_cmpeq_epi8(x, _mm_set1_epi8('/')));
+  const __m128i e = _mm_cmpeq_epi8(_mm_or_si128(x, _mm_set1_epi8(0x20)), _mm_set1_epi8('e'));
+  number = static_cast<unsigned>(_mm_movemask_epi8(_mm_or_si128(_mm_andnot_si128(out, in), e)));
+}
+#endif
+
 // End of a number token: the first byte that is not [0-9.eE+-] (at most e). Reads up to
 // 15 bytes past e, 16 bytes per step: no mispredicted exit per digit.
 inline const char* scan_number(const char* p, const char* e) {
 #if defined(__SSE2__)
-  // Number bytes: '+' ',' '-' '.' '/' '0'..'9' is the range 0x2B..0x39, less ',' and
-  // '/'; 'e' and 'E' are the bytes that OR 0x20 makes 'e'.
-  const __m128i base = _mm_set1_epi8(0x2B), span = _mm_set1_epi8(0x39 - 0x2B);
-  const __m128i comma = _mm_set1_epi8(','), slash = _mm_set1_epi8('/');
-  const __m128i lower = _mm_set1_epi8(0x20), lo_e = _mm_set1_epi8('e');
   while (p < e) {
-    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    const __m128i t = _mm_sub_epi8(x, base);  // in range: 0..span, unsigned
-    const __m128i in = _mm_cmpeq_epi8(_mm_min_epu8(t, span), t);
-    const __m128i out = _mm_or_si128(_mm_cmpeq_epi8(x, comma), _mm_cmpeq_epi8(x, slash));
-    const __m128i ok = _mm_or_si128(_mm_andnot_si128(out, in), _mm_cmpeq_epi8(_mm_or_si128(x, lower), lo_e));
-    const unsigned stop = ~static_cast<unsigned>(_mm_movemask_epi8(ok)) & 0xffffu;
+    unsigned digits, number;
+    number_masks(p, digits, number);
+    const unsigned stop = ~number & 0xffffu;
     if (stop) return std::min(e, p + __builtin_ctz(stop));
     p += 16;
   }
@@ -174,20 +181,6 @@ inline bool json_number(const char* p, const char* e) {
   return p == e;
 }
 
-#if defined(__SSE2__)
-// 16 bytes at p: which are digits, and which are number bytes at all
-// ([0-9.eE+-], as scan_number()).
-[[gnu::always_inline]] inline void number_masks(const char* p, unsigned& digits, unsigned& number) {
-  const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  const __m128i d = _mm_sub_epi8(x, _mm_set1_epi8('0'));
-  digits = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8(9)), d)));
-  const __m128i t = _mm_sub_epi8(x, _mm_set1_epi8(0x2B));  // '+' .. '9', less ',' and '/'
-  const __m128i in = _mm_cmpeq_epi8(_mm_min_epu8(t, _mm_set1_epi8(0x39 - 0x2B)), t);
-  const __m128i out = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8(',')), _mm_cmpeq_epi8(x, _mm_set1_epi8('/')));
-  const __m128i e = _mm_cmpeq_epi8(_mm_or_si128(x, _mm_set1_epi8(0x20)), _mm_set1_epi8('e'));
-  number = static_cast<unsigned>(_mm_movemask_epi8(_mm_or_si128(_mm_andnot_si128(out, in), e)));
-}
-#endif
 
 // The end of the JSON number at p (json_number()'s grammar), or nullptr when
 // it is not one. The shapes the plugin writes, an integer or a decimal of up

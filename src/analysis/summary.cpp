@@ -193,7 +193,7 @@ DropTotals drop_totals(const ReadResult& res) {
     std::uint64_t dropped_at_ring = 0;  // dropped after the op completed (pool_exhausted: before)
     for (const auto& [k, n] : s.dropped) {
       t.dropped[k] += n;
-      if (k != "pool_exhausted") dropped_at_ring += n;
+      if (k != ni::counters::key(ni::counters::Id::dropped_pool_exhausted)) dropped_at_ring += n;
     }
     for (const auto& [k, n] : s.filtered) t.filtered[k] += n;
     for (const auto& [k, n] : s.faults) t.faults[k] += n;

@@ -49,9 +49,6 @@ void add_common(CLI::App* app, Common& c, bool inputs = true, bool host_map = tr
                     "(default: the rack in hostnames like r12n03, see docs/analysis.md)");
   }
   app->add_option("--format,-f", c.format, "table | csv | json | markdown")->capture_default_str();
-  app->add_option("--section", c.section,
-                  "write only this section (table) of the output, e.g. health; csv always holds one table: "
-                  "the first section unless this names another");
   app->add_option("--output,-o", c.output, "write to this file instead of stdout");
   app->add_option("--threads,-j", c.threads, "reader threads (default: all cores)");
   app->add_flag("--progress", c.progress, "always show a progress bar on stderr");
@@ -191,6 +188,10 @@ Command analysis_command(CLI::App& app, ana::Analysis& a) {
   a.options(specs);
   for (const auto& s : specs) add_spec(sub, s);
   if (CLI::Option* f = sub->get_option_no_throw("--format")) f->description(std::string(a.formats()));
+  // Tables are written by emit(); trace and report write their own files.
+  sub->add_option("--section", c->section,
+                  "write only this section (table) of the output, e.g. health; csv always holds one table: "
+                  "the first section unless this names another");
   return {sub, [&a, c] { return run_analysis(a, *c); }};
 }
 

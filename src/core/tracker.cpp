@@ -750,10 +750,12 @@ void* start_marker(void* ctx, EvType type, bool graph_captured) noexcept {
 void* start_coll_api(void* ctx, const char* func, bool graph_captured) noexcept {
   if (Runtime* rt = runtime()) {
     if (Context* c = context_from_arg(rt, ctx)) {
-      // Relaxed load/store: as Context::issued in start_coll().
-      c->api_issued.store(c->api_issued.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-      c->last_api_func.store(static_cast<uint8_t>(func != nullptr ? func_from_nccl(func) : Func::kUnknown),
-                             std::memory_order_relaxed);  // as above
+      if constexpr (kInflightState) {
+        // Relaxed load/store: as Context::issued in start_coll().
+        c->api_issued.store(c->api_issued.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        c->last_api_func.store(static_cast<uint8_t>(func != nullptr ? func_from_nccl(func) : Func::kUnknown),
+                               std::memory_order_relaxed);  // as above
+      }
     }
   }
   return start_marker(ctx, EvType::kCollApi, graph_captured);

@@ -131,8 +131,6 @@ uint32_t PromWriter::label_id(const CommInfo& c) {
 
 void PromWriter::set_comm(const CommInfo& c) { comm_label_[c.comm_id] = label_id(c); }
 
-void PromWriter::comm_ended(uint32_t /*comm_id*/) {}
-
 void PromWriter::add(const OpRecord& r, const CommInfo* comm) {
   if (static_cast<OpKind>(r.kind) == kMarkKind) return;
   auto lit = comm_label_.find(r.comm_id);

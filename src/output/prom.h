@@ -46,7 +46,6 @@ class PromWriter {
   PromWriter(Io& io, std::string dir, PromIdentity id, Logger log);
 
   void set_comm(const CommInfo& c);
-  void comm_ended(uint32_t comm_id);  // nothing to do: its series stay (counters keep their totals)
   // One drained record (marks are ignored). comm may be null.
   void add(const OpRecord& r, const CommInfo* comm);
   // Renders and replaces the file atomically. Returns true on success.

@@ -23,7 +23,8 @@ class PromOutput final : public Output {
   uint64_t stats_period_ns() const override { return period_ns_; }
   void comm(const CommInfo& c, int64_t /*wall_ns*/) override { prom_.set_comm(c); }
   void record(const OpRecord& r, const CommInfo* comm, const ClockEstimate* /*clk*/) override { prom_.add(r, comm); }
-  void comm_end(const CommInfo& c, int64_t /*wall_ns*/) override { prom_.comm_ended(c.comm_id); }
+  // A comm's end changes nothing: its series stay, so that counters keep their totals (PromWriter).
+  void comm_end(const CommInfo& /*c*/, int64_t /*wall_ns*/) override {}
   Flushed end_cycle(const CycleEnd& c) override {
     if (c.stats_due) prom_.write(c.stats, wall_now_ns(), c.now_ns);
     return {};

@@ -110,6 +110,16 @@ HangResult hangs_of(const std::vector<RankLog>& logs, const std::string& name) {
 
 const HangRank& rank_of(const HangFinding& f, int r) { return f.ranks.at(static_cast<std::size_t>(r)); }
 
+// The one finding of h, which names the missing rank `culprit` with state `state`.
+const HangFinding& one_missing(const HangResult& h, int culprit, const std::string& state) {
+  EXPECT_EQ(h.findings.size(), 1u);
+  const HangFinding& f = h.findings.at(0);
+  EXPECT_EQ(f.kind, "missing_ranks");
+  EXPECT_EQ(f.culprits, std::vector<int>{culprit});
+  EXPECT_EQ(rank_of(f, culprit).state, state);
+  return f;
+}
+
 // A rank of which no log was read (its process died before its first write,
 // or its host's logs were not given): named, and the verdict says that its
 // absence may be the analyzer's input, not the job.
@@ -118,10 +128,7 @@ TEST(Hangs, ARankWithoutALogIsNamedAndTheVerdictSaysWhy) {
   logs.erase(logs.begin() + 7);
   HangResult h = hangs_of(logs, "hang_no_log");
   ASSERT_EQ(h.findings.size(), 1u);
-  const HangFinding& f = h.findings[0];
-  EXPECT_EQ(f.kind, "missing_ranks");
-  EXPECT_EQ(f.culprits, std::vector<int>{7});
-  EXPECT_EQ(rank_of(f, 7).state, "no_log");
+  const HangFinding& f = one_missing(h, 7, "no_log");
   EXPECT_NE(f.verdict.find("rank 7 never joined AllReduce seq 5"), std::string::npos) << f.verdict;
   EXPECT_NE(f.verdict.find("no log of it was read: if not every host's logs were given"), std::string::npos)
       << f.verdict;
@@ -156,10 +163,7 @@ TEST(Hangs, ARankWhoseLogStoppedBeforeTheHangDied) {
   });
   HangResult h = hangs_of(logs, "hang_died");
   ASSERT_EQ(h.findings.size(), 1u);
-  const HangFinding& f = h.findings[0];
-  EXPECT_EQ(f.kind, "missing_ranks");
-  EXPECT_EQ(f.culprits, std::vector<int>{2});
-  EXPECT_EQ(rank_of(f, 2).state, "died");
+  const HangFinding& f = one_missing(h, 2, "died");
   EXPECT_NE(f.verdict.find("rank 2 never joined AllReduce seq 5 (issue 5) (its process died"), std::string::npos)
       << f.verdict;
 }

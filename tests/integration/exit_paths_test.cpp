@@ -12,7 +12,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdint>
@@ -28,9 +27,9 @@ using ni::it::fs::path;
 
 enum class End { kFinalize, kExitMain, kExitOtherThread, kDlclose };
 
-// Completes ops as fast as it can until told to stop (or forever).
-void produce(ni::it::Plugin& p, void* ctx, const std::atomic<bool>& stop, std::uint64_t max_ops) {
-  for (std::uint64_t s = 0; s < max_ops && !stop.load(std::memory_order_relaxed); ++s) p.op(ctx, s);  // relaxed: a flag
+// Completes max_ops ops as fast as it can (UINT64_MAX: until the process ends).
+void produce(ni::it::Plugin& p, void* ctx, std::uint64_t max_ops) {
+  for (std::uint64_t s = 0; s < max_ops; ++s) p.op(ctx, s);
 }
 
 // A producer that never stops, on a plain pthread: std::thread keeps its
@@ -40,7 +39,6 @@ void start_forever_producer(ni::it::Plugin& p, void* ctx) {
   struct Args {
     ni::it::Plugin* p;
     void* ctx;
-    std::atomic<bool> never{false};
   };
   static Args args;  // outlives the exit
   args.p = &p;
@@ -50,7 +48,7 @@ void start_forever_producer(ni::it::Plugin& p, void* ctx) {
       &t, nullptr,
       [](void* a) -> void* {
         auto* x = static_cast<Args*>(a);
-        produce(*x->p, x->ctx, x->never, UINT64_MAX);
+        produce(*x->p, x->ctx, UINT64_MAX);
         return nullptr;
       },
       &args);
@@ -62,11 +60,10 @@ void start_forever_producer(ni::it::Plugin& p, void* ctx) {
   ni::it::Plugin p(logs);
   if (p.t == nullptr) _exit(10);
   void* ctx = p.init(0xE1E1);
-  std::atomic<bool> stop{false};
   switch (end) {
     case End::kFinalize:
     case End::kDlclose: {
-      std::thread t([&] { produce(p, ctx, stop, 20000); });
+      std::thread t([&] { produce(p, ctx, 20000); });
       t.join();
       p.t->finalize(ctx);
       if (end == End::kFinalize) exit(0);

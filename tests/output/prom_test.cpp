@@ -134,9 +134,9 @@ TEST(PromTest, AtomicWriteAndSeriesOutliveTheirCommunicator) {
   const std::string first = testing::read_file(p.w.path());
   const std::string ag = "op=\"AllGather\"";  // comm 2's
   EXPECT_NE(first.find(ag), std::string::npos);
-  // Comm 2 ends, and a new one of the same name and rank takes its place:
-  // its ops go on counting in the same series (a counter never goes back).
-  p.w.comm_ended(2);
+  // Comm 2 ends (the writer is not told: nothing changes for it; through the
+  // sink, SinkWritesPromTogetherWithJson), and a new one of the same name and
+  // rank takes its place: its ops go on counting in the same series.
   ASSERT_TRUE(p.w.write(s, 2, 0));
   const std::string second = testing::read_file(p.w.path());
   auto without_time = [](const std::string& t) {  // the file less its last_update sample
