@@ -96,8 +96,11 @@ TEST_P(Fork, ChildNeverHangsAndEachProcessLogsItsOwnOps) {
   // the child of a process whose threads allocate can block inside the
   // sanitizer's malloc (seen: the child's new dump thread in calloc). Its
   // LeakSanitizer also reports, in the child, what only the parent's threads
-  // still point to. The plain build runs these states.
-  if (state == State::kMidBurst || state == State::kDuringDump)
+  // still point to. The parent's dump thread allocates while it encodes,
+  // also when the process looks idle (seen: 1 run in ~7 of the idle state hung
+  // in the child's realloc), so only a fork with no thread of ours alive is
+  // checked here; the plain build runs the other states.
+  if (state != State::kAfterFinalize)
     GTEST_SKIP() << "AddressSanitizer (GCC 12) is not fork-safe with allocating threads";
 #endif
 #if defined(__SANITIZE_THREAD__)
