@@ -2,13 +2,14 @@
 # Sanitizer and fuzzing gates (run by .ci/run after the normal tests):
 #  1. ASan+UBSan build, every test (the emulator drives the real plugin in them)
 #  2. TSan build, every test
-#  3. clang/libFuzzer builds of the fuzz targets, each run for FUZZ_SECONDS
+#  3. clang/libFuzzer builds of the fuzz targets (the code under test
+#     instrumented too), each run until its coverage stops growing
+#     (scripts/fuzz.sh: FUZZ_ROUND, FUZZ_MAX)
 # Any sanitizer report fails the run (-fno-sanitize-recover=all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-deps.sh
 JOBS=$(nproc)
-FUZZ_SECONDS=${FUZZ_SECONDS:-45}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
@@ -32,12 +33,6 @@ CC=clang CXX=clang++ cmake -S . -B build/fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo 
 targets="core_fuzz reader_fuzz"
 # shellcheck disable=SC2086
 cmake --build build/fuzz -j"$JOBS" --target $targets
-for t in $targets; do
-  work=$(mktemp -d)
-  cp tests/fuzz/corpus_"$t"/* "$work"/
-  echo "== fuzz: $t for ${FUZZ_SECONDS}s"
-  (cd "$work" && "$OLDPWD/build/fuzz/tests/fuzz/$t" -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 \
-     -print_final_stats=1 "$work" 2>&1 | tail -3)
-  rm -rf "$work"
-done
+# shellcheck disable=SC2086
+scripts/fuzz.sh $targets
 echo "sanitizers and fuzzers: clean"

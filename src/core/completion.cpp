@@ -384,18 +384,27 @@ size_t drain_records(const std::function<void(const OpRecord*, size_t)>& fn) {
   }
   size_t total = 0;
   for (ThreadRing* t : rings) {
-    // Acquire pairs with the release store of the ring pointer in ring_of() (ring.cpp).
+    // Acquire pairs with the release stores of the ring pointers in make_ring() (ring.cpp).
     SpscRing<OpRecord>* r = t->ring.load(std::memory_order_acquire);
     if (r == nullptr) continue;
-    // The ring's peak fill as the consumer sees it (just before a drain).
+    SpscRing<OpRecord>* b = t->burst.load(std::memory_order_acquire);
+    // Burst records are newer than every steady record the thread wrote
+    // before them (ring.h, ThreadRing). The burst ring's head is read first:
+    // its acquire load makes every steady record written before those burst
+    // records visible to the steady ring's drain below, so the steady ones go
+    // out first and the order is kept.
+    const uint64_t burst_upto = b != nullptr ? b->pushed() : 0;
+    // The rings' peak fill as the consumer sees it (just before a drain).
     // Relaxed load/store: the consumer (one at a time) is this field's only writer.
-    const uint64_t fill = r->size();
+    const uint64_t fill = r->size() + (b != nullptr ? burst_upto - b->drained() : 0);
     if (fill > t->counters.ring_high_water.load(std::memory_order_relaxed))
       t->counters.ring_high_water.store(fill, std::memory_order_relaxed);
-    total += r->drain([&](OpRecord* p, size_t n) {
+    auto take = [&](OpRecord* p, size_t n) {
       for (size_t i = 0; i < n; ++i) finish_record(p[i]);  // the consumer's half of completion
       fn(p, n);
-    });
+    };
+    total += r->drain(take);
+    if (b != nullptr) total += b->drain(take, static_cast<size_t>(burst_upto - b->drained()));
   }
   return total;
 }

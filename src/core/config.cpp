@@ -86,10 +86,23 @@ const std::vector<Entry>& table() {
         "Record one op in N per communicator (1 = every op). Skipped ops are counted as sampled out."},
        NI_INT(sample_every)},
       {{"NCCL_INSPECTOR_RING_RECORDS", SettingType::kInt, "512", 16, 1048576,
-        "Records per thread ring (512 bytes each). A full ring drops the record and counts the drop."},
+        "Records per thread ring (512 bytes each), the ring every record goes through while the dump thread "
+        "keeps up."},
        NI_INT(ring_records)},
-      {{"NCCL_INSPECTOR_POOL_OPS", SettingType::kInt, "1024", 16, 1048576,
-        "Most in-flight ops tracked per communicator (the pool grows in chunks of 64 up to this). When exhausted, new ops are counted as dropped."},
+      {{"NCCL_INSPECTOR_BURST_RECORDS", SettingType::kInt, "8192", 0, 1048576,
+        "Records of a thread's burst ring, made when its steady ring is first full: records go there, in "
+        "order, until the dump thread has taken them all (512 bytes each; address space committed as it is "
+        "first filled). The default holds a 4,096-op group between two dumps. 0: no burst rings. A full burst "
+        "ring drops the record and counts the drop."},
+       NI_INT(burst_records)},
+      {{"NCCL_INSPECTOR_BURST_RINGS", SettingType::kInt, "2", 0, 1024,
+        "Most threads of a process that get a burst ring (the first ones to fill their steady ring); with the "
+        "defaults, at most 8 MiB for bursts. Others drop what their steady ring cannot hold, counted."},
+       NI_INT(burst_rings)},
+      {{"NCCL_INSPECTOR_POOL_OPS", SettingType::kInt, "8192", 16, 1048576,
+        "Most in-flight ops tracked per communicator (2 KiB each; the pool grows in chunks of 64 only as that "
+        "many are in flight at once, and keeps them until the comm ends). When exhausted, new ops are counted "
+        "as dropped."},
        NI_INT(pool_ops)},
       {{"NCCL_INSPECTOR_OP_TIMEOUT_MS", SettingType::kInt, "10000", 10, 86400000,
         "An op whose kernel channels have not all stopped after this long is written with what it has "

@@ -29,7 +29,9 @@ struct Config {
   bool enable_ce = true;               // NCCL_INSPECTOR_ENABLE_CE
   int64_t sample_every = 1;            // NCCL_INSPECTOR_SAMPLE_EVERY
   int64_t ring_records = 512;          // NCCL_INSPECTOR_RING_RECORDS
-  int64_t pool_ops = 1024;             // NCCL_INSPECTOR_POOL_OPS
+  int64_t burst_records = 8192;        // NCCL_INSPECTOR_BURST_RECORDS
+  int64_t burst_rings = 2;             // NCCL_INSPECTOR_BURST_RINGS
+  int64_t pool_ops = 8192;             // NCCL_INSPECTOR_POOL_OPS
   int64_t op_timeout_ms = 10000;       // NCCL_INSPECTOR_OP_TIMEOUT_MS
   int64_t hang_ms = 5000;              // NCCL_INSPECTOR_HANG_MS (0 = no progress lines)
   bool signal_flush = true;            // NCCL_INSPECTOR_SIGNAL_FLUSH

@@ -174,6 +174,9 @@ struct OpRecord {
 };
 
 static_assert(std::is_trivially_copyable_v<OpRecord>);
+// A ring's new[] then writes nothing: its pages are committed as records
+// first fill them, not when the ring is made (docs/architecture.md, "Bursts").
+static_assert(std::is_trivially_default_constructible_v<OpRecord>);
 
 static_assert(offsetof(OpRecord, start_ns) == 64, "the start-time fields fill exactly the first cache line");
 static_assert(sizeof(OpRecord) == 512, "OpRecord must stay one fixed size (ring slot)");

@@ -1,7 +1,8 @@
 // The registry of per-thread rings: a thread's ring record is created and
-// linked into its runtime's list at the thread's first event, and its ring at
-// its first record; both live until the runtime is freed (Runtime::~Runtime).
-// The inline fast path of publishing is in ring.h; this is its slow half.
+// linked into its runtime's list at the thread's first event, its steady ring
+// at its first record and its burst ring when the steady one is first full;
+// all live until the runtime is freed (Runtime::~Runtime). The inline fast
+// path of publishing is in ring.h; this is its slow half.
 #include "src/core/ring.h"
 
 #include <mutex>
@@ -38,17 +39,15 @@ ThreadRing* this_thread() noexcept {
 }
 
 namespace {
-SpscRing<OpRecord>* ring_of(Runtime* rt, ThreadRing* tr) noexcept {
-  // Only this thread writes the pointer; relaxed read of our own store.
-  SpscRing<OpRecord>* ring = tr->ring.load(std::memory_order_relaxed);
-  if (ring != nullptr) [[likely]] return ring;
-  ring = new (std::nothrow) SpscRing<OpRecord>(static_cast<size_t>(rt->cfg.ring_records));
+// A ring of `records` for the consumer to find through `where` (release pairs
+// with the consumer's acquire loads in drain_records() and stats()).
+SpscRing<OpRecord>* make_ring(std::atomic<SpscRing<OpRecord>*>& where, int64_t records) noexcept {
+  auto* ring = new (std::nothrow) SpscRing<OpRecord>(static_cast<size_t>(records));
   if (ring != nullptr && ring->capacity() == 0) {
     delete ring;
     ring = nullptr;
   }
-  // Release pairs with the dump thread's acquire load in drain_records().
-  if (ring != nullptr) tr->ring.store(ring, std::memory_order_release);
+  if (ring != nullptr) where.store(ring, std::memory_order_release);
   return ring;
 }
 }  // namespace
@@ -59,9 +58,58 @@ OpRecord* publish_begin_slow(ThreadRing** out) noexcept {
   ThreadRing* tr = tls_ring != nullptr && tls_gen == rt->generation ? tls_ring : this_thread();
   *out = tr;
   if (tr == &g_dummy_ring) return nullptr;
-  SpscRing<OpRecord>* ring = ring_of(rt, tr);
-  OpRecord* slot = ring ? ring->try_reserve() : nullptr;
-  if (slot == nullptr) bump(tr->counters.dropped_ring_full);
+  if (tr->bursting) {
+    // Relaxed: our own stores.
+    SpscRing<OpRecord>* burst = tr->burst.load(std::memory_order_relaxed);
+    SpscRing<OpRecord>* steady = tr->ring.load(std::memory_order_relaxed);
+    if (burst->refresh_fill() == 0) {
+      // The consumer took every burst record, and the steady ones before
+      // them: back to the steady ring.
+      tr->bursting = false;
+      tr->fast = steady;
+      OpRecord* slot = steady->try_reserve();
+      return slot != nullptr ? slot : publish_full(tr);
+    }
+    OpRecord* slot = burst->try_reserve();
+    if (slot == nullptr) bump(tr->counters.dropped_ring_full);
+    return slot;
+  }
+  // Only this thread writes the pointer; relaxed read of our own store.
+  SpscRing<OpRecord>* ring = tr->ring.load(std::memory_order_relaxed);
+  if (ring == nullptr) ring = make_ring(tr->ring, rt->cfg.ring_records);
+  if (ring == nullptr) {
+    bump(tr->counters.dropped_ring_full);
+    return nullptr;
+  }
+  tr->fast = ring;
+  OpRecord* slot = ring->try_reserve();
+  return slot != nullptr ? slot : publish_full(tr);
+}
+
+OpRecord* publish_full(ThreadRing* tr) noexcept {
+  // The steady ring is full (and not bursting: its records are all older than
+  // anything in the burst ring, which is empty). Move to the burst ring, made
+  // at the first time this happens.
+  Runtime* rt = runtime();
+  // Only this thread writes the pointer; relaxed read of our own store.
+  SpscRing<OpRecord>* burst = tr->burst.load(std::memory_order_relaxed);
+  if (burst == nullptr && rt != nullptr && rt->cfg.burst_records > 0 && !tr->no_burst_ring) {
+    // A place among the process's burst rings (relaxed: a count, nothing is
+    // published through it; the ring itself is by make_ring's release).
+    uint32_t n = rt->n_burst_rings.load(std::memory_order_relaxed);
+    while (n < rt->cfg.burst_rings &&
+           !rt->n_burst_rings.compare_exchange_weak(n, n + 1, std::memory_order_relaxed, std::memory_order_relaxed)) {
+    }
+    if (n < rt->cfg.burst_rings) burst = make_ring(tr->burst, rt->cfg.burst_records);
+    tr->no_burst_ring = burst == nullptr;  // asked once: later full rings drop at once
+  }
+  OpRecord* slot = burst != nullptr ? burst->try_reserve() : nullptr;
+  if (slot == nullptr) {
+    bump(tr->counters.dropped_ring_full);
+    return nullptr;
+  }
+  tr->bursting = true;
+  tr->fast = nullptr;
   return slot;
 }
 

@@ -164,17 +164,36 @@ __attribute__((always_inline)) inline void bump(std::atomic<uint64_t>& c) noexce
   c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
-// One thread's ring and counters, registered in its runtime's list
+// One thread's rings and counters, registered in its runtime's list
 // (Runtime::rings) at the thread's first event; freed with the runtime.
+//
+// Two rings: the steady one (NCCL_INSPECTOR_RING_RECORDS), which every record
+// goes through while the dump thread keeps up, and a burst ring
+// (NCCL_INSPECTOR_BURST_RECORDS) made at the thread's first full steady ring.
+// When the steady ring is full the producer switches to the burst ring and
+// stays there until the consumer has taken every burst record; only then does
+// it go back (the steady ring is empty by then: the consumer drains it first).
+// So the records of a thread are handed out in the order it wrote them, and a
+// thread that never bursts never touches more than the steady ring.
 struct alignas(kCacheLine) ThreadRing {  // own cache lines: no false sharing between threads
   ThreadCounters counters;
-  // Created at the thread's first record (ring.cpp); published with release,
-  // read with acquire by the consumer (drain_records, stats).
+  // Created at the thread's first record / first full steady ring (ring.cpp);
+  // published with release, read with acquire by the consumer (drain_records,
+  // stats).
   std::atomic<SpscRing<OpRecord>*> ring{nullptr};
+  std::atomic<SpscRing<OpRecord>*> burst{nullptr};
+  // Producer-private: the steady ring while records go there, nullptr while
+  // bursting or before the first record (the inline path then takes the slow one).
+  SpscRing<OpRecord>* fast = nullptr;
+  bool bursting = false;       // producer-private
+  bool no_burst_ring = false;  // producer-private: none was left for this thread
   ThreadRing* next = nullptr;  // the registry (Runtime::rings), guarded by Runtime::ring_mu
   // Relaxed: rings are freed with their runtime, after the dump thread (the
   // only other reader) was joined and no event thread can reach it.
-  ~ThreadRing() { delete ring.load(std::memory_order_relaxed); }
+  ~ThreadRing() {
+    delete ring.load(std::memory_order_relaxed);
+    delete burst.load(std::memory_order_relaxed);
+  }
 };
 
 // This thread's ring record (registered on first use).
@@ -184,27 +203,30 @@ __attribute__((noinline)) ThreadRing* this_thread() noexcept;
 extern thread_local constinit ThreadRing* tls_ring;
 extern thread_local constinit uint64_t tls_gen;
 __attribute__((noinline)) OpRecord* publish_begin_slow(ThreadRing** tr) noexcept;
+__attribute__((noinline)) OpRecord* publish_full(ThreadRing* tr) noexcept;
 __attribute__((noinline)) void publish_wake(Runtime* rt, SpscRing<OpRecord>* ring) noexcept;
 
-// In-place publishing: a slot of this thread's ring to fill (nullptr when
-// full, the drop counted), then publish_commit(). Inline: the common case is
-// a registered thread with a ring that has room.
+// In-place publishing: a slot of this thread's rings to fill (nullptr when
+// both are full, the drop counted), then publish_commit(). Inline: the common
+// case is a registered thread whose steady ring has room.
 inline OpRecord* publish_begin(ThreadRing** out) noexcept {
   Runtime* rt = runtime();
   ThreadRing* tr = tls_ring;
   if (rt == nullptr || tr == nullptr || tls_gen != rt->generation) [[unlikely]] return publish_begin_slow(out);
-  // Only this thread writes the pointer; relaxed read of our own store.
-  SpscRing<OpRecord>* ring = tr->ring.load(std::memory_order_relaxed);
+  SpscRing<OpRecord>* ring = tr->fast;
   if (ring == nullptr) [[unlikely]] return publish_begin_slow(out);
   *out = tr;
   OpRecord* slot = ring->try_reserve();
-  if (slot == nullptr) [[unlikely]] bump(tr->counters.dropped_ring_full);
+  if (slot == nullptr) [[unlikely]] return publish_full(tr);
   return slot;
 }
 
 inline void publish_commit(ThreadRing* tr) noexcept {
   Runtime* rt = runtime();
-  SpscRing<OpRecord>* ring = tr->ring.load(std::memory_order_relaxed);  // our own store
+  SpscRing<OpRecord>* ring = tr->fast;
+  // Bursting: the slot came from the burst ring (only this thread writes the
+  // pointer; relaxed read of our own store).
+  if (ring == nullptr) [[unlikely]] ring = tr->burst.load(std::memory_order_relaxed);
   // The fill from the producer's cached view of the consumer is an upper
   // bound; only when it crosses the mark do we read the consumer's index
   // (another core's cache line) to confirm.

@@ -396,9 +396,12 @@ CoreStats stats() {
     // Records produced: pushed into the ring, or dropped there; and those
     // pushed but not drained yet (tail first: the difference is never
     // negative; on the dump thread, the consumer, it is exact).
-    const SpscRing<OpRecord>* ring = t->ring.load(std::memory_order_acquire);  // pairs with the release store in ring_of()
-    const uint64_t drained = ring != nullptr ? ring->drained() : 0;
-    const uint64_t pushed = ring != nullptr ? ring->pushed() : 0;
+    uint64_t drained = 0, pushed = 0;
+    for (const auto* where : {&t->ring, &t->burst}) {
+      const SpscRing<OpRecord>* ring = where->load(std::memory_order_acquire);  // pairs with the release store in make_ring()
+      drained += ring != nullptr ? ring->drained() : 0;
+      pushed += ring != nullptr ? ring->pushed() : 0;
+    }
     s.ops_completed += pushed + rd(c.dropped_ring_full);
     s.records_pending += pushed - drained;
     // The thread-kept rows of counters.h: summed, or the max for high-water marks.

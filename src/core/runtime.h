@@ -89,6 +89,7 @@ struct Runtime {
   std::mutex info_mu;
   ThreadRing* rings = nullptr;          // the ring registry (ring.h)
   std::atomic<uint64_t> n_rings{0};
+  std::atomic<uint32_t> n_burst_rings{0};  // burst rings made (ring.cpp), at most cfg.burst_rings
   std::atomic<uint32_t> wake_pending{0};
   uint64_t high_water_mark = 0;         // records; a push past it wakes the sink
   Runtime() = default;

@@ -928,6 +928,7 @@ TEST_F(Tracker, ExhaustedPoolDropsAndCounts) {
 
 TEST_F(Tracker, FullRingDropsAndCounts) {
   setenv("NCCL_INSPECTOR_RING_RECORDS", "16", 1);
+  setenv("NCCL_INSPECTOR_BURST_RECORDS", "0", 1);  // the steady ring alone (burst rings: BurstRings below)
   CommV5 c;
   for (int i = 0; i < 100; ++i) {
     void* op = c.coll(c.coll_api(), "AllReduce", 1024, "ncclFloat32", 1, static_cast<uint64_t>(i));
@@ -943,6 +944,7 @@ TEST_F(Tracker, FullRingDropsAndCounts) {
   // The consumer saw the ring full just before it drained it.
   EXPECT_EQ(ni::stats().ring_high_water, 16u);
   unsetenv("NCCL_INSPECTOR_RING_RECORDS");
+  unsetenv("NCCL_INSPECTOR_BURST_RECORDS");
 }
 
 TEST_F(Tracker, PoolStatisticsCountInFlightOps) {
@@ -1143,4 +1145,95 @@ TEST_F(Tracker, CollectiveRecordsCarryTheirPlaceInTheIssueOrder) {
   EXPECT_EQ(recs[2].seq, 1u);
   EXPECT_EQ(recs[3].kind, static_cast<uint8_t>(ni::OpKind::kP2p));
   EXPECT_EQ(recs[3].issue, 0u);
+}
+
+// ---------------------------------------------------------------- burst rings
+// A thread's records go to its steady ring (NCCL_INSPECTOR_RING_RECORDS) and,
+// when that is full, to its burst ring (NCCL_INSPECTOR_BURST_RECORDS) until
+// the consumer has taken every burst record (src/core/ring.h, ThreadRing).
+// Marks are the records here: each carries its index as its label.
+class BurstRings : public Tracker {
+ protected:
+  void SetUp() override {
+    Tracker::SetUp();
+    setenv("NCCL_INSPECTOR_RING_RECORDS", "16", 1);
+    setenv("NCCL_INSPECTOR_BURST_RECORDS", "64", 1);
+    setenv("NCCL_INSPECTOR_BURST_RINGS", "1", 1);
+  }
+  void TearDown() override {
+    for (const char* v : {"NCCL_INSPECTOR_RING_RECORDS", "NCCL_INSPECTOR_BURST_RECORDS", "NCCL_INSPECTOR_BURST_RINGS"})
+      unsetenv(v);
+  }
+  static int mark(uint64_t i) { return ncclInspectorMark(std::to_string(i).c_str()); }
+  static uint64_t label(const OpRecord& r) {
+    return std::strtoull(reinterpret_cast<const char*>(r.channels), nullptr, 10);
+  }
+};
+
+TEST_F(BurstRings, AFullSteadyRingOverflowsIntoTheBurstRingInOrderAndBack) {
+  CommV5 c;  // the runtime, with the settings above
+  uint64_t i = 0;
+  for (; i < 16 + 64; ++i) ASSERT_EQ(mark(i), 0) << "steady 16 + burst 64 hold the whole burst, record " << i;
+  EXPECT_EQ(mark(i++), 1) << "both full: dropped";
+  auto recs = sink()->take();
+  ASSERT_EQ(recs.size(), 80u);
+  for (uint64_t k = 0; k < recs.size(); ++k) EXPECT_EQ(label(recs[k]), k) << "in the order written";
+  // Everything was taken: back to the steady ring, and again to the burst
+  // ring when it fills (the burst ring is reused, not made again).
+  for (uint64_t k = 0; k < 40; ++k) ASSERT_EQ(mark(100 + k), 0);  // 16 steady, then 24 burst
+  auto part = sink()->take();
+  ASSERT_EQ(part.size(), 40u);
+  for (uint64_t k = 0; k < 40; ++k) ASSERT_EQ(label(part[k]), 100 + k);
+  for (uint64_t k = 0; k < 5; ++k) ASSERT_EQ(mark(200 + k), 0);
+  recs = sink()->take();
+  ASSERT_EQ(recs.size(), 5u);
+  for (uint64_t k = 0; k < 5; ++k) EXPECT_EQ(label(recs[k]), 200 + k);
+  const ni::CoreStats st = ni::stats();
+  EXPECT_EQ(st.dropped_ring_full, 1u);
+  EXPECT_EQ(st.ops_completed, 80u + 1u + 40u + 5u) << "marks count as completed records";
+  EXPECT_EQ(st.records_pending, 0u);
+  EXPECT_EQ(st.ring_high_water, 80u) << "both rings' fill";
+}
+
+TEST_F(BurstRings, OnlyBurstRingsThreadsGetOneTheOthersDropCounted) {
+  CommV5 c;
+  for (uint64_t i = 0; i < 16 + 64; ++i) ASSERT_EQ(mark(i), 0);
+  int accepted = 0, dropped = 0;
+  std::thread other([&] {
+    for (uint64_t i = 0; i < 40; ++i) (mark(1000 + i) == 0 ? accepted : dropped)++;
+  });
+  other.join();
+  EXPECT_EQ(accepted, 16) << "the second thread has its steady ring only (NCCL_INSPECTOR_BURST_RINGS=1)";
+  EXPECT_EQ(dropped, 24);
+  EXPECT_EQ(sink()->take().size(), 80u + 16u);
+  EXPECT_EQ(ni::stats().dropped_ring_full, 24u);
+}
+
+// A producer writing as fast as it can while a consumer drains: every record
+// the producer was told was kept is handed out exactly once, in the order
+// written, across many switches between the rings.
+TEST_F(BurstRings, ConcurrentConsumerSeesEveryKeptRecordOnceInOrder) {
+  CommV5 c;
+  constexpr uint64_t kMarks = 200000;
+  std::vector<uint64_t> kept;
+  kept.reserve(kMarks);
+  std::atomic<bool> done{false};
+  std::vector<uint64_t> seen;
+  seen.reserve(kMarks);
+  std::thread consumer([&] {
+    // Acquire pairs with the producer's release store of done: the last
+    // take() after it sees every record.
+    for (bool last = false; !last;) {
+      last = done.load(std::memory_order_acquire);
+      for (const OpRecord& r : sink()->take()) seen.push_back(label(r));
+    }
+  });
+  for (uint64_t i = 0; i < kMarks; ++i)
+    if (mark(i) == 0) kept.push_back(i);
+  done.store(true, std::memory_order_release);  // pairs with the consumer's acquire load
+  consumer.join();
+  EXPECT_EQ(seen.size(), kept.size());
+  EXPECT_TRUE(seen == kept) << "every kept record once, in order";
+  EXPECT_EQ(ni::stats().dropped_ring_full, kMarks - kept.size());
+  EXPECT_GT(kept.size(), 0u);
 }

@@ -1,7 +1,9 @@
 // Fuzz target: random but type-correct NCCL callback sequences (plus garbage
 // handles and contexts, which NCCL never sends but a bug elsewhere might)
-// against the real adapters and core, in-process. Any crash, sanitizer report
-// or broken invariant (records + counted drops != completed ops) is a bug.
+// through every exported table, ncclProfiler_v1 .. v6, against the real
+// adapters and core, in-process, from the main thread and from short-lived
+// other threads. Any crash, sanitizer report or broken invariant (the records
+// handed out + the counted drops != the ops completed) is a bug.
 //
 // Built with clang's libFuzzer (-fsanitize=fuzzer) when available; otherwise
 // with replay_main.cpp, which runs every file given on the command line.
@@ -10,13 +12,17 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "plugin/abi/all.h"
 #include "src/output/memory_sink.h"
 
 extern "C" {
+extern ni::abi::ProfilerV1 ncclProfiler_v1;
+extern ni::abi::ProfilerV2 ncclProfiler_v2;
 extern ni::abi::ProfilerV3 ncclProfiler_v3;
+extern ni::abi::ProfilerV4 ncclProfiler_v4;
 extern ni::abi::ProfilerV5 ncclProfiler_v5;
 extern ni::abi::ProfilerV6 ncclProfiler_v6;
 int ncclInspectorMark(const char* label);
@@ -69,17 +75,87 @@ struct Player {
   void init_comm() {
     if (comms.size() >= 4) return;
     Comm n;
-    n.abi = 3 + in.u8() % 4;  // 3..6
-    if (n.abi == 3) ncclProfiler_v3.init(&n.ctx, &n.mask);
-    else if (n.abi == 6) ncclProfiler_v6.init(&n.ctx, in.u64(), &n.mask, "f", 1, 1 + in.u8() % 16, in.u8() % 16, nullptr);
-    else { n.abi = 5; ncclProfiler_v5.init(&n.ctx, in.u64(), &n.mask, nullptr, 1, 1 + in.u8() % 16, in.u8() % 16, nullptr); }
+    n.abi = 1 + in.u8() % 6;  // 1..6
+    switch (n.abi) {
+      case 1: ncclProfiler_v1.init(&n.ctx, &n.mask); break;
+      case 2: ncclProfiler_v2.init(&n.ctx, &n.mask); break;
+      case 3: ncclProfiler_v3.init(&n.ctx, &n.mask); break;
+      case 4:
+        ncclProfiler_v4.init(&n.ctx, &n.mask, (in.u8() & 1) ? "f" : nullptr, in.u64(), 1, 1 + in.u8() % 16,
+                             in.u8() % 16, nullptr);
+        break;
+      case 5: ncclProfiler_v5.init(&n.ctx, in.u64(), &n.mask, nullptr, 1, 1 + in.u8() % 16, in.u8() % 16, nullptr); break;
+      default: ncclProfiler_v6.init(&n.ctx, in.u64(), &n.mask, "f", 1, 1 + in.u8() % 16, in.u8() % 16, nullptr); break;
+    }
     comms.push_back(n);
+  }
+
+  static void finalize_ctx(const Comm& c) {
+    switch (c.abi) {
+      case 1: ncclProfiler_v1.finalize(c.ctx); break;
+      case 2: ncclProfiler_v2.finalize(c.ctx); break;
+      case 3: ncclProfiler_v3.finalize(c.ctx); break;
+      case 4: ncclProfiler_v4.finalize(c.ctx); break;
+      case 5: ncclProfiler_v5.finalize(c.ctx); break;
+      default: ncclProfiler_v6.finalize(c.ctx); break;
+    }
   }
 
   void finalize_comm(Comm* c) {
     if (!c) return;
-    (c->abi == 3 ? ncclProfiler_v3.finalize : ncclProfiler_v5.finalize)(c->ctx);
+    finalize_ctx(*c);
     comms.erase(comms.begin() + (c - comms.data()));
+  }
+
+  // v1: function, type, algorithm and protocol as codes (garbage ones too).
+  void start_op_v1(Comm* c, uint8_t op) {
+    void* h = nullptr;
+    EventDescrV1 d{};
+    d.type = op == 2 ? kColl : kP2p;
+    d.parentObj = pick();
+    if (op == 2) {
+      d.coll.commHash = in.u64();
+      d.coll.seqNumber = in.u64();
+      d.coll.func = in.u8() % 12;
+      d.coll.datatype = in.u8() % 14;
+      d.coll.count = in.u64() >> (in.u8() % 64);
+      d.coll.nMaxChannels = in.u8();
+      d.coll.algo = in.u8() % 9;
+      d.coll.proto = in.u8() % 4;
+    } else {
+      d.p2p.commHash = in.u64();
+      d.p2p.func = in.u8() % 12;
+      d.p2p.datatype = in.u8() % 14;
+      d.p2p.count = in.u64() >> (in.u8() % 64);
+      d.p2p.peer = static_cast<int>(in.u8()) - 8;
+    }
+    ncclProfiler_v1.startEvent(c->ctx, &h, &d);
+    handles.push_back(h);
+  }
+
+  void start_op_v2(Comm* c, uint8_t op) {
+    void* h = nullptr;
+    EventDescrV2 d{};
+    d.type = op == 2 ? kColl : kP2p;
+    d.parentObj = pick();
+    if (op == 2) {
+      d.coll.commHash = in.u64();
+      d.coll.seqNumber = in.u64();
+      d.coll.func = kFuncs[in.u8() % 9];
+      d.coll.datatype = kTypes[in.u8() % 6];
+      d.coll.count = in.u64() >> (in.u8() % 64);
+      d.coll.nMaxChannels = in.u8();
+      d.coll.algo = (in.u8() & 1) ? "RING" : nullptr;
+      d.coll.proto = (in.u8() & 1) ? "LL128" : "Bogus";
+    } else {
+      d.p2p.commHash = in.u64();
+      d.p2p.func = kFuncs[in.u8() % 9];
+      d.p2p.datatype = kTypes[in.u8() % 6];
+      d.p2p.count = in.u64() >> (in.u8() % 64);
+      d.p2p.peer = static_cast<int>(in.u8()) - 8;
+    }
+    ncclProfiler_v2.startEvent(c->ctx, &h, &d);
+    handles.push_back(h);
   }
 
   void start_op_v3(Comm* c, uint8_t op) {
@@ -93,6 +169,28 @@ struct Player {
     d.coll.nMaxChannels = in.u8();
     d.coll.commHash = in.u64();
     ncclProfiler_v3.startEvent(c->ctx, &h, &d);
+    handles.push_back(h);
+  }
+
+  void start_op_v4(Comm* c, uint8_t op) {
+    void* h = nullptr;
+    EventDescrV4 d{};
+    d.type = op == 2 ? kColl : kP2p;
+    d.parentObj = pick();
+    if (op == 2) {
+      d.coll.seqNumber = in.u64();
+      d.coll.func = kFuncs[in.u8() % 9];
+      d.coll.datatype = kTypes[in.u8() % 6];
+      d.coll.count = in.u64() >> (in.u8() % 64);
+      d.coll.nChannels = in.u8() % 70;
+    } else {
+      d.p2p.func = kFuncs[in.u8() % 9];
+      d.p2p.datatype = kTypes[in.u8() % 6];
+      d.p2p.count = in.u64() >> (in.u8() % 64);
+      d.p2p.nChannels = in.u8() % 70;
+      d.p2p.peer = static_cast<int>(in.u8()) - 8;
+    }
+    ncclProfiler_v4.startEvent(c->ctx, &h, &d);
     handles.push_back(h);
   }
 
@@ -223,8 +321,13 @@ struct Player {
       case 2:
       case 3:  // Coll / P2p start
         if (!c) break;
-        if (c->abi == 3) start_op_v3(c, op);
-        else start_op_v5(c, op);
+        switch (c->abi) {
+          case 1: start_op_v1(c, op); break;
+          case 2: start_op_v2(c, op); break;
+          case 3: start_op_v3(c, op); break;
+          case 4: start_op_v4(c, op); break;
+          default: start_op_v5(c, op); break;
+        }
         break;
       case 4: start_kernel_ch(c); break;
       case 5: record_any(); break;
@@ -241,11 +344,58 @@ struct Player {
       case 14:
         ncclInspectorMark((in.u8() & 1) ? "m" : nullptr);
         break;
-      case 15:
-        if (ni::out::MemorySink::current_ && !comms.empty()) ni::out::MemorySink::current_->take();
+      case 15: take(); break;
+      case 17: {
+        // Any event type value, known or not (descriptor zeroed: NULL names),
+        // through a table picked at random.
+        if (!c) break;
+        void* h = nullptr;
+        EventDescrV6 d{};
+        d.type = (in.u8() & 1) ? 1ull << (in.u8() % 20) : in.u64();
+        d.parentObj = pick();
+        switch (in.u8() % 3) {
+          case 0: {
+            EventDescrV1 d1{};
+            d1.type = static_cast<uint8_t>(d.type);
+            d1.parentObj = d.parentObj;
+            ncclProfiler_v1.startEvent(c->ctx, &h, &d1);
+            break;
+          }
+          case 1: {
+            EventDescrV4 d4{};
+            d4.type = static_cast<uint8_t>(d.type);
+            d4.parentObj = d.parentObj;
+            ncclProfiler_v4.startEvent(c->ctx, &h, &d4);
+            break;
+          }
+          default: ncclProfiler_v6.startEvent(c->ctx, &h, &d); break;
+        }
+        handles.push_back(h);
         break;
+      }
+      case 16: {
+        // The next few steps on another thread (its own ring, registered on
+        // its first event), joined before going on: NCCL's proxy and
+        // profiler threads, and application threads that come and go.
+        const int n = in.u8() % 8;
+        std::thread t([this, n] {
+          for (int k = 0; k < n && !in.empty(); ++k) {
+            const uint8_t o = in.u8() % kSteps;
+            if (o != 0 && o != 1 && o != 16) step(o, comm());  // no comm changes, no nesting
+          }
+        });
+        t.join();
+        break;
+      }
     }
   }
+
+  // The consumer's side: records handed out since the current runtime began.
+  void take() {
+    if (ni::out::MemorySink::current_ && !comms.empty()) taken += ni::out::MemorySink::current_->take().size();
+  }
+  static constexpr uint8_t kSteps = 18;
+  uint64_t taken = 0;
 };
 
 void run(Input& in) {
@@ -253,20 +403,30 @@ void run(Input& in) {
   setenv("NCCL_INSPECTOR_ENABLE_NET", (in.u8() & 1) ? "1" : "0", 1);
   setenv("NCCL_INSPECTOR_POOL_OPS", "64", 1);
   setenv("NCCL_INSPECTOR_RING_RECORDS", "64", 1);
+  setenv("NCCL_INSPECTOR_BURST_RECORDS", "128", 1);
   Player p{in};
   for (int steps = 0; steps < 4000 && !in.empty(); ++steps) {
-    const uint8_t op = in.u8() % 16;
+    const uint8_t op = in.u8() % Player::kSteps;
     Comm* c = p.comm();
+    if (op == 1 && c != nullptr && p.comms.size() == 1) {
+      // The last finalize ends the runtime (its final drain goes to a sink
+      // we no longer see): check the invariant first, then start counting
+      // afresh for the next runtime.
+      p.take();
+      const ni::CoreStats s = ni::stats();
+      if (p.taken + s.dropped_ring_full != s.ops_completed || s.records_pending != 0) __builtin_trap();
+      p.taken = 0;
+    }
     p.step(op, c);
     if (p.handles.size() > 512) p.handles.erase(p.handles.begin(), p.handles.begin() + 256);
   }
-  // Invariant: everything that completed is in the sink or counted as dropped.
+  // Invariant: every op that completed was handed out or counted as dropped.
   if (!p.comms.empty()) {
-    ni::out::MemorySink::current_->take();
-    ni::CoreStats s = ni::stats();
-    (void)s;
+    p.take();
+    const ni::CoreStats s = ni::stats();
+    if (p.taken + s.dropped_ring_full != s.ops_completed || s.records_pending != 0) __builtin_trap();
   }
-  for (auto& c : p.comms) (c.abi == 3 ? ncclProfiler_v3.finalize : ncclProfiler_v5.finalize)(c.ctx);
+  for (auto& c : p.comms) Player::finalize_ctx(c);
 }
 
 }  // namespace

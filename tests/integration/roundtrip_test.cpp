@@ -173,6 +173,91 @@ TEST(Burst, MillionOpsThroughATinyRingAreWrittenOrCounted) {
   if (!HasFailure()) fs::remove_all(dir);
 }
 
+// The largest real burst from one thread: an AlltoAll over 2,049 ranks is a
+// group of 4,098 P2P ops (2,049 sends and receives, the rank's own pair
+// included) in flight together and completing together. With default
+// settings every ABI absorbs it: no op is dropped, whatever the dump thread
+// manages meanwhile (the ring and the pool hold the whole group, so the
+// outcome does not depend on scheduling). Smaller bounds drop, and count every
+// drop.
+struct BurstRun {
+  uint64_t issued = 0, written = 0, completed = 0, ring_full = 0, pool_exhausted = 0, other = 0;
+  int abi = 0;
+};
+
+BurstRun alltoall_burst(const std::string& version, const std::string& env) {
+  constexpr int kWorld = 2049;
+  BurstRun out;
+  fs::path dir = temp_dir("a2a" + version + (env.empty() ? "" : "-bounded"));
+  fs::create_directories(dir);
+  {
+    std::ofstream w(dir / "w.json");
+    // 16 KiB per peer: above the default size filter (8 KiB).
+    w << json{{"world", kWorld},
+              {"nodes", 1},
+              {"comms", json::array({{{"name", "ep"}, {"nranks", kWorld}}})},
+              {"program", json::array({{{"comm", "ep"}, {"func", "AlltoAll"}, {"bytes", uint64_t{16384} * kWorld}}})},
+              {"iterations", 0}};
+  }
+  const std::string cmd = env + " NCCL_INSPECTOR_DUMP_DIR=" + (dir / "logs").string() + " NCCL_DEBUG=WARN " +
+                          NI_EMU_PATH + " --plugin " + NI_PLUGIN_PATH + " --nccl " + version +
+                          " --ranks 0 --pace none --quiet --workload " + (dir / "w.json").string() + " --truth " +
+                          (dir / "truth.jsonl").string() + " > " + (dir / "emu.log").string() + " 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::ifstream tf(dir / "truth.jsonl");
+  std::string line;
+  while (std::getline(tf, line)) {
+    json t = json::parse(line);
+    if (t.value("kind", "") == "p2p" && t.value("visible", false)) ++out.issued;
+  }
+  Read r = read_dir(dir / "logs");
+  EXPECT_EQ(r.result.bad_lines, 0u);
+  for (const auto& op : r.ops) out.written += op.kind == ana::OpKind::kP2p ? 1 : 0;
+  for (const auto& f : r.result.files) {
+    out.completed += f.stats.ops_completed;
+    out.abi = f.abi_version;
+    for (const auto& [why, n] : f.stats.dropped) {
+      if (why == "ring_full") out.ring_full += n;
+      else if (why == "pool_exhausted") out.pool_exhausted += n;
+      else out.other += n;
+    }
+  }
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+  return out;
+}
+
+class Burst4096 : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(Burst4096, AlltoAllOf2049RanksIsAbsorbedAtDefaultSettings) {
+  const BurstRun b = alltoall_burst(GetParam(), "");
+  EXPECT_EQ(b.issued, 4098u) << "the emulated group";
+  EXPECT_EQ(b.ring_full, 0u);
+  EXPECT_EQ(b.pool_exhausted, 0u);
+  EXPECT_EQ(b.other, 0u);
+  EXPECT_EQ(b.written, b.issued) << "NCCL " << GetParam() << " (ABI v" << b.abi << ")";
+  EXPECT_EQ(b.completed, b.issued);
+}
+
+TEST_P(Burst4096, PastTheBoundsEveryDropIsCounted) {
+  const BurstRun b = alltoall_burst(GetParam(), "NCCL_INSPECTOR_RING_RECORDS=1024 NCCL_INSPECTOR_POOL_OPS=2048");
+  EXPECT_EQ(b.issued, 4098u);
+  EXPECT_GT(b.pool_exhausted, 0u) << "2,048 slots for 4,098 ops in flight";
+  EXPECT_EQ(b.other, 0u);
+  // Ops without a slot are never tracked, so never completed; the rest are
+  // written or counted as ring_full.
+  EXPECT_EQ(b.completed + b.pool_exhausted, b.issued);
+  EXPECT_EQ(b.written + b.ring_full, b.completed);
+  EXPECT_LE(b.written, b.issued - b.pool_exhausted);
+}
+
+// One release per profiler ABI: v1 .. v6.
+INSTANTIATE_TEST_SUITE_P(EveryAbi, Burst4096, ::testing::Values("2.23", "2.24", "2.26", "2.27", "2.28", "2.30"),
+                         [](const auto& p) {
+                           std::string s = p.param;
+                           std::replace(s.begin(), s.end(), '.', '_');
+                           return "nccl_" + s;
+                         });
+
 // The last finalize stops and joins the dump thread; the dump thread may then
 // need the comm table (a record of a comm it no longer knows, here a mark
 // written after its comm was finalized). That must never wait on the lock the
