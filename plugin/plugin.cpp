@@ -415,6 +415,7 @@ __attribute__((noinline)) void* start_v6_rest(void* ctx, const EventDescrV6* d) 
       s.func = ni::func_from_nccl(d->ceColl.func);
       s.dtype = ni::dtype_from_nccl(d->ceColl.datatype);
       s.root = d->ceColl.root;
+      s.stream = d->ceColl.stream;
       return core::start_ce_coll(ctx, d->parentObj, d->rank, s);
     }
     case kCeSync: return core::start_ce_child(ctx, d->parentObj, EvType::kCeSync, 0);

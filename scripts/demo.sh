@@ -16,7 +16,9 @@ OUT=out/demo
 
 scripts/setup-deps.sh --build
 echo "== building (Release) in $BUILD"
-cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DNCCL_INSPECTOR_TESTS=OFF -DNCCL_INSPECTOR_BENCHMARKS=OFF >/dev/null
+# NCCL_INSPECTOR_WERROR=ON (CI) makes any warning of this Release/LTO build an error.
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DNCCL_INSPECTOR_TESTS=OFF -DNCCL_INSPECTOR_BENCHMARKS=OFF \
+  -DNCCL_INSPECTOR_WERROR="${NCCL_INSPECTOR_WERROR:-OFF}" >/dev/null
 cmake --build "$BUILD" -j"$(nproc)" --target nccl-profiler-inspector nccl-emu nccl-inspector >/dev/null
 PLUGIN=$PWD/$BUILD/lib/libnccl-profiler-inspector.so
 

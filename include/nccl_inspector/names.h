@@ -46,7 +46,7 @@ inline constexpr std::string_view kProto[] = {"LL", "LL128", "SIMPLE"};
 inline constexpr std::string_view kUnknown = "unknown";
 
 // The record's "timing" values (log-format.md): where its duration came from.
-inline constexpr std::string_view kTiming[] = {"gpu", "proxy_cpu", "net_cpu", "enqueue_cpu", "none"};
+inline constexpr std::string_view kTiming[] = {"gpu", "proxy_cpu", "net_cpu", "enqueue_cpu", "none", "cuda_event"};
 // The record's "transport" values.
 inline constexpr std::string_view kTransport[] = {"unknown", "intra_node", "network"};
 // The record's "kind" values.

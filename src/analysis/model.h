@@ -29,7 +29,7 @@ enum class Algo : std::uint8_t {
 };
 enum class Proto : std::uint8_t { kLL, kLL128, kSimple, kUnknown, kCount_ };
 enum class Timing : std::uint8_t {
-  kGpu, kProxyCpu, kNetCpu, kEnqueueCpu, kNone,
+  kGpu, kProxyCpu, kNetCpu, kEnqueueCpu, kNone, kCudaEvent,
   kKernelGpu, kKernelCpu, kCollectiveCpu,  // upstream Inspector v4.0 sources
   kUnknown, kCount_
 };
@@ -44,8 +44,11 @@ constexpr bool cpu_timed(Timing t) {
 }
 
 // Timed by the GPU (ours, or upstream's kernel_gpu): kernel start to end,
-// waiting for the peers included.
-constexpr bool gpu_timed(Timing t) { return t == Timing::kGpu || t == Timing::kKernelGpu; }
+// waiting for the peers included; or a copy-engine collective's copies
+// between two CUDA events on their stream (cuda_event), its syncs included.
+constexpr bool gpu_timed(Timing t) {
+  return t == Timing::kGpu || t == Timing::kKernelGpu || t == Timing::kCudaEvent;
+}
 
 // How an op was timed, in three classes (summary and compare keep them apart).
 enum class TimedBy : std::uint8_t { kGpu = 0, kCpu = 1, kUnknown = 2 };

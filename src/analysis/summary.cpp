@@ -326,7 +326,8 @@ void op_rows(const HealthRows& row, const OpHealth& ops, const DropTotals& d) {
       ts += (ts.empty() ? "" : ", ") + std::string(to_string(static_cast<Timing>(i))) + "=" +
             std::to_string(ops.by_timing[i]);
   row("timing sources", ops.by_timing[static_cast<int>(Timing::kGpu)] +
-                            ops.by_timing[static_cast<int>(Timing::kKernelGpu)],
+                            ops.by_timing[static_cast<int>(Timing::kKernelGpu)] +
+                            ops.by_timing[static_cast<int>(Timing::kCudaEvent)],
       "GPU-timed ops; all: " + ts);
   row("ops by kind", ops.by_kind[0] + ops.by_kind[1] + ops.by_kind[2],
       "coll=" + std::to_string(ops.by_kind[0]) + ", p2p=" + std::to_string(ops.by_kind[1]) +

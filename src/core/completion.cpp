@@ -21,6 +21,7 @@
 #include <cstring>
 #include <functional>
 #include <mutex>
+#include <new>
 #include <vector>
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -36,6 +37,20 @@ namespace ni::core {
 // ====================================================== step 2: the record
 
 namespace {
+
+// A CE op's CUDA event pair leaves the slot: into the record (index + 1),
+// for the consumer to poll, when both events were recorded; else back to the
+// pool (an op reclaimed or finalized before its stop, or a dropped record).
+__attribute__((noinline)) uint8_t take_gpu_pair(OpSlot& s, bool keep) noexcept {
+  // Relaxed: read after the claim's acquire; the slot is ours until free_op().
+  const int pair = s.gpu_pair.load(std::memory_order_relaxed);
+  s.gpu_pair.store(-1, std::memory_order_relaxed);  // a free slot has none (its next owner starts from that)
+  const bool stopped = s.coll_stopped.load(std::memory_order_relaxed) != 0;  // as above
+  Runtime* rt = runtime();
+  if (keep && stopped && pair >= 0 && pair < GpuTimers::kPairs) return static_cast<uint8_t>(pair + 1);
+  if (rt != nullptr && rt->gpu_timers != nullptr) rt->gpu_timers->give(pair);
+  return 0;
+}
 
 __attribute__((always_inline)) inline void free_op(Context& c, uint32_t slot, OpSlot& s) noexcept {
   // Release pairs with the acquire gen loads in op_of(): after this, old
@@ -261,6 +276,7 @@ __attribute__((always_inline)) inline bool complete_body(Context& c, uint32_t sl
   OpRecord* out = publish_begin(&tr);
   if (reclaimed && tr != nullptr) bump(tr->counters.reclaimed);
   if (out == nullptr) {  // ring full: the drop is counted; the op is released
+    if (s.gpu_pair.load(std::memory_order_relaxed) >= 0) [[unlikely]] (void)take_gpu_pair(s, false);  // as below
     free_op(c, slot, s);
     return true;
   }
@@ -284,10 +300,13 @@ __attribute__((always_inline)) inline bool complete_body(Context& c, uint32_t sl
     if (started & ~stopped) r.flags |= kFlagPartialChannels;
   }
   write_network(r, c, s, mask);
+  r.gpu_timer = 0;
   if (r.kind == static_cast<uint8_t>(OpKind::kCe)) {
     // Relaxed: as the network statistics.
     const uint64_t ce = s.ce_bytes.load(std::memory_order_relaxed);
     if (ce != 0) r.net_send_bytes = ce;  // CE batches' total bytes moved
+    // Relaxed: written by the launching thread before its stop's acq_rel release.
+    if (s.gpu_pair.load(std::memory_order_relaxed) >= 0) r.gpu_timer = take_gpu_pair(s, !reclaimed);
   }
   free_op(c, slot, s);
   publish_commit(tr);
@@ -371,7 +390,41 @@ void finish_record(OpRecord& r) noexcept {
 }
 }  // namespace
 
-size_t drain_records(const std::function<void(const OpRecord*, size_t)>& fn) {
+namespace {
+// Parked CE records whose CUDA events have run (or never will): their GPU
+// time in, their pair back, out to fn.
+size_t release_parked(Runtime* rt, const std::function<void(const OpRecord*, size_t)>& fn, bool final) {
+  if (rt->parked.empty()) return 0;
+  const uint64_t now = clk::now_ns();
+  const uint64_t timeout_ns = static_cast<uint64_t>(rt->cfg.op_timeout_ms) * 1000000ull;
+  size_t out = 0, kept = 0;
+  for (OpRecord& r : rt->parked) {
+    const int pair = r.gpu_timer - 1;
+    uint64_t ns = 0;
+    const core::GpuTimers::Poll p = rt->gpu_timers->poll(pair, &ns);
+    if (p == core::GpuTimers::Poll::kPending && !final && now - r.end_ns < timeout_ns) {
+      rt->parked[kept++] = r;
+      continue;
+    }
+    if (p == core::GpuTimers::Poll::kDone) {
+      // The copies' GPU time; placed at the enqueue's start on the CPU clock
+      // (the GPU ran them at or after it: docs/log-format.md, "timing").
+      r.end_ns = r.start_ns + ns;
+      r.timing = static_cast<uint8_t>(TimingSource::kCudaEvent);
+    }
+    rt->gpu_timers->give(pair);
+    r.gpu_timer = 0;
+    fn(&r, 1);
+    ++out;
+  }
+  rt->parked.resize(kept);
+  // Relaxed: a count for stats(), exact on this (the consumer's) thread.
+  rt->n_parked.store(kept, std::memory_order_relaxed);
+  return out;
+}
+}  // namespace
+
+size_t drain_records(const std::function<void(const OpRecord*, size_t)>& fn, bool final) {
   Runtime* rt = runtime();
   if (rt == nullptr) return 0;
   // Clear first (release pairs with publish_wake()'s acq_rel exchange): a push
@@ -400,12 +453,38 @@ size_t drain_records(const std::function<void(const OpRecord*, size_t)>& fn) {
     if (fill > t->counters.ring_high_water.load(std::memory_order_relaxed))
       t->counters.ring_high_water.store(fill, std::memory_order_relaxed);
     auto take = [&](OpRecord* p, size_t n) {
-      for (size_t i = 0; i < n; ++i) finish_record(p[i]);  // the consumer's half of completion
-      fn(p, n);
+      size_t run = 0;  // the start of the run not handed out yet
+      for (size_t i = 0; i < n; ++i) {
+        finish_record(p[i]);  // the consumer's half of completion
+        if (p[i].gpu_timer != 0 && p[i].kind == static_cast<uint8_t>(OpKind::kCe)) [[unlikely]] {
+          if (i > run) fn(p + run, i - run);
+          total += i - run;
+          bool parked = false;
+          if (rt->gpu_timers != nullptr) {
+            try {
+              rt->parked.push_back(p[i]);  // waits for its events
+              parked = true;
+            } catch (const std::bad_alloc&) {
+              rt->gpu_timers->give(p[i].gpu_timer - 1);  // out of memory: CPU-timed, now
+            }
+          }
+          if (!parked) {
+            p[i].gpu_timer = 0;
+            fn(p + i, 1);
+            ++total;
+          }
+          run = i + 1;
+        }
+      }
+      if (n > run) fn(p + run, n - run);
+      total += n - run;
     };
-    total += r->drain(take);
-    if (b != nullptr) total += b->drain(take, static_cast<size_t>(burst_upto - b->drained()));
+    r->drain(take);
+    if (b != nullptr) b->drain(take, static_cast<size_t>(burst_upto - b->drained()));
   }
+  // Relaxed: as in release_parked().
+  rt->n_parked.store(rt->parked.size(), std::memory_order_relaxed);
+  total += release_parked(rt, fn, final);
   return total;
 }
 

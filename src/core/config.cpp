@@ -82,6 +82,11 @@ const std::vector<Entry>& table() {
       {{"NCCL_INSPECTOR_ENABLE_CE", SettingType::kBool, "1", 0, 1,
         "Record copy-engine collectives (ABI v6, NCCL 2.29+)."},
        NI_BOOL(enable_ce)},
+      {{"NCCL_INSPECTOR_CE_GPU_TIMING", SettingType::kBool, "1", 0, 1,
+        "Time copy-engine collectives on the GPU: CUDA events recorded on their stream at CeColl start and "
+        "stop, through the CUDA driver already in the process (never loaded by the plugin), polled by the "
+        "dump thread (timing `cuda_event`). 0, or no driver: their time is the enqueue's (`enqueue_cpu`)."},
+       NI_BOOL(ce_gpu_timing)},
       {{"NCCL_INSPECTOR_SAMPLE_EVERY", SettingType::kInt, "1", 1, 1000000,
         "Record one op in N per communicator (1 = every op). Skipped ops are counted as sampled out."},
        NI_INT(sample_every)},

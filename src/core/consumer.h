@@ -54,8 +54,11 @@ struct CoreStats;
 // ---- called by the consumer's thread (single consumer at a time;
 // completion.cpp)
 // Moves every record out of every thread ring, finished (see completion.cpp);
-// fn gets contiguous runs.
-size_t drain_records(const std::function<void(const OpRecord*, size_t)>& fn);
+// fn gets contiguous runs. CE records timed with CUDA events wait (parked)
+// until their events have run, the driver fails, NCCL_INSPECTOR_OP_TIMEOUT_MS
+// passes, or `final` (the last drain): then they go out too. Returns the
+// records handed to fn.
+size_t drain_records(const std::function<void(const OpRecord*, size_t)>& fn, bool final = false);
 // Completes ops stuck longer than the configured timeout (marks them
 // reclaimed); their records land in the calling thread's ring. Returns count.
 size_t reclaim_stale_ops(uint64_t now_mono_ns);

@@ -71,6 +71,7 @@ struct CeStart {
   Func func = Func::kUnknown;
   DType dtype = DType::kUnknown;
   int root = 0;
+  void* stream = nullptr;  // ceColl.stream (cudaStream_t): where the copies are enqueued
 };
 
 struct ProxyOpStart {

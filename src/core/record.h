@@ -67,6 +67,7 @@ enum class TimingSource : uint8_t {
   kNetCpu = 2,     // first ProxyOp start to last ProxyOp stop (no KernelCh): CPU time
   kEnqueueCpu = 3, // Coll/P2p start to stop ("enqueued"): CPU time of the enqueue only
   kNone = 4,       // nothing usable
+  kCudaEvent = 5,  // CUDA events recorded on the copy engine's stream (CE ops): GPU time of the copies
   kCount_
 };
 
@@ -167,7 +168,7 @@ struct OpRecord {
   uint8_t channels_started;
   uint8_t channels_stopped;
   uint8_t n_hcas;
-  uint8_t reserved2_[1];
+  uint8_t gpu_timer;      // CE ops with CUDA events: the pair (index + 1) the consumer polls; 0 none
   // Entries past min(popcount(channel_mask), kRecordChannels) / n_hcas are undefined.
   ChannelTime channels[kRecordChannels];  // ordered by channel id; entry i = i-th set bit of channel_mask
   HcaTraffic hcas[kRecordHcas];

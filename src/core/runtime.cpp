@@ -173,6 +173,7 @@ int compute_mask(const Runtime& rt, int abi) {
 void teardown_locked(Runtime* rt) {
   // Stop the sink first: it drains every ring one last time and joins.
   if (rt->sink) rt->sink->stop();
+  if (rt->gpu_timers) rt->gpu_timers->shutdown();  // the events, while their contexts live
   // Release pairs with runtime()'s acquire: new callbacks see no runtime.
   g_rt.store(nullptr, std::memory_order_release);  // pairs with runtime()'s acquire
   // Free the previous graveyard; keep this one until the next teardown.
@@ -290,6 +291,10 @@ void* comm_init(const InitArgs& a) noexcept {
       fresh->cfg = load_config_from_env([&](const std::string& w) { warnings.push_back(w); });
       for (const auto& w : warnings) logf(fresh.get(), ni::abi::kLogWarn, "NCCL Inspector: %s", w.c_str());
       fresh->high_water_mark = static_cast<uint64_t>(fresh->cfg.ring_records) / 2;
+      if (fresh->cfg.enable && fresh->cfg.enable_ce && fresh->cfg.ce_gpu_timing) {
+        auto timers = std::make_unique<GpuTimers>();
+        if (timers->bind()) fresh->gpu_timers = std::move(timers);
+      }
       clk::calibrate();
       logf(fresh.get(), ni::abi::kLogInfo, "NCCL Inspector: configuration %s", describe(fresh->cfg).c_str());
       if (fresh->cfg.enable) {
@@ -412,6 +417,9 @@ CoreStats stats() {
 #undef NI_TOTAL
     s.rings++;
   }
+  // CE records drained but waiting for their CUDA events: pending too (relaxed:
+  // the consumer's own count, exact on its thread).
+  s.records_pending += rt->n_parked.load(std::memory_order_relaxed);
   // relaxed: ids only grow; each context is published by its own release store
   const uint32_t nc = rt->n_contexts.load(std::memory_order_relaxed);
   for (uint32_t i = 0; i < nc; ++i) {

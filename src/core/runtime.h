@@ -21,6 +21,7 @@
 #include "include/nccl_inspector/nccl.h"
 #include "src/core/config.h"
 #include "src/core/consumer.h"
+#include "src/core/gpu_timer.h"
 #include "src/core/record.h"
 
 namespace ni {
@@ -92,6 +93,12 @@ struct Runtime {
   std::atomic<uint32_t> n_burst_rings{0};  // burst rings made (ring.cpp), at most cfg.burst_rings
   std::atomic<uint32_t> wake_pending{0};
   uint64_t high_water_mark = 0;         // records; a push past it wakes the sink
+  // CUDA events for CE ops (gpu_timer.h); nullptr when off or no driver.
+  std::unique_ptr<GpuTimers> gpu_timers;
+  // Consumer-only: drained CE records waiting for their CUDA events
+  // (completion.cpp); their count is read by stats() (relaxed).
+  std::vector<OpRecord> parked;
+  std::atomic<uint64_t> n_parked{0};
   Runtime() = default;
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;

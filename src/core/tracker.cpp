@@ -407,6 +407,15 @@ void* start_ce_coll(void* ctx, void* parent, int rank, const CeStart& d) noexcep
   if (d.func == Func::kBroadcast || d.func == Func::kReduce || d.func == Func::kGather ||
       d.func == Func::kScatter)
     show(r.peer, d.root);
+  // CUDA events around the copies (gpu_timer.h); relaxed: published with the
+  // handle (open_op) and read by this thread at stop and by the completer.
+  if (rt->gpu_timers != nullptr && d.stream != nullptr) {
+    const int pair = rt->gpu_timers->take(d.stream);
+    if (pair >= 0) {
+      s->gpu_stream.store(d.stream, std::memory_order_relaxed);
+      s->gpu_pair.store(pair, std::memory_order_relaxed);
+    }
+  }
   return open_op(*s, slot);
 }
 
@@ -805,6 +814,16 @@ inline int end_channel(OpSlot& s, uint64_t v, uint64_t stamp) noexcept {
 namespace {
 __attribute__((noinline, cold)) void stop_slow(Runtime* rt, void* handle) noexcept;
 
+// A CE op with CUDA events: its stop event, on the stream its copies went to,
+// before the op can complete. A refused record leaves it CPU-timed.
+__attribute__((noinline, cold)) void stop_gpu_timer(OpSlot& s, int pair) noexcept {
+  Runtime* rt = runtime();
+  // Relaxed: this thread's own stores at start.
+  if (rt == nullptr || rt->gpu_timers == nullptr ||
+      !rt->gpu_timers->stop(pair, s.gpu_stream.load(std::memory_order_relaxed)))
+    s.gpu_pair.store(-1, std::memory_order_relaxed);  // published by release()'s acq_rel
+}
+
 // A Coll / P2p / CeColl stop ("enqueued"). Returns 0.
 inline int stop_op(uint64_t v) noexcept {
   OpSlot* s = live_op(v);
@@ -814,6 +833,8 @@ inline int stop_op(uint64_t v) noexcept {
   if (s->coll_stopped.load(std::memory_order_relaxed) != 0) [[unlikely]] return double_stop();
   s->coll_stopped.store(1, std::memory_order_relaxed);               // as above
   s->stop_ticks.store(clk::read_ticks(), std::memory_order_relaxed);  // as above
+  if (const int pair = s->gpu_pair.load(std::memory_order_relaxed); pair >= 0) [[unlikely]]  // as above
+    stop_gpu_timer(*s, pair);
   return release(v, *s);
 }
 __attribute__((noinline)) void record_slow(Runtime* rt, void* handle, int state, const StateArgs& a) noexcept;

@@ -197,6 +197,10 @@ struct OpSlotFields {
   std::atomic<uint32_t> issue{0};
   std::atomic<uint64_t> start_ticks{0};
   std::atomic<uint64_t> stop_ticks{0};  // Coll/P2p/CeColl stop (enqueue end)
+  // CE ops timed with CUDA events (gpu_timer.h): the pair, -1 none. Written
+  // by the launching thread at start and at stop (set back to -1 when the
+  // stop event could not be recorded), read by the completer.
+  std::atomic<int32_t> gpu_pair{-1};
   // KernelCh bookkeeping: written by the comm's progress thread only (plain
   // relaxed load/store, no locked instruction; a caller that broke that rule
   // could lose a bit, never memory safety: the op would be reclaimed). Zero
@@ -216,6 +220,7 @@ struct OpSlotFields {
   std::atomic<uint32_t> net_peers_hash{0};
   std::atomic<int32_t> net_first_peer{-1};
   std::atomic<uint64_t> ce_bytes{0};
+  std::atomic<void*> gpu_stream{nullptr};  // the CE op's stream (with gpu_pair), for its stop event
   HcaSlot hca[kRecordHcas];
   OpStart start;
 };
@@ -225,6 +230,7 @@ inline constexpr size_t kOpSlotSize = 2048;
 static_assert(sizeof(OpSlotFields) <= kOpSlotSize);
 static_assert(offsetof(OpSlotFields, stop_ticks) < kCacheLine, "the op's life is one cache line");
 static_assert(offsetof(OpSlotFields, issue) < kCacheLine, "the op's life is one cache line");
+static_assert(offsetof(OpSlotFields, gpu_pair) < kCacheLine, "the op's life is one cache line");
 struct OpSlot : OpSlotFields {
   char pad_[kOpSlotSize - sizeof(OpSlotFields)];
 };

@@ -12,7 +12,9 @@ namespace {
 
 class CoreSource final : public RecordSource {
  public:
-  size_t drain(const std::function<void(const OpRecord*, size_t)>& fn) override { return ni::drain_records(fn); }
+  size_t drain(const std::function<void(const OpRecord*, size_t)>& fn, bool final) override {
+    return ni::drain_records(fn, final);
+  }
   size_t reclaim(uint64_t now_mono_ns) override { return ni::reclaim_stale_ops(now_mono_ns); }
   CoreStats stats() override { return ni::stats(); }
   std::vector<CommInfo> comms() override { return ni::comms(); }

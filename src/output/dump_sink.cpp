@@ -417,9 +417,11 @@ void DumpSink::cycle(bool final, std::vector<CommInfo>& added, std::vector<uint3
     last_reclaim_ns_ = now;
     src_->reclaim(now);
   }
-  const size_t drained = src_->drain([this](const OpRecord* recs, size_t n) {
-    for (size_t i = 0; i < n; ++i) dispatch_record(recs[i]);
-  });
+  const size_t drained = src_->drain(
+      [this](const OpRecord* recs, size_t n) {
+        for (size_t i = 0; i < n; ++i) dispatch_record(recs[i]);
+      },
+      final);
   if (drained != 0 || last_activity_ns_ == 0) last_activity_ns_ = now;
   if (!final && cfg_.hang_ms > 0) {
     if (signal_flush_) last_progress_ns_ = 0;  // look now, whenever the last look was

@@ -213,11 +213,11 @@ OpTiming op_timing(const OpRecord& r, int nranks) {
   t.has_span = timing != TimingSource::kNone && r.end_ns >= r.start_ns;
   t.span_ns = t.has_span ? r.end_ns - r.start_ns : 0;
   // Bandwidth only from a time that measures the transfer: the GPU timer's
-  // span of the kernel. A CPU time (the proxy thread's view of the kernel,
+  // span of the kernel, or the CUDA events around a copy-engine op's copies. A CPU time (the proxy thread's view of the kernel,
   // network progress, the enqueue) says when the CPU saw things happen, not
   // how long the bytes moved: an enqueue-timed copy-engine AllGather would
   // read 22,000 GB/s. Such records keep their duration and say their timing.
-  const bool measures_transfer = timing == TimingSource::kGpu;
+  const bool measures_transfer = timing == TimingSource::kGpu || timing == TimingSource::kCudaEvent;
   if (measures_transfer && t.span_ns > 0 && r.bytes > 0 && !(nranks <= 0 && traffic_needs_n(func))) {
     t.algbw_gbs = static_cast<double>(r.bytes) * traffic_multiplier(func, kind, nranks) / static_cast<double>(t.span_ns);
     t.has_algbw = std::isfinite(t.algbw_gbs);

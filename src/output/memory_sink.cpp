@@ -20,12 +20,12 @@ void MemorySink::comm_removed(uint32_t id) {
 void MemorySink::wake() noexcept { wakes_.fetch_add(1, std::memory_order_relaxed); }  // statistic
 void MemorySink::stop() {
   std::lock_guard<std::mutex> lk(mu_);
-  collect_locked();
+  collect_locked(true);
   final_stats_ = ni::stats();
   stopped_ = true;
 }
-void MemorySink::collect_locked() {
-  ni::drain_records([this](const OpRecord* r, size_t n) { records_.insert(records_.end(), r, r + n); });
+void MemorySink::collect_locked(bool final) {
+  ni::drain_records([this](const OpRecord* r, size_t n) { records_.insert(records_.end(), r, r + n); }, final);
 }
 size_t MemorySink::discard() {
   std::lock_guard<std::mutex> lk(mu_);

@@ -36,7 +36,7 @@ class MemorySink final : public Sink {
   static MemorySink* current_;
 
  private:
-  void collect_locked();
+  void collect_locked(bool final = false);
   std::mutex mu_;
   std::vector<OpRecord> records_;
   std::vector<CommInfo> comms_;

@@ -24,7 +24,8 @@ class RecordSource {
  public:
   virtual ~RecordSource() = default;
   // Moves every record out of every ring; fn gets contiguous runs.
-  virtual size_t drain(const std::function<void(const OpRecord*, size_t)>& fn) = 0;
+  // `final`: the last drain (records still waiting for the GPU go out too).
+  virtual size_t drain(const std::function<void(const OpRecord*, size_t)>& fn, bool final) = 0;
   // Completes ops older than the configured timeout (their records are then drained).
   virtual size_t reclaim(uint64_t now_mono_ns) = 0;
   virtual CoreStats stats() = 0;

@@ -928,6 +928,31 @@ TEST(Summary, CpuTimedOpsFeedNoBandwidthUtilOrPeak) {
   EXPECT_TRUE(counted);
 }
 
+// Copy-engine collectives timed with CUDA events on their stream (timing
+// "cuda_event", NCCL 2.29+ with a driver in the process) measure the copies:
+// they keep their bandwidth and count as GPU-timed.
+TEST(Summary, CudaEventTimedCopyEngineOpsKeepTheirBandwidth) {
+  const auto dir = ni::test::temp_dir("cuda_event");
+  std::string text = R"({"type":"meta","format":"nccl-inspector-log","format_version":1,"host":"h","pid":1})" "\n";
+  for (int i = 0; i < 20; ++i)
+    text += R"({"type":"ce","comm_hash":"0x0a","rank":0,"nranks":8,"nnodes":1,"seq":)" + std::to_string(i) +
+            R"(,"func":"AllGather","bytes":1048576,"dur_us":250,"timing":"cuda_event","algbw_gbs":33.6,"busbw_gbs":29.4})"
+            "\n";
+  ni::test::write_text(dir + "/h-pid1.jsonl", text);
+  const Cmd c = run(std::string(NI_CLI) + " summary --no-progress -f json " + dir);
+  ASSERT_EQ(c.rc, 0) << c.out;
+  const auto js = nlohmann::json::parse(c.out);
+  ASSERT_EQ(js["summary"]["rows"].size(), 1u);
+  const auto& row = js["summary"]["rows"][0];
+  EXPECT_EQ(row["timing"], "gpu");
+  EXPECT_DOUBLE_EQ(row["busbw_p50_gbs"].get<double>(), 29.4);
+  for (const auto& h : js["health"]["rows"])
+    if (h["item"] == "timing sources") {
+      EXPECT_EQ(h["value"].get<int>(), 20) << "GPU-timed";
+      EXPECT_NE(h["detail"].get<std::string>().find("cuda_event=20"), std::string::npos) << h.dump();
+    }
+}
+
 // `iterations` per GPU: one process drives two GPUs (cuda_dev 0 and 1), and
 // GPU 0 runs ops of two comms at once. Comm time is the union of each GPU's op
 // intervals clipped to the iteration, so comm_pct is per GPU and never over

@@ -62,7 +62,7 @@ class FakeSource final : public RecordSource {
     return drains_;
   }
 
-  size_t drain(const std::function<void(const OpRecord*, size_t)>& fn) override {
+  size_t drain(const std::function<void(const OpRecord*, size_t)>& fn, bool /*final*/) override {
     std::vector<OpRecord> batch;
     {
       std::lock_guard<std::mutex> lk(mu_);
