@@ -815,13 +815,16 @@ namespace {
 __attribute__((noinline, cold)) void stop_slow(Runtime* rt, void* handle) noexcept;
 
 // A CE op with CUDA events: its stop event, on the stream its copies went to,
-// before the op can complete. A refused record leaves it CPU-timed.
-__attribute__((noinline, cold)) void stop_gpu_timer(OpSlot& s, int pair) noexcept {
+// before the op can complete (a refused record leaves it CPU-timed); then the
+// stop's release. A tail call from stop_op(), so that the common stop keeps
+// no frame.
+__attribute__((noinline, cold)) int stop_gpu_timer(uint64_t v, OpSlot& s, int pair) noexcept {
   Runtime* rt = runtime();
   // Relaxed: this thread's own stores at start.
   if (rt == nullptr || rt->gpu_timers == nullptr ||
       !rt->gpu_timers->stop(pair, s.gpu_stream.load(std::memory_order_relaxed)))
     s.gpu_pair.store(-1, std::memory_order_relaxed);  // published by release()'s acq_rel
+  return release(v, s);
 }
 
 // A Coll / P2p / CeColl stop ("enqueued"). Returns 0.
@@ -834,7 +837,7 @@ inline int stop_op(uint64_t v) noexcept {
   s->coll_stopped.store(1, std::memory_order_relaxed);               // as above
   s->stop_ticks.store(clk::read_ticks(), std::memory_order_relaxed);  // as above
   if (const int pair = s->gpu_pair.load(std::memory_order_relaxed); pair >= 0) [[unlikely]]  // as above
-    stop_gpu_timer(*s, pair);
+    return stop_gpu_timer(v, *s, pair);
   return release(v, *s);
 }
 __attribute__((noinline)) void record_slow(Runtime* rt, void* handle, int state, const StateArgs& a) noexcept;
