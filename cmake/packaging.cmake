@@ -21,7 +21,7 @@ install(FILES "${PROJECT_SOURCE_DIR}/README.md" "${PROJECT_SOURCE_DIR}/LICENSE"
 file(GLOB _ni_docs CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/docs/*.md")
 install(FILES ${_ni_docs} DESTINATION "${NI_DOC_DIR}/docs" COMPONENT plugin)
 
-foreach(_ni_recipe slurm docker k8s)
+foreach(_ni_recipe slurm docker k8s python)
   if(IS_DIRECTORY "${PROJECT_SOURCE_DIR}/scripts/${_ni_recipe}")
     install(DIRECTORY "${PROJECT_SOURCE_DIR}/scripts/${_ni_recipe}" DESTINATION "${NI_SHARE_DIR}"
             COMPONENT plugin

@@ -5,7 +5,8 @@
 #  3. runs an emulated 8-GPU training job (2 "nodes" x 4 GPUs, as two
 #     processes like a launcher would start them) with the real plugin loaded
 #     through NCCL's profiler interface, writing logs to out/demo/logs,
-#  4. analyses the logs: summary, stragglers, anomalies, and an HTML report.
+#  4. analyses the logs: summary, stragglers, anomalies, iterations (the job's
+#     training loop marks each of its 10 iterations), and an HTML report.
 # The job has planted problems (a late rank, a congestion window, protocol
 # bimodality) for the analyzer to find. Usage: scripts/demo.sh [NCCL_VERSION]
 set -euo pipefail
@@ -50,6 +51,9 @@ echo "== nccl-inspector stragglers $OUT/logs"
 echo
 echo "== nccl-inspector anomalies $OUT/logs"
 "$INSPECT" anomalies "$OUT/logs"
+echo
+echo "== nccl-inspector iterations $OUT/logs"
+"$INSPECT" iterations "$OUT/logs"
 echo
 echo "== nccl-inspector report $OUT/logs -o $OUT/report.html"
 "$INSPECT" report "$OUT/logs" -o "$OUT/report.html"

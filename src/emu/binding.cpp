@@ -22,6 +22,7 @@ PluginTables tables_from_dl(void* dl) {
   t.v4 = static_cast<const ProfilerV4*>(dlsym(dl, "ncclProfiler_v4"));
   t.v5 = static_cast<const ProfilerV5*>(dlsym(dl, "ncclProfiler_v5"));
   t.v6 = static_cast<const ProfilerV6*>(dlsym(dl, "ncclProfiler_v6"));
+  t.mark = reinterpret_cast<int (*)(const char*)>(dlsym(dl, "ncclInspectorMark"));
   return t;
 }
 }  // namespace

@@ -154,6 +154,8 @@ class Binding {
   void* start(void* ctx, const Ev& e);
   void stop(uint64_t type, void* h);   // no NULL check here: callers decide
   void record(uint64_t type, void* h, int state, const St& a);
+  // The plugin's ncclInspectorMark (user code's call); -1 when it has none.
+  int mark(const char* label) const { return t_.mark != nullptr ? t_.mark(label) : -1; }
 
   // Callback counters (calls actually made into the plugin).
   struct Counters {

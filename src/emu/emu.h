@@ -49,6 +49,8 @@ struct PluginTables {
   const ni::abi::ProfilerV4* v4 = nullptr;
   const ni::abi::ProfilerV5* v5 = nullptr;
   const ni::abi::ProfilerV6* v6 = nullptr;
+  // The plugin's ncclInspectorMark, if it has one (user code calls it, not NCCL).
+  int (*mark)(const char*) = nullptr;
   bool empty() const { return !v1 && !v2 && !v3 && !v4 && !v5 && !v6; }
 };
 
@@ -141,6 +143,7 @@ struct StepSpec {
   std::vector<OpSpec> ops;
   bool group = false;   // wrap in ncclGroupStart/End
   int depth = 1;        // nested group depth (2 = two ncclGroupStart calls)
+  std::string mark;     // before the step: the process's first rank calls ncclInspectorMark(mark)
 };
 
 struct MixEntry {
@@ -223,6 +226,12 @@ struct Workload {
   std::vector<MixEntry> mix;      // random mix, `iterations` ops per rank after the program
   int iterations = 0;
   int group_size = 1;             // ops of the mix per ncclGroupStart/End (1 = standalone)
+  // Mix steps per training iteration: each iteration starts with a mark
+  // "iteration N" (ncclInspectorMark, as user code calls it); 0 = no marks.
+  int mark_every = 0;
+  // With marks: the time each iteration spends outside NCCL (compute): its
+  // ops start that much later in the job's time.
+  int iteration_gap_us = 0;
   NetProfiler net_profiler = NetProfiler::kNone;
   TruthKnobs truth;
   ModelKnobs model;

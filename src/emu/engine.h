@@ -13,6 +13,7 @@
 #pragma once
 
 #include <atomic>
+#include <barrier>
 #include <bitset>
 #include <cstdint>
 #include <map>
@@ -178,6 +179,9 @@ struct Proc {
   int op_limit = -1;               // steps to run in this phase (-1 = all)
   std::vector<StepSpec> steps;     // program + expanded mix
   HangPlan hang;
+  // Iteration marks (Workload::mark_every): the process's ranks meet here,
+  // each with its work done, around the mark. nullptr when there are none.
+  std::unique_ptr<std::barrier<>> iteration_sync;
 
   bool fault(Fault f) const { return faults.test(static_cast<size_t>(f)); }
   int read_mask() { return std::atomic_ref<int>(mask).load(std::memory_order_relaxed); }

@@ -334,6 +334,25 @@ std::vector<PlanP> make_replays(Proc& P, Rank& R, const std::vector<PlanP>& plan
 }
 
 void exec_step(Proc& P, Rank& R, const StepSpec& step, int step_index) {
+  // A training loop marks its iterations once per process (the mark is the
+  // process's, not a rank's): the process's first rank does it, after waiting
+  // for what it launched so far to finish, as a loop that synchronises once
+  // per iteration (loss.item(), the optimizer step) does; otherwise the CPU
+  // would run ahead and the marks would not cut the GPU's time.
+  if (!step.mark.empty() && P.iteration_sync) {
+    for (auto& c : R.comms)
+      if (c->launcher) c->launcher->drain();
+    P.cudacb->drain();
+    for (auto& c : R.comms)
+      if (c->progress) c->progress->drain();
+    P.iteration_sync->arrive_and_wait();  // every rank of the process finished the previous iteration
+    if (&R == P.ranks.front().get() && P.live()) P.binding->mark(step.mark.c_str());
+    // The iteration's compute: its comms' next ops start that much later in
+    // the job's time (the same on every rank, so the model stays consistent;
+    // pace realtime turns it into real time).
+    for (auto& c : R.comms) c->clock_ns += static_cast<uint64_t>(P.o->workload.iteration_gap_us) * 1000u;
+    P.iteration_sync->arrive_and_wait();  // and nobody starts the next before the mark
+  }
   bool graph = P.fault(Fault::kGraphReplay) && step_index == P.o->fault_op;
   int replays = 0;
   for (const OpSpec& op : step.ops) {

@@ -33,6 +33,7 @@ std::vector<StepSpec> expand_steps(const Options& o) {
   for (int i = 0; i < w.iterations; ++i) {
     StepSpec s;
     s.group = gs > 1;
+    if (w.mark_every > 0 && i % w.mark_every == 0) s.mark = "iteration " + std::to_string(i / w.mark_every);
     for (int j = 0; j < gs; ++j) {
       double x = std::uniform_real_distribution<double>(0, total)(rng);
       const MixEntry* pick = &w.mix.back();
@@ -327,6 +328,11 @@ RunResult run_impl(const Options& o) {
       build_rank(P, *R);
       P.ranks.push_back(std::move(R));
     }
+    // Marks synchronise the process's ranks; a planted hang stops ranks where
+    // they are, so it gets no marks.
+    P.iteration_sync.reset();
+    if (o.workload.mark_every > 0 && !P.hang.on)
+      P.iteration_sync = std::make_unique<std::barrier<>>(static_cast<std::ptrdiff_t>(P.ranks.size()));
     const bool concurrent = P.fault(Fault::kConcurrentInit);
     std::latch init_latch(static_cast<std::ptrdiff_t>(P.ranks.size()));
     std::latch inited(static_cast<std::ptrdiff_t>(P.ranks.size()));

@@ -105,13 +105,17 @@ Workload parse_workload_json(const std::string& text) {
     throw std::runtime_error(std::string("workload: invalid JSON: ") + e.what());
   }
   try {
-    check_keys(j, {"world", "nodes", "comms", "program", "mix", "iterations", "group_size", "net_profiler", "truth", "model"},
+    check_keys(j, {"world", "nodes", "comms", "program", "mix", "iterations", "group_size", "mark_every", "iteration_gap_us", "net_profiler", "truth", "model"},
                "workload");
     Workload w;
     get(j, "world", w.world);
     get(j, "nodes", w.nodes);
     get(j, "iterations", w.iterations);
     get(j, "group_size", w.group_size);
+    get(j, "mark_every", w.mark_every);
+    if (w.mark_every < 0) throw std::runtime_error("mark_every must be >= 0");
+    get(j, "iteration_gap_us", w.iteration_gap_us);
+    if (w.iteration_gap_us < 0) throw std::runtime_error("iteration_gap_us must be >= 0");
     if (j.contains("net_profiler")) {
       const std::string np = j.at("net_profiler").get<std::string>();
       if (np == "none") w.net_profiler = NetProfiler::kNone;

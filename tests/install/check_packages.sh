@@ -39,7 +39,7 @@ fi
 dpkg-deb -c "$plugin_deb" >"$tmp/plugin.list"
 for f in ./usr/lib/libnccl-profiler-inspector.so ./usr/share/doc/nccl-inspector/README.md \
   ./usr/share/doc/nccl-inspector/LICENSE ./usr/share/doc/nccl-inspector/docs/deployment.md \
-  ./usr/share/nccl-inspector/slurm/taskprolog.sh; do
+  ./usr/share/nccl-inspector/slurm/taskprolog.sh ./usr/share/nccl-inspector/python/nccl_inspector_mark.py; do
   grep -q " $f$" "$tmp/plugin.list" || fail "$f not in the plugin package"
 done
 if grep -q 'usr/bin/' "$tmp/plugin.list"; then fail "executables in the plugin package"; fi

@@ -1,9 +1,14 @@
 #!/usr/bin/env python3
 """Validates scripts/k8s/pytorch-pod.yaml: YAML syntax, and that the pieces fit together the way the plugin
-needs them (every path in an NCCL_* variable lies on a volume mount of the trainer; the log and Prometheus
-directories are writable; the node_exporter sidecar reads the same volume the plugin writes its textfile to;
-every mounted volume is defined). Exit 77 (skipped) when PyYAML is missing."""
+needs them: the plugin's hostPath is the file the package installs (PACKAGE_PLUGIN, from the build's install
+rules) mounted at NCCL_PROFILER_PLUGIN; every path in an NCCL_* variable lies on a volume mount of the trainer;
+the log and Prometheus directories are writable; the node_exporter sidecar reads the same volume the plugin
+writes its textfile to; every mounted volume is defined; and the dump directory the container's command sets,
+run through sh with the downward-API values each controller's pods get (JobSet, PyTorchJob, Job, Indexed Job,
+a bare pod), is /nccl-logs/<job>/<pod>. Exit 77 (skipped) when PyYAML is missing.
+  recipe_k8s.py SOURCE_DIR PACKAGE_PLUGIN"""
 import re
+import subprocess
 import sys
 
 try:
@@ -12,7 +17,7 @@ except ImportError:
     print("SKIP: python3 yaml module not installed")
     sys.exit(77)
 
-src = sys.argv[1]
+src, package_plugin = sys.argv[1], sys.argv[2]
 path = f"{src}/scripts/k8s/pytorch-pod.yaml"
 with open(path) as f:
     docs = list(yaml.safe_load_all(f))
@@ -54,7 +59,7 @@ for c in spec["containers"]:
         check(m["name"] in volumes, f"{c['name']}: mount of undefined volume {m['name']}")
 
 env = env_of(trainer)
-for name in ("NCCL_PROFILER_PLUGIN", "NCCL_INSPECTOR_DUMP_DIR", "NCCL_INSPECTOR_PROM_DUMP", "NCCL_INSPECTOR_PROM_DIR"):
+for name in ("NCCL_PROFILER_PLUGIN", "NCCL_INSPECTOR_PROM_DUMP", "NCCL_INSPECTOR_PROM_DIR"):
     check(name in env, f"trainer lacks {name}")
 defined = []
 for e in trainer.get("env", []):
@@ -70,10 +75,48 @@ if m:
     check(m.get("readOnly") is True, "the plugin mount should be read-only")
     vol = volumes[m["name"]]
     if "hostPath" in vol:
-        check(vol["hostPath"]["path"] == m["mountPath"], "hostPath and mountPath of the plugin differ")
+        # The node has the package installed: the volume is the file the package puts there.
+        check(vol["hostPath"]["path"] == package_plugin,
+              f"hostPath {vol['hostPath']['path']} is not where the package installs the plugin ({package_plugin})")
+        check(vol["hostPath"].get("type") == "File", "the plugin's hostPath should be of type File")
+        check(m["mountPath"] == plugin, "a file mount must be mounted at NCCL_PROFILER_PLUGIN itself")
 
-for name in ("NCCL_INSPECTOR_DUMP_DIR", "NCCL_INSPECTOR_PROM_DIR"):
-    p = env[name]["value"]
+# The dump directory: set by the command from the controllers' labels (downward API; a missing label is "").
+cmd = trainer.get("command", [])
+check(cmd[:2] == ["sh", "-c"] and len(cmd) == 3, "the trainer's command should be sh -c SCRIPT")
+script = cmd[2] if len(cmd) == 3 else ""
+export = script.split(";")[0]
+check(export.strip().startswith("export NCCL_INSPECTOR_DUMP_DIR="), "the command should first export the dump dir")
+check("exec " in script, "the command should exec the training launcher")
+label_of = {}
+for e in trainer.get("env", []):
+    fp = e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath", "")
+    mm = re.fullmatch(r"metadata\.labels\['([^']+)'\]", fp)
+    if mm:
+        label_of[e["name"]] = mm.group(1)
+    elif fp == "metadata.name":
+        label_of[e["name"]] = None
+pod_name = "trainer-0-abcde"
+# The labels each controller puts on its pods (job "myjob").
+controllers = {
+    "Job": {"batch.kubernetes.io/job-name": "myjob", "job-name": "myjob", "controller-uid": "u"},
+    "Indexed Job": {"batch.kubernetes.io/job-name": "myjob", "batch.kubernetes.io/job-completion-index": "3"},
+    "PyTorchJob": {"training.kubeflow.org/job-name": "myjob", "training.kubeflow.org/replica-type": "worker"},
+    "JobSet": {"jobset.sigs.k8s.io/jobset-name": "myjob", "batch.kubernetes.io/job-name": "myjob-workers-0"},
+    "bare pod": {},
+}
+for kind, labels in controllers.items():
+    penv = {"PATH": "/usr/bin:/bin"}
+    for var, label in label_of.items():
+        penv[var] = pod_name if label is None else labels.get(label, "")
+    r = subprocess.run(["sh", "-c", export + '; printf %s "$NCCL_INSPECTOR_DUMP_DIR"'], env=penv,
+                       capture_output=True, text=True)
+    job = "myjob" if labels else pod_name
+    check(r.returncode == 0 and r.stdout == f"/nccl-logs/{job}/{pod_name}",
+          f"{kind}: dump dir {r.stdout!r}, expected /nccl-logs/{job}/{pod_name}")
+dump_dir = "/nccl-logs/myjob/" + pod_name
+
+for name, p in (("NCCL_INSPECTOR_DUMP_DIR", dump_dir), ("NCCL_INSPECTOR_PROM_DIR", env["NCCL_INSPECTOR_PROM_DIR"]["value"])):
     m = mount_for(trainer, p)
     check(m is not None, f"{name}={p} is on no volume mount (logs would vanish with the container)")
     if m:
