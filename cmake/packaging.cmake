@@ -20,6 +20,12 @@ install(FILES "${PROJECT_SOURCE_DIR}/README.md" "${PROJECT_SOURCE_DIR}/LICENSE"
         DESTINATION "${NI_DOC_DIR}" COMPONENT plugin)
 file(GLOB _ni_docs CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/docs/*.md")
 install(FILES ${_ni_docs} DESTINATION "${NI_DOC_DIR}/docs" COMPONENT plugin)
+# What the docs show and link: their images, and the Grafana dashboard (also under share/, where a provisioning
+# setup looks for it).
+install(DIRECTORY "${PROJECT_SOURCE_DIR}/docs/img" "${PROJECT_SOURCE_DIR}/docs/grafana"
+        DESTINATION "${NI_DOC_DIR}/docs" COMPONENT plugin)
+install(FILES "${PROJECT_SOURCE_DIR}/docs/grafana/nccl-inspector.json" DESTINATION "${NI_SHARE_DIR}/grafana"
+        COMPONENT plugin)
 
 foreach(_ni_recipe slurm docker k8s python)
   if(IS_DIRECTORY "${PROJECT_SOURCE_DIR}/scripts/${_ni_recipe}")
@@ -46,18 +52,20 @@ set(CPACK_PACKAGE_VENDOR "nccl-inspector")
 set(CPACK_PACKAGE_VERSION "${PROJECT_VERSION}")
 set(CPACK_PACKAGE_CONTACT "${NCCL_INSPECTOR_MAINTAINER}")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "NCCL profiler plugin: per-collective GPU timing logs for production jobs")
-set(CPACK_PACKAGE_DESCRIPTION
-    "libnccl-profiler-inspector.so is an NCCL profiler plugin (ABI v1..v6, NCCL 2.23+). Set "
-    "NCCL_PROFILER_PLUGIN=inspector and every process writes gzip JSON-lines logs with one record per "
-    "collective and point-to-point operation (GPU kernel time, algorithm, protocol, channels, bandwidth), "
-    "optionally a Prometheus textfile. The library depends on glibc only.")
+string(CONCAT CPACK_PACKAGE_DESCRIPTION
+    "libnccl-profiler-inspector.so is an NCCL profiler plugin (ABI v1..v6,\n"
+    "NCCL 2.23+). Set NCCL_PROFILER_PLUGIN=inspector and every process writes gzip\n"
+    "JSON-lines logs with one record per collective and point-to-point operation\n"
+    "(GPU kernel time, algorithm, protocol, channels, bandwidth), optionally a\n"
+    "Prometheus textfile.\n"
+    "The library depends on glibc only.")
 set(CPACK_RESOURCE_FILE_LICENSE "${PROJECT_SOURCE_DIR}/LICENSE")
 set(CPACK_RESOURCE_FILE_README "${PROJECT_SOURCE_DIR}/README.md")
 set(CPACK_GENERATOR "DEB;TGZ")
 set(CPACK_SOURCE_GENERATOR "TGZ")
 set(CPACK_SOURCE_IGNORE_FILES "/\\\\.git/" "/build[^/]*/" "/out/" "/node_modules/" "\\\\.jsonl\\\\.gz$")
 set(CPACK_PACKAGE_CHECKSUM SHA256)
-set(CPACK_STRIP_FILES OFF)  # keep symbols: crash reports from inside NCCL jobs stay readable
+set(CPACK_STRIP_FILES OFF)  # the .tar.gz keeps symbols; the .deb files are stripped into -dbgsym (below)
 
 # .tar.gz: one archive, relative layout (bin/, lib/, share/), unpack under any prefix.
 set(CPACK_ARCHIVE_COMPONENT_INSTALL OFF)
@@ -68,8 +76,12 @@ set(CPACK_DEB_COMPONENT_INSTALL ON)
 # The .deb installs under /usr (/usr/lib is on the loader path: NCCL_PROFILER_PLUGIN=inspector just works); the
 # .tar.gz keeps relative paths. CPack has no per-generator prefix variable: a project config file picks it.
 set(CPACK_PACKAGING_INSTALL_PREFIX "/usr")
+# For DEB, each package's description carries its own synopsis (first line): CPackDeb would prepend the
+# project's summary to both, unless that summary is the default.
 file(WRITE "${PROJECT_BINARY_DIR}/CPackProjectConfig.cmake"
-     "if(CPACK_GENERATOR STREQUAL \"TGZ\")\n  set(CPACK_PACKAGING_INSTALL_PREFIX \"\")\nendif()\n")
+     "if(CPACK_GENERATOR STREQUAL \"TGZ\")\n  set(CPACK_PACKAGING_INSTALL_PREFIX \"\")\nendif()\n"
+     "if(CPACK_GENERATOR STREQUAL \"DEB\")\n"
+     "  set(CPACK_PACKAGE_DESCRIPTION_SUMMARY \"\${CPACK_DEFAULT_PACKAGE_DESCRIPTION_SUMMARY}\")\nendif()\n")
 set(CPACK_PROJECT_CONFIG_FILE "${PROJECT_BINARY_DIR}/CPackProjectConfig.cmake")
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${NCCL_INSPECTOR_MAINTAINER}")
@@ -89,16 +101,38 @@ set(CPACK_COMPONENT_UNSPECIFIED_DEPENDS plugin)
 
 set(CPACK_DEBIAN_PLUGIN_PACKAGE_NAME "nccl-inspector")
 set(CPACK_DEBIAN_PLUGIN_FILE_NAME DEB-DEFAULT)
-set(CPACK_DEBIAN_PLUGIN_DESCRIPTION "${CPACK_PACKAGE_DESCRIPTION_SUMMARY}\n ${CPACK_PACKAGE_DESCRIPTION}")
+set(CPACK_DEBIAN_PLUGIN_DESCRIPTION "${CPACK_PACKAGE_DESCRIPTION_SUMMARY}\n${CPACK_PACKAGE_DESCRIPTION}")
 set(CPACK_DEBIAN_UNSPECIFIED_PACKAGE_NAME "nccl-inspector-tools")
 set(CPACK_DEBIAN_UNSPECIFIED_FILE_NAME DEB-DEFAULT)
-set(CPACK_DEBIAN_UNSPECIFIED_DESCRIPTION
-    "NCCL Inspector tools: log analyzer and GPU-free NCCL emulator\n nccl-inspector analyzes the logs written by the "
-    "NCCL profiler plugin (percentiles, stragglers, anomalies, run comparison); nccl-emu loads any NCCL profiler "
-    "plugin and calls it exactly as a chosen NCCL release would, without a GPU.")
+string(CONCAT CPACK_DEBIAN_UNSPECIFIED_DESCRIPTION
+    "NCCL Inspector tools: log analyzer and GPU-free NCCL emulator\n"
+    "nccl-inspector analyzes the logs written by the NCCL profiler plugin\n"
+    "(percentiles, stragglers, anomalies, run comparison); nccl-emu loads any NCCL\n"
+    "profiler plugin and calls it exactly as a chosen NCCL release would, without\n"
+    "a GPU.")
 if(NOT NI_DPKG_SHLIBDEPS)
   set(CPACK_DEBIAN_PLUGIN_PACKAGE_DEPENDS "libc6 (>= 2.34)")
   set(CPACK_DEBIAN_UNSPECIFIED_PACKAGE_DEPENDS "libc6 (>= 2.34), libstdc++6 (>= 12), libgcc-s1")
 endif()
+
+# Debian policy (checked with lintian by tests/install/check_packages.sh): each package has its copyright and
+# changelog under /usr/share/doc/<package>/; the plugin package's shared library is registered with an ldconfig
+# trigger, not maintainer scripts; binaries are stripped into -dbgsym packages (the symbols stay available for
+# crash reports from inside NCCL jobs). The .tar.gz keeps unstripped files.
+foreach(_ni_pkg nccl-inspector nccl-inspector-tools)
+  set(_ni_dir "${PROJECT_BINARY_DIR}/debian/${_ni_pkg}")
+  configure_file("${PROJECT_SOURCE_DIR}/packaging/debian/copyright.in" "${_ni_dir}/copyright" @ONLY)
+  configure_file("${PROJECT_SOURCE_DIR}/packaging/debian/changelog.in" "${_ni_dir}/changelog" @ONLY)
+  execute_process(COMMAND gzip -9nf "${_ni_dir}/changelog" RESULT_VARIABLE _ni_gz)
+  set(_ni_comp Unspecified)
+  if(_ni_pkg STREQUAL "nccl-inspector")
+    set(_ni_comp plugin)
+  endif()
+  install(FILES "${_ni_dir}/copyright" "${_ni_dir}/changelog.gz"
+          DESTINATION "${CMAKE_INSTALL_DATADIR}/doc/${_ni_pkg}" COMPONENT ${_ni_comp})
+endforeach()
+set(CPACK_DEBIAN_PLUGIN_PACKAGE_CONTROL_EXTRA "${PROJECT_SOURCE_DIR}/packaging/debian/triggers")
+set(CPACK_DEBIAN_PLUGIN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+set(CPACK_DEBIAN_DEBUGINFO_PACKAGE ON)
 
 include(CPack)

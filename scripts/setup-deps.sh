@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages the project needs. Idempotent; quiet when
 # everything is already there.
-#   scripts/setup-deps.sh          everything the tests use (sanitizers, fuzzers, real consumers:
+#   scripts/setup-deps.sh          everything the tests use (sanitizers, fuzzers, lintian, real consumers:
 #                                  promtool, node_exporter, Node, Chromium, pandas)
 #   scripts/setup-deps.sh --build  only what building and running the demo needs (with Node.js and npm:
 #                                  the report's charting library, web/package-lock.json, is an npm package)
@@ -11,7 +11,7 @@ pkgs=(cmake g++ make pkg-config zlib1g-dev libdeflate-dev nlohmann-json3-dev lib
       libgtest-dev libgmock-dev libbenchmark-dev binutils nodejs)
 if [ "${1:-}" != "--build" ]; then
   pkgs+=(valgrind clang libclang-rt-14-dev python3 python3-pandas python3-yaml prometheus prometheus-node-exporter
-         chromium shellcheck jq dpkg-dev)
+         chromium shellcheck jq dpkg-dev lintian)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -39,9 +39,26 @@ fi
 dpkg-deb -c "$plugin_deb" >"$tmp/plugin.list"
 for f in ./usr/lib/libnccl-profiler-inspector.so ./usr/share/doc/nccl-inspector/README.md \
   ./usr/share/doc/nccl-inspector/LICENSE ./usr/share/doc/nccl-inspector/docs/deployment.md \
-  ./usr/share/nccl-inspector/slurm/taskprolog.sh ./usr/share/nccl-inspector/python/nccl_inspector_mark.py; do
+  ./usr/share/nccl-inspector/slurm/taskprolog.sh ./usr/share/nccl-inspector/python/nccl_inspector_mark.py \
+  ./usr/share/doc/nccl-inspector/copyright ./usr/share/doc/nccl-inspector/changelog.gz \
+  ./usr/share/nccl-inspector/grafana/nccl-inspector.json ./usr/share/doc/nccl-inspector/docs/grafana/nccl-inspector.json; do
   grep -q " $f$" "$tmp/plugin.list" || fail "$f not in the plugin package"
 done
+for f in ./usr/share/doc/nccl-inspector-tools/copyright ./usr/share/doc/nccl-inspector-tools/changelog.gz; do
+  grep -q " $f$" "$tmp/tools.list" || fail "$f not in the tools package"
+done
+# Every image the installed docs show is installed with them.
+for img in $(grep -oh 'img/[A-Za-z0-9_.-]*\.png' "$build"/../docs/*.md "$(dirname "$0")"/../../docs/*.md 2>/dev/null | sort -u); do
+  grep -q " ./usr/share/doc/nccl-inspector/docs/$img$" "$tmp/plugin.list" || fail "docs show $img, the package lacks it"
+done
+# Debian's own package checker: no error (warnings, e.g. no man page, are listed, not fatal).
+if command -v lintian >/dev/null; then
+  lintian --tag-display-limit 0 "$plugin_deb" "$tools_deb" >"$tmp/lintian.log" 2>&1 || true
+  cat "$tmp/lintian.log"
+  if grep -q '^E: ' "$tmp/lintian.log"; then fail "lintian reports errors"; fi
+else
+  echo "lintian not installed: package policy not checked"
+fi
 if grep -q 'usr/bin/' "$tmp/plugin.list"; then fail "executables in the plugin package"; fi
 grep -q ' ./usr/bin/nccl-emu$' "$tmp/tools.list" || fail "nccl-emu not in the tools package"
 # nccl-inspector embeds Plotly.js when the build found it: its MIT license travels with it.
