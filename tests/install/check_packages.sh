@@ -48,9 +48,11 @@ for f in ./usr/share/doc/nccl-inspector-tools/copyright ./usr/share/doc/nccl-ins
   grep -q " $f$" "$tmp/tools.list" || fail "$f not in the tools package"
 done
 # Every image the installed docs show is installed with them.
-for img in $(grep -oh 'img/[A-Za-z0-9_.-]*\.png' "$build"/../docs/*.md "$(dirname "$0")"/../../docs/*.md 2>/dev/null | sort -u); do
+grep -oh 'img/[A-Za-z0-9_.-]*\.png' "$(dirname "$0")"/../../docs/*.md | sort -u >"$tmp/images.list"
+while read -r img; do
   grep -q " ./usr/share/doc/nccl-inspector/docs/$img$" "$tmp/plugin.list" || fail "docs show $img, the package lacks it"
-done
+done <"$tmp/images.list"
+[[ -s $tmp/images.list ]] || fail "no image found in docs/*.md (the check would check nothing)"
 # Debian's own package checker: no error (warnings, e.g. no man page, are listed, not fatal).
 if command -v lintian >/dev/null; then
   lintian --tag-display-limit 0 "$plugin_deb" "$tools_deb" >"$tmp/lintian.log" 2>&1 || true
