@@ -182,6 +182,7 @@ struct Proc {
   // Iteration marks (Workload::mark_every): the process's ranks meet here,
   // each with its work done, around the mark. nullptr when there are none.
   std::unique_ptr<std::barrier<>> iteration_sync;
+  uint64_t mark_job_ns = 0;  // job time of the last mark (written before the barrier, read after it)
 
   bool fault(Fault f) const { return faults.test(static_cast<size_t>(f)); }
   int read_mask() { return std::atomic_ref<int>(mask).load(std::memory_order_relaxed); }

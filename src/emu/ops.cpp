@@ -346,12 +346,18 @@ void exec_step(Proc& P, Rank& R, const StepSpec& step, int step_index) {
     for (auto& c : R.comms)
       if (c->progress) c->progress->drain();
     P.iteration_sync->arrive_and_wait();  // every rank of the process finished the previous iteration
-    if (&R == P.ranks.front().get() && P.live()) P.binding->mark(step.mark.c_str());
-    // The iteration's compute: its comms' next ops start that much later in
+    if (&R == P.ranks.front().get()) {
+      if (P.live()) P.binding->mark(step.mark.c_str());
+      P.mark_job_ns = now_mono_ns() - P.t0_mono_ns;  // read by every rank after the barrier below
+    }
+    P.iteration_sync->arrive_and_wait();  // nobody starts the next iteration before the mark
+    // The iteration's compute: the comms' next ops start that much later in
     // the job's time (the same on every rank, so the model stays consistent;
-    // pace realtime turns it into real time).
-    for (auto& c : R.comms) c->clock_ns += static_cast<uint64_t>(P.o->workload.iteration_gap_us) * 1000u;
-    P.iteration_sync->arrive_and_wait();  // and nobody starts the next before the mark
+    // pace realtime turns it into real time), and never before the mark: a
+    // process that fell more than the gap behind its schedule (a loaded
+    // machine) resumes from when it marked, as a real loop would.
+    const uint64_t gap = static_cast<uint64_t>(P.o->workload.iteration_gap_us) * 1000u;
+    for (auto& c : R.comms) c->clock_ns = std::max(c->clock_ns + gap, P.mark_job_ns + kPaceLeadNs);
   }
   bool graph = P.fault(Fault::kGraphReplay) && step_index == P.o->fault_op;
   int replays = 0;
