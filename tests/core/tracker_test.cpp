@@ -1023,12 +1023,18 @@ void* proxy_op(CommV5& c, void* op, int peer, bool send, int posted, int done) {
 // count and issue index follow from its seq here). Under ThreadSanitizer this
 // is also the race check of show()/shown() and open_op().
 TEST_F(Tracker, ProgressSnapshotNeverMixesTwoOpsOfAReusedSlot) {
+  // The issuer runs until the snapshot has shown kWanted ops (or kMaxOps were
+  // issued): how many a snapshot catches depends on scheduling (a loaded
+  // sanitizer run once saw 576 in 20,000 ops), so the count is not timed.
+  constexpr uint64_t kWanted = 2000, kMaxOps = 2'000'000;
   CommV5 c;
-  std::atomic<bool> done{false};
+  std::atomic<bool> done{false}, enough{false};
+  uint64_t issued = 0;  // read after join
   std::thread issuer([&] {
     void* prev = nullptr;
     void* prev_k = nullptr;
-    for (uint64_t seq = 0; seq < 20000; ++seq) {
+    // pairs with the release store of `enough` in the reader loop below
+    for (uint64_t seq = 0; seq < kMaxOps && !enough.load(std::memory_order_acquire); ++seq, ++issued) {
       // Two in flight at a time: op seq starts before op seq - 1 ends.
       void* h = c.coll(nullptr, "AllReduce", seq + 1, "ncclFloat32", static_cast<uint8_t>(seq % 8 + 1), seq);
       c.stop(h);
@@ -1037,7 +1043,7 @@ TEST_F(Tracker, ProgressSnapshotNeverMixesTwoOpsOfAReusedSlot) {
       prev = h;
       prev_k = k;
     }
-    c.kstop(prev_k, 1u << 30);
+    c.kstop(prev_k, 1ull << 62);
     done.store(true, std::memory_order_release);  // pairs with the acquire load in the loop below
   });
   uint64_t shown = 0, mixed = 0;
@@ -1050,10 +1056,12 @@ TEST_F(Tracker, ProgressSnapshotNeverMixesTwoOpsOfAReusedSlot) {
                              o.kind == static_cast<uint8_t>(ni::OpKind::kColl);
         if (!same_op) ++mixed;
       }
+    if (shown >= kWanted) enough.store(true, std::memory_order_release);  // pairs with the issuer's acquire load
   }
   issuer.join();
   EXPECT_EQ(mixed, 0u) << "of " << shown;
-  EXPECT_GT(shown, 1000u);  // the snapshot did see ops in flight (20,000-45,000 on a 2-core VM)
+  EXPECT_GE(shown, kWanted) << "in " << issued << " ops";  // the snapshot did see ops in flight
+  RecordProperty("shown", std::to_string(shown) + " in " + std::to_string(issued) + " ops");
   c.finalize();
   if (sink()) sink()->take();
 }
