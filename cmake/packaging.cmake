@@ -26,6 +26,10 @@ install(DIRECTORY "${PROJECT_SOURCE_DIR}/docs/img" "${PROJECT_SOURCE_DIR}/docs/g
         DESTINATION "${NI_DOC_DIR}/docs" COMPONENT plugin)
 install(FILES "${PROJECT_SOURCE_DIR}/docs/grafana/nccl-inspector.json" DESTINATION "${NI_SHARE_DIR}/grafana"
         COMPONENT plugin)
+# The log format's JSON Schema, beside the doc that links it and under share/ for validators.
+install(FILES "${PROJECT_SOURCE_DIR}/docs/log-format.schema.json" DESTINATION "${NI_DOC_DIR}/docs" COMPONENT plugin)
+install(FILES "${PROJECT_SOURCE_DIR}/docs/log-format.schema.json" DESTINATION "${NI_SHARE_DIR}/schema"
+        COMPONENT plugin)
 
 foreach(_ni_recipe slurm docker k8s python)
   if(IS_DIRECTORY "${PROJECT_SOURCE_DIR}/scripts/${_ni_recipe}")

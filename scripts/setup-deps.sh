@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 pkgs=(cmake g++ make pkg-config zlib1g-dev libdeflate-dev nlohmann-json3-dev libsimdjson-dev libcli11-dev
       libgtest-dev libgmock-dev libbenchmark-dev binutils nodejs)
 if [ "${1:-}" != "--build" ]; then
-  pkgs+=(valgrind clang libclang-rt-14-dev python3 python3-pandas python3-yaml prometheus prometheus-node-exporter
+  pkgs+=(valgrind clang libclang-rt-14-dev python3 python3-pandas python3-yaml python3-jsonschema prometheus prometheus-node-exporter
          chromium shellcheck jq dpkg-dev lintian)
 fi
 missing=()

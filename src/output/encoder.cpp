@@ -239,10 +239,6 @@ void Encoder::mark(Buf& b, const OpRecord& r) const {
   while (n < kMarkLabelMax && label[n] != '\0') ++n;
   key(b, sc::kLabel);
   b.put_json_string(std::string_view(label, n));
-  if (r.rank >= 0 && r.comm_id != 0) {
-    kv_int(b, sc::kCommId, r.comm_id);
-    kv_int(b, sc::kRank, r.rank);
-  }
   finish(b);
 }
 

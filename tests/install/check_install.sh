@@ -20,7 +20,8 @@ for f in lib/libnccl-profiler-inspector.so bin/nccl-emu share/doc/nccl-inspector
   share/doc/nccl-inspector/docs/log-format.md share/doc/nccl-inspector/docs/deployment.md \
   share/doc/nccl-inspector/docs/quickstart.md share/doc/nccl-inspector/docs/troubleshooting.md \
   share/nccl-inspector/slurm/nccl-inspector.sbatch share/nccl-inspector/slurm/taskprolog.sh \
-  share/nccl-inspector/k8s/pytorch-pod.yaml share/nccl-inspector/docker/run-ngc-pytorch.sh; do
+  share/nccl-inspector/k8s/pytorch-pod.yaml share/nccl-inspector/docker/run-ngc-pytorch.sh \
+  share/nccl-inspector/schema/log-format.schema.json share/doc/nccl-inspector/docs/log-format.schema.json; do
   [[ -f $prefix/$f ]] || fail "missing $f"
 done
 for f in bin/nccl-emu share/nccl-inspector/slurm/nccl-inspector.sbatch share/nccl-inspector/slurm/taskprolog.sh \

@@ -41,7 +41,8 @@ for f in ./usr/lib/libnccl-profiler-inspector.so ./usr/share/doc/nccl-inspector/
   ./usr/share/doc/nccl-inspector/LICENSE ./usr/share/doc/nccl-inspector/docs/deployment.md \
   ./usr/share/nccl-inspector/slurm/taskprolog.sh ./usr/share/nccl-inspector/python/nccl_inspector_mark.py \
   ./usr/share/doc/nccl-inspector/copyright ./usr/share/doc/nccl-inspector/changelog.gz \
-  ./usr/share/nccl-inspector/grafana/nccl-inspector.json ./usr/share/doc/nccl-inspector/docs/grafana/nccl-inspector.json; do
+  ./usr/share/nccl-inspector/grafana/nccl-inspector.json ./usr/share/doc/nccl-inspector/docs/grafana/nccl-inspector.json \
+  ./usr/share/nccl-inspector/schema/log-format.schema.json ./usr/share/doc/nccl-inspector/docs/log-format.schema.json; do
   grep -q " $f$" "$tmp/plugin.list" || fail "$f not in the plugin package"
 done
 for f in ./usr/share/doc/nccl-inspector-tools/copyright ./usr/share/doc/nccl-inspector-tools/changelog.gz; do

@@ -133,7 +133,9 @@ TEST(DumpSinkTest, StopIsPromptWithALongInterval) {
   auto t0 = std::chrono::steady_clock::now();
   rig.sink->stop();
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_LT(ms, 200) << "stop() waited " << ms << " ms";  // design target < 50 ms; generous for sanitizers
+  // Design target < 50 ms (tests/bench); here only "did not wait out the 5 s interval", so a loaded
+  // sanitizer run cannot fail it.
+  EXPECT_LT(ms, 1500) << "stop() waited " << ms << " ms";
   auto lines = all_lines(d.path());
   EXPECT_EQ(testing::count_type(lines, "coll"), 1000u);
   EXPECT_EQ(lines.back()["type"], "end");
@@ -157,7 +159,8 @@ TEST(DumpSinkTest, ShortIntervalDoesNotSpin) {
   };
   long used = cpu_us(b) - cpu_us(a);
   EXPECT_LT(used, 300000) << "CPU " << used << " us in 1 s of 500 us cycles";
-  EXPECT_GT(c1 - c0, 200u) << "the thread should still cycle every ~500 us";
+  // ~2,000 cycles unloaded; 50 still tells "cycles at the short interval" from "fell back to a long one".
+  EXPECT_GT(c1 - c0, 50u) << "the thread should still cycle every ~500 us";
 }
 
 TEST(DumpSinkTest, WakeAndCommRemovedDrainWithoutWaitingTheInterval) {
