@@ -386,11 +386,21 @@ void* start_v5_common(void* ctx, const D* d, uint64_t type) noexcept {
     case kGroupApi: return core::start_marker(ctx, EvType::kGroupApi, d->groupApi.graphCaptured);
     case kCollApi:
       // Counted from ABI v6 (NCCL 2.29+), where a call may get no Coll event
-      // (Broadcast as AllGatherV); before, every call has its Coll.
+      // (Broadcast as AllGatherV: then the call is recorded from its CollApi,
+      // tracker.cpp start_coll_api); before, every call has its Coll.
       if constexpr (std::is_same_v<D, EventDescrV5>)
         return core::start_marker(ctx, EvType::kCollApi, d->collApi.graphCaptured);
-      else
-        return core::start_coll_api(ctx, d->collApi.func, d->collApi.graphCaptured);
+      else {
+        core::CollApiStart a;
+        a.func = d->collApi.func != nullptr ? ni::func_from_nccl(d->collApi.func) : ni::Func::kUnknown;
+        a.graph_captured = d->collApi.graphCaptured != 0;
+        if (a.func == ni::Func::kBroadcast) [[unlikely]] {  // the one call that may be an op of its own
+          a.count = d->collApi.count;
+          a.dtype = ni::dtype_from_nccl(d->collApi.datatype);
+          a.root = d->collApi.root;
+        }
+        return core::start_coll_api(ctx, a);
+      }
     case kP2pApi: return core::start_marker(ctx, EvType::kP2pApi, d->p2pApi.graphCaptured);
     case kKernelLaunch: return core::start_marker(ctx, EvType::kKernelLaunch, false);
     default: return start_v4_common(ctx, d, type);

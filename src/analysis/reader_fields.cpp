@@ -65,6 +65,7 @@ Field field_id(std::string_view k) {
       {sc::kPid, Field::kPid},
       {sc::kPluginVersion, Field::kPluginVersion},
       {sc::kPartial, Field::kPartial},
+      {sc::kApiOnly, Field::kApiOnly},
       {up::kP2pPerf, Field::kP2pPerf},
       {sc::kRank, Field::kRank},
       {sc::kReclaimed, Field::kReclaimed},

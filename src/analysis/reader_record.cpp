@@ -283,6 +283,7 @@ template <class V>
     case Field::kPid: get_i64(v, L.pid); break;
     case Field::kPluginVersion: get_str(v, L.plugin_version); break;
     case Field::kPartial: if (get_bool(v, b)) L.partial = b; break;
+    case Field::kApiOnly: if (get_bool(v, b)) L.api_only = b; break;
     case Field::kP2pPerf: upstream_op(v, true); break;
     case Field::kRank: get_i64(v, L.rank); break;
     case Field::kReclaimed: if (get_bool(v, b)) L.reclaimed = b; break;
@@ -850,6 +851,7 @@ void RecordReader::fill_op(RecType rt, Op& op) {
   if (L.reclaimed) op.flags |= kFlagReclaimed;
   if (L.partial) op.flags |= kFlagPartial;
   if (L.graph) op.flags |= kFlagGraph;
+  if (L.api_only) op.flags |= kFlagApiOnly;
   if (L.upstream) op.flags |= kFlagUpstream;
   if (L.has_start && !L.upstream) {
     op.start_wall_ns = L.start_wall_ns;

@@ -466,7 +466,8 @@ void summary_table(Report& r, const SummarySink& s, const ReadResult& res, const
   if (any_cpu)
     sec.notes.push_back(
         "timing cpu: latency as the CPU saw it (the proxy thread, network progress, or just the enqueue of a "
-        "copy-engine collective), not the transfer's; no bandwidth");
+        "copy-engine collective or of one NCCL showed at API level only, e.g. Broadcast on 2.29+), not the "
+        "transfer's; no bandwidth");
   if (any_sketch)
     sec.notes.push_back("groups with more than 4096 records use a log-bucketed sketch: percentiles within 1%");
 

@@ -119,9 +119,17 @@ void* start_proxy_step(void* ctx, void* parent, int step) noexcept;
 void* start_net_plugin(void* ctx, void* parent, const NetTransfer& t) noexcept;
 // Group, GroupApi, CollApi, P2pApi, KernelLaunch, ProxyCtrl.
 void* start_marker(void* ctx, EvType type, bool graph_captured) noexcept;
-// CollApi (v5+): a marker that also counts the application's collective
-// calls per comm (some, e.g. Broadcast on 2.29+, never get a Coll event).
-void* start_coll_api(void* ctx, const char* func, bool graph_captured) noexcept;
+// CollApi (v6+): a marker that also counts the application's collective
+// calls per comm; a call that never gets a Coll event (Broadcast on 2.29+,
+// profiler-abi.md §8.8) is an op of its own, timed by the API call.
+struct CollApiStart {
+  uint64_t count = 0;  // the user's count (CollApi keeps it, and the datatype)
+  Func func = Func::kUnknown;
+  DType dtype = DType::kUnknown;
+  int root = 0;
+  bool graph_captured = false;
+};
+void* start_coll_api(void* ctx, const CollApiStart& a) noexcept;
 // Any other type bit (a newer NCCL): counted, NULL handle.
 void* start_unknown(void* ctx) noexcept;
 

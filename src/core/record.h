@@ -89,6 +89,8 @@ enum OpFlag : uint16_t {
   kFlagHcaTruncated = 1u << 5,      // more HCAs than kRecordHcas
   kFlagSeqOwn = 1u << 6,            // seq is our own per-comm counter (P2P), not NCCL's
   kFlagStaleParent = 1u << 7,       // parent API handle was stale (graph replay)
+  kFlagApiOnly = 1u << 8,           // a collective NCCL showed at API level only (CollApi, no Coll):
+                                    // timed by the API call, seq our own count of such calls
   // Internal, never seen by a sink (the capture core's consumer side derives
   // what they stand for and clears them before handing a record on):
   kFlagEnqueueTicks = 1u << 14,  // enqueue_ns holds CPU clock ticks

@@ -243,6 +243,14 @@ void reset_context(Context& c, const Runtime& rt, const InitArgs& a) {
   c.clk_min.store(INT64_MAX, std::memory_order_relaxed);  // as above
   c.clk_typical.store(0, std::memory_order_relaxed);      // as above
   c.clk_samples.store(0, std::memory_order_relaxed);      // as above
+  // The issue state starts afresh for the new comm (a recycled context kept the last one's).
+  c.issued.store(0, std::memory_order_relaxed);  // as above
+  for (auto& f : c.func_seq) f.store(0, std::memory_order_relaxed);  // as above
+  c.p2p_started.store(0, std::memory_order_relaxed);   // as above
+  c.last_func.store(0, std::memory_order_relaxed);     // as above
+  c.api_issued.store(0, std::memory_order_relaxed);    // as above
+  c.last_api_func.store(0, std::memory_order_relaxed); // as above
+  c.api_only_seq.store(0, std::memory_order_relaxed);  // as above
   const uint32_t pn = a.nranks > 0 ? static_cast<uint32_t>(a.nranks < 4096 ? a.nranks : 4096) : 1;
   if (c.p2p_seq_n != pn) {
     c.p2p_seq.reset(new (std::nothrow) std::atomic<uint32_t>[2 * pn]);
@@ -291,6 +299,9 @@ void* comm_init(const InitArgs& a) noexcept {
       fresh->cfg = load_config_from_env([&](const std::string& w) { warnings.push_back(w); });
       for (const auto& w : warnings) logf(fresh.get(), ni::abi::kLogWarn, "NCCL Inspector: %s", w.c_str());
       fresh->high_water_mark = static_cast<uint64_t>(fresh->cfg.ring_records) / 2;
+      // NCCL's default is 1; "0" keeps Broadcast a kernel collective with its Coll event.
+      if (const char* agv = std::getenv("NCCL_ALLGATHERV_ENABLE"); agv != nullptr && *agv != '\0' && std::strtol(agv, nullptr, 0) == 0)
+        fresh->bcast_api_only = false;
       if (fresh->cfg.enable && fresh->cfg.enable_ce && fresh->cfg.ce_gpu_timing) {
         auto timers = std::make_unique<GpuTimers>();
         if (timers->bind()) fresh->gpu_timers = std::move(timers);

@@ -356,6 +356,10 @@ void* start_coll(void* ctx, void* parent, int rank, const CollStart& d) noexcept
   r.n_warps = d.n_warps;
   if (d.func == Func::kBroadcast || d.func == Func::kReduce) show(r.peer, d.root);
   if (d.func == Func::kAllGather || d.func == Func::kBroadcast) r.flags |= kFlagCountIsBytes;
+  // A Broadcast with its Coll on ABI v6+: NCCL_ALLGATHERV_ENABLE=0 came from NCCL's config file, not
+  // the environment; its CollApi calls are markers from now on (start_coll_api). Relaxed: a one-way flag.
+  if (d.func == Func::kBroadcast && c->abi >= 6 && !rt->bcast_coll_seen.load(std::memory_order_relaxed)) [[unlikely]]
+    rt->bcast_coll_seen.store(true, std::memory_order_relaxed);
   return open_op(*s, slot);
 }
 
@@ -756,18 +760,43 @@ void* start_marker(void* ctx, EvType type, bool graph_captured) noexcept {
   return encode(h);
 }
 
-void* start_coll_api(void* ctx, const char* func, bool graph_captured) noexcept {
+namespace {
+// A collective NCCL shows at API level only: an op of its own, started here
+// and completed by the CollApi stop, so timed by the API call on the CPU
+// (enqueue_cpu), with the user's count and datatype, and our own seq.
+__attribute__((noinline, cold)) void* start_api_only(Runtime* rt, Context* c, const CollApiStart& a) noexcept {
+  void* h = nullptr;
+  uint32_t slot = 0;
+  void* as_parent = start_marker(nullptr, EvType::kCollApi, a.graph_captured);  // carries the graph flag
+  OpSlot* s = begin_op(rt, c, OpKind::kColl, -1, as_parent, a.func, a.dtype, a.count, 1, &slot, &h);
+  if (s == nullptr) return h;
+  s->ch_mode.store(kChGate, std::memory_order_relaxed);  // no channels (relaxed: published with the handle)
+  OpStart& r = s->start;
+  // Relaxed load/store: as Context::issued in start_coll().
+  const uint64_t seq = c->api_only_seq.load(std::memory_order_relaxed);
+  c->api_only_seq.store(seq + 1, std::memory_order_relaxed);  // as above
+  show(r.seq, seq);
+  show(r.peer, int32_t{a.root});
+  r.flags |= kFlagApiOnly | kFlagSeqOwn;
+  return open_op(*s, slot);
+}
+}  // namespace
+
+void* start_coll_api(void* ctx, const CollApiStart& a) noexcept {
   if (Runtime* rt = runtime()) {
     if (Context* c = context_from_arg(rt, ctx)) {
       if constexpr (kInflightState) {
         // Relaxed load/store: as Context::issued in start_coll().
         c->api_issued.store(c->api_issued.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-        c->last_api_func.store(static_cast<uint8_t>(func != nullptr ? func_from_nccl(func) : Func::kUnknown),
-                               std::memory_order_relaxed);  // as above
+        c->last_api_func.store(static_cast<uint8_t>(a.func), std::memory_order_relaxed);  // as above
       }
+      // Relaxed: a one-way flag (start_coll); a call racing with it is at worst recorded twice.
+      if (a.func == Func::kBroadcast && c->abi >= 6 && rt->bcast_api_only &&
+          !rt->bcast_coll_seen.load(std::memory_order_relaxed)) [[unlikely]]
+        return start_api_only(rt, c, a);
     }
   }
-  return start_marker(ctx, EvType::kCollApi, graph_captured);
+  return start_marker(ctx, EvType::kCollApi, a.graph_captured);
 }
 
 void* start_unknown(void* ctx) noexcept {

@@ -651,6 +651,9 @@ struct Context {
   // The application's collective calls (CollApi, v5+) and the last one's Func.
   std::atomic<uint64_t> api_issued{0};
   std::atomic<uint8_t> last_api_func{0};
+  // Collectives recorded from their CollApi alone (Broadcast on 2.29+): their
+  // seq, our own count per comm (one function so far).
+  std::atomic<uint64_t> api_only_seq{0};
   // clock estimate (mono - ptimer), refined by KernelCh start observations
   alignas(kCacheLine) std::atomic<int64_t> clk_min{INT64_MAX};
   std::atomic<int64_t> clk_typical{0};

@@ -29,7 +29,8 @@ bool gate_group(const Proc& P, int m) {
 // Returns "" when the Coll/P2p start happens, else why not.
 const char* gate_task(const Proc& P, const Task& t, void* group_h) {
   const int m = t.mask;
-  if (m == 0) return P.minor >= 29 && t.api_func == kFuncBroadcast ? "Broadcast on 2.29+ (AllGatherV path)"
+  if (m == 0) return P.minor >= 29 && P.bcast_as_allgatherv && t.api_func == kFuncBroadcast
+                         ? "Broadcast on 2.29+ (AllGatherV path)"
                                                                     : "activation mask is 0";
   if (P.minor <= 25) {
     if (group_h == nullptr) return "no Group handle (2.23-2.27 need one)";

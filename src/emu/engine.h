@@ -160,6 +160,9 @@ struct Proc {
   const Options* o = nullptr;
   NcclVersion v;
   int minor = 30;
+  // 2.29+: Broadcast runs as AllGatherV (CollApi only, no Coll) unless
+  // NCCL_ALLGATHERV_ENABLE=0 in the environment, as in NCCL.
+  bool bcast_as_allgatherv = true;
   Loader* loader = nullptr;
   std::unique_ptr<Binding> binding;
   // NCCL's process-wide activation mask. The plugin writes it plainly in init

@@ -93,7 +93,7 @@ void append(Proc& P, Rank& R, Comm& c, const TaskP& t) {
   const int mask = P.read_mask();  // 2.26-2.27: every task append; 2.28+: every API op
   api_group_event(P, R, c, mask);
   t->api_handle = api_op_event(P, R, c, *t, mask);
-  t->mask = (P.minor >= 29 && t->api_func == kFuncBroadcast) ? 0 : mask;
+  t->mask = (P.minor >= 29 && P.bcast_as_allgatherv && t->api_func == kFuncBroadcast) ? 0 : mask;
   t->graph = R.api.graph;
   if (t->type == kColl && P.minor >= 26) {
     // Per comm, per function; not advanced for graph-captured plans unless

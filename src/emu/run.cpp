@@ -2,6 +2,7 @@
 // concurrent), one app thread per emulated GPU, teardown (proxy first, then
 // finalize, dlclose after the last one, §6), the reload fault, and the summary.
 #include <cerrno>
+#include <cstdlib>
 #include <ctime>
 #include <sys/mman.h>
 
@@ -274,6 +275,8 @@ RunResult run_impl(const Options& o) {
   P.o = &o;
   P.v = o.nccl;
   P.minor = o.nccl.minor;
+  if (const char* agv = std::getenv("NCCL_ALLGATHERV_ENABLE"); agv != nullptr && *agv != '\0' && std::strtol(agv, nullptr, 0) == 0)
+    P.bcast_as_allgatherv = false;
   if (o.nccl.major != 2 || o.nccl.minor < 23 || o.nccl.minor > 30)
     throw std::runtime_error("unsupported NCCL version " + o.nccl.str() + " (supported: 2.23 .. 2.30)");
   unsigned avail = 0;

@@ -358,8 +358,8 @@ void DumpSink::dispatch_record(const OpRecord& r) {
     announce(ce->info, anchor_.to_wall(src_->now_mono_ns()));
   }
   // What the comm completed, for its progress lines: the highest seq per
-  // collective function among the records drained (not those reclaimed).
-  if (ce != nullptr && static_cast<OpKind>(r.kind) == OpKind::kColl && r.func < kProgressFuncs && (r.flags & kFlagReclaimed) == 0)
+  // collective function among the records drained (not those reclaimed, nor API-only ones: their seq is ours).
+  if (ce != nullptr && static_cast<OpKind>(r.kind) == OpKind::kColl && r.func < kProgressFuncs && (r.flags & (kFlagReclaimed | kFlagApiOnly)) == 0)
     ce->done_seq[r.func] = std::max(ce->done_seq[r.func], r.seq + 1);
   const CommInfo* ci = ce != nullptr ? &ce->info : nullptr;
   const ClockEstimate* clk = cycle_clock(ce, r);

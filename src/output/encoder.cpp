@@ -257,6 +257,7 @@ void Encoder::op(Buf& b, const OpRecord& r, const CommInfo* comm, const ClockEst
   if (r.flags & kFlagGraphCaptured) flag(b, sc::kGraph);
   if (r.flags & kFlagReclaimed) flag(b, sc::kReclaimed);
   if (r.flags & kFlagPartialChannels) flag(b, sc::kPartial);
+  if (r.flags & kFlagApiOnly) flag(b, sc::kApiOnly);
   if (r.net_ops != 0) put_net(b, r);
   if (r.n_hcas != 0) put_hcas(b, r);
   const int nch = std::popcount(r.channel_mask);
@@ -278,7 +279,8 @@ void Encoder::op_identity(Buf& b, const OpRecord& r, const CommInfo* comm, int n
   kv_int(b, sc::kSeq, r.seq);
   // issue = seq + issue_off; the offset (the collectives of other functions
   // started before it) repeats from record to record, the issue does not.
-  if (kind == OpKind::kColl)
+  // An API-only collective has no place in the issue order (which counts Coll events).
+  if (kind == OpKind::kColl && (r.flags & kFlagApiOnly) == 0)
     kv_int(b, sc::kIssueOff, static_cast<int64_t>(static_cast<int32_t>(r.issue - static_cast<uint32_t>(r.seq))));
   kv_str(b, sc::kFunc, func_name(func));
   if (kind == OpKind::kP2p) kv_int(b, sc::kPeer, r.peer);

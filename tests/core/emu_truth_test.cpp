@@ -263,4 +263,80 @@ TEST(EmuNet, NetworkOpsCarryBytesStepsAndHcas) {
   EXPECT_EQ(r.stats.reclaimed, 0u);
 }
 
+// Broadcast on NCCL 2.29+ (ABI v6) runs as AllGatherV: a CollApi event and no
+// Coll (profiler-abi §8.8). Each such call is one api_only record, made from
+// its CollApi (the user's count and datatype, the root, the API call's CPU
+// time, the plugin's own seq); with NCCL_ALLGATHERV_ENABLE=0 NCCL keeps
+// Broadcast a kernel collective, recorded from its Coll as before; on 2.28 it
+// always has its Coll.
+class EmuBroadcast : public ::testing::TestWithParam<std::tuple<const char*, bool>> {};
+
+TEST_P(EmuBroadcast, EachCallIsRecordedOnceFromWhatNcclShows) {
+  const auto [version, allgatherv] = GetParam();
+  if (!allgatherv) setenv("NCCL_ALLGATHERV_ENABLE", "0", 1);
+  ni::emu::Workload w = ni::emu::default_workload(4);
+  for (int root : {1, 2, 3}) {
+    ni::emu::StepSpec st;
+    ni::emu::OpSpec op;
+    op.comm = w.comms[0].name;
+    op.func = "Broadcast";
+    op.dtype = "ncclBfloat16";
+    op.count = 3000 + root;
+    op.root = root;
+    st.ops.push_back(op);
+    w.program.push_back(st);
+  }
+  EmuRun r = run_emu(version, {}, w);
+  unsetenv("NCCL_ALLGATHERV_ENABLE");
+  ASSERT_TRUE(r.result.ok) << r.result.error;
+  const bool api_level = std::string(version) >= "2.29" && allgatherv;
+
+  // The Broadcasts of each (comm, rank) in issue order, and the records of them.
+  std::map<std::pair<uint64_t, int>, std::vector<const ni::emu::TruthOp*>> issued;
+  for (const auto& t : r.result.truth)
+    if (t.api_func == "Broadcast") issued[{t.comm_hash, t.rank}].push_back(&t);
+  std::map<std::pair<uint64_t, int>, std::vector<const ni::OpRecord*>> api_recs, coll_recs;
+  for (const auto& rec : r.records) {
+    if (rec.func != static_cast<uint8_t>(ni::Func::kBroadcast)) continue;
+    (rec.flags & ni::kFlagApiOnly ? api_recs : coll_recs)[{rec.comm_hash, rec.rank}].push_back(&rec);
+  }
+  ASSERT_FALSE(issued.empty());
+  size_t n = 0;
+  for (auto& [key, ts] : issued) {
+    for (const auto* t : ts) EXPECT_EQ(t->visible, !api_level) << t->why;
+    if (!api_level) {
+      EXPECT_TRUE(api_recs[key].empty());
+      EXPECT_EQ(coll_recs[key].size(), ts.size());
+      continue;
+    }
+    EXPECT_TRUE(coll_recs[key].empty());
+    auto& recs = api_recs[key];
+    std::sort(recs.begin(), recs.end(), [](auto* a, auto* b) { return a->seq < b->seq; });
+    ASSERT_EQ(recs.size(), ts.size());
+    for (size_t i = 0; i < ts.size(); ++i, ++n) {
+      const ni::OpRecord& rec = *recs[i];
+      EXPECT_EQ(rec.seq, i) << "the plugin's own count of API-only Broadcasts on the comm";
+      EXPECT_EQ(rec.kind, static_cast<uint8_t>(ni::OpKind::kColl));
+      EXPECT_EQ(rec.bytes, ts[i]->bytes);
+      EXPECT_EQ(rec.dtype, static_cast<uint8_t>(ni::DType::kBfloat16)) << "the user's datatype, not ncclInt8";
+      EXPECT_EQ(rec.count * 2, ts[i]->bytes) << "the user's count";
+      EXPECT_EQ(rec.peer, ts[i]->root);
+      EXPECT_EQ(rec.timing, static_cast<uint8_t>(ni::TimingSource::kEnqueueCpu));
+      EXPECT_EQ(rec.channel_mask, 0u);
+      EXPECT_GE(rec.end_ns, rec.start_ns);
+    }
+  }
+  if (api_level) {
+    EXPECT_GE(n, 3u * 4u);  // the three program Broadcasts on each of the 4 ranks of a TP comm, at least
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Releases, EmuBroadcast,
+                         ::testing::Combine(::testing::Values("2.28", "2.29", "2.30"), ::testing::Bool()),
+                         [](const auto& p) {
+                           std::string v = std::get<0>(p.param);
+                           std::replace(v.begin(), v.end(), '.', '_');
+                           return "nccl_" + v + (std::get<1>(p.param) ? "" : "_allgatherv_off");
+                         });
+
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <atomic>
@@ -1244,4 +1245,102 @@ TEST_F(BurstRings, ConcurrentConsumerSeesEveryKeptRecordOnceInOrder) {
   EXPECT_TRUE(seen == kept) << "every kept record once, in order";
   EXPECT_EQ(ni::stats().dropped_ring_full, kMarks - kept.size());
   EXPECT_GT(kept.size(), 0u);
+}
+
+namespace {
+// A Broadcast (or another collective) call as NCCL 2.29+ shows it: a CollApi
+// event, started and stopped around the call; `coll` also gives it its Coll
+// (NCCL_ALLGATHERV_ENABLE=0) and returns that Coll's handle.
+struct ApiCall {
+  static void* call(const ProfilerV6& t, void* ctx, const char* func, size_t count, int root, bool coll = false) {
+    EventDescrV6 a{};
+    a.type = kCollApi;
+    a.collApi.func = func;
+    a.collApi.count = count;
+    a.collApi.datatype = "ncclFloat16";
+    a.collApi.root = root;
+    void* api = nullptr;
+    t.startEvent(ctx, &api, &a);
+    t.stopEvent(api);
+    if (!coll) return nullptr;
+    EventDescrV6 d{};
+    d.type = kColl;
+    d.parentObj = api;
+    d.coll.func = func;
+    d.coll.count = count * 2;
+    d.coll.datatype = "ncclInt8";
+    d.coll.root = root;
+    d.coll.nChannels = 1;
+    d.coll.algo = "RING";
+    d.coll.proto = "SIMPLE";
+    void* h = nullptr;
+    t.startEvent(ctx, &h, &d);
+    t.stopEvent(h);
+    return h;
+  }
+};
+}  // namespace
+
+// ABI v6: a Broadcast's CollApi is the op (no Coll will come); other
+// collectives' CollApi events stay markers.
+TEST_F(Tracker, BroadcastOnAbiV6IsRecordedFromItsCollApi) {
+  int mask = 0;
+  void* ctx = nullptr;
+  ncclProfiler_v6.init(&ctx, kHash, &mask, "tp", 1, 4, 2, nullptr);
+  ApiCall::call(ncclProfiler_v6, ctx, "Broadcast", 1000, 3);
+  ApiCall::call(ncclProfiler_v6, ctx, "AllReduce", 1000, 0);
+  ApiCall::call(ncclProfiler_v6, ctx, "Broadcast", 500, 1);
+  ncclProfiler_v6.finalize(ctx);
+  auto recs = sink()->take();
+  ASSERT_EQ(recs.size(), 2u) << "one record per Broadcast call; the AllReduce waits for its Coll";
+  for (size_t i = 0; i < 2; ++i) {
+    const OpRecord& r = recs[i];
+    EXPECT_EQ(r.func, static_cast<uint8_t>(ni::Func::kBroadcast));
+    EXPECT_NE(r.flags & ni::kFlagApiOnly, 0);
+    EXPECT_EQ(r.seq, i);
+    EXPECT_EQ(r.rank, 2);
+    EXPECT_EQ(r.dtype, static_cast<uint8_t>(ni::DType::kFloat16));
+    EXPECT_EQ(r.timing, static_cast<uint8_t>(ni::TimingSource::kEnqueueCpu));
+    EXPECT_EQ(r.channel_mask, 0u);
+  }
+  EXPECT_EQ(recs[0].count, 1000u);
+  EXPECT_EQ(recs[0].bytes, 2000u);
+  EXPECT_EQ(recs[0].peer, 3);
+  EXPECT_EQ(recs[1].bytes, 1000u);
+  EXPECT_EQ(recs[1].peer, 1);
+}
+
+// When NCCL gives Broadcast its Coll after all (NCCL_ALLGATHERV_ENABLE=0, in
+// the environment or only in NCCL's config file), it is recorded once, from
+// the Coll; on ABI v5 (2.28) always so.
+TEST_F(Tracker, BroadcastWithItsCollIsRecordedOnceFromIt) {
+  int mask = 0;
+  void* ctx = nullptr;
+  setenv("NCCL_ALLGATHERV_ENABLE", "0", 1);
+  ncclProfiler_v6.init(&ctx, kHash, &mask, "tp", 1, 4, 0, nullptr);
+  unsetenv("NCCL_ALLGATHERV_ENABLE");
+  for (int i = 0; i < 3; ++i) ApiCall::call(ncclProfiler_v6, ctx, "Broadcast", 1000, 0, true);
+  ncclProfiler_v6.finalize(ctx);
+  auto recs = sink()->take();
+  EXPECT_EQ(recs.size(), 3u) << "the environment says: no API-level records";
+  for (const auto& r : recs) EXPECT_EQ(r.flags & ni::kFlagApiOnly, 0);
+
+  // Only the config file said so: the first Broadcast has both records, the next ones their Coll only.
+  ncclProfiler_v6.init(&ctx, kHash, &mask, "tp", 1, 4, 0, nullptr);
+  for (int i = 0; i < 3; ++i) ApiCall::call(ncclProfiler_v6, ctx, "Broadcast", 1000, 0, true);
+  ncclProfiler_v6.finalize(ctx);
+  recs = sink()->take();
+  ASSERT_EQ(recs.size(), 4u);
+  EXPECT_EQ(std::count_if(recs.begin(), recs.end(), [](const OpRecord& r) { return r.flags & ni::kFlagApiOnly; }), 1);
+
+  // ABI v5 (2.28): every call has its Coll; CollApi events are markers.
+  CommV5 c;
+  EventDescrV5 a{};
+  a.type = kCollApi;
+  a.collApi.func = "Broadcast";
+  a.collApi.count = 1000;
+  a.collApi.datatype = "ncclFloat16";
+  c.stop(c.start(a));
+  c.finalize();
+  EXPECT_TRUE(sink()->take().empty());
 }

@@ -130,7 +130,7 @@ del HANG_WORKLOAD["mark_every"]
 RELEASES = ["2.23", "2.24", "2.25", "2.26", "2.27", "2.28", "2.29", "2.30"]
 
 seen_types, seen_parts, lines_checked = set(), set(), 0
-PARTS = ["net", "hcas", "ch_times", "ch_slow", "root", "graph", "reclaimed", "partial", "algbw_gbs", "instance",
+PARTS = ["api_only", "net", "hcas", "ch_times", "ch_slow", "root", "graph", "reclaimed", "partial", "algbw_gbs", "instance",
          "stuck", "stuck.net", "api_issued", "job.global_rank"]
 
 
@@ -200,6 +200,17 @@ if missing:
 # ---- 4. what the schema must reject
 coll = next(json.loads(l) for b in re.findall(r"```json\n(.*?)```", doc, re.S) for l in b.splitlines()
             if l.startswith('{"type":"coll"'))
+def api_only(r, keep_issue_off=False):
+    """The example coll made an API-only record (valid unless it keeps its issue_off)."""
+    for k in ["channels", "algbw_gbs", "busbw_gbs", "ch_util", "ch_balance", "ch_slow"] + ([] if keep_issue_off else ["issue_off"]):
+        r.pop(k, None)
+    r.update(api_only=True, timing="enqueue_cpu")
+
+
+ok = copy.deepcopy(coll)
+api_only(ok)
+if errors(ok):
+    fail(f"an API-only coll record does not validate: {errors(ok)}")
 bad = {
     "an unknown field": lambda r: r.update(new_field=1),
     "no timing": lambda r: r.pop("timing"),
@@ -208,6 +219,7 @@ bad = {
     "an unknown function": lambda r: r.update(func="AllReduceX"),
     "ch_util above 1": lambda r: r.update(ch_util=1.5),
     "a p2p field on a coll": lambda r: r.update(peer=3),
+    "api_only with an issue_off": lambda r: api_only(r, keep_issue_off=True),
     "an upper-case comm hash": lambda r: r.update(comm_hash=r["comm_hash"].upper().replace("0X", "0x")),
 }
 if errors(coll):
