@@ -161,7 +161,7 @@ class ExportAnalysis : public Analysis {
     AnalysisResult r;
     r.done = true;
     ReadResult res;
-    if (in.output.empty()) {
+    if (in.output.empty() || in.output == "-") {
       std::ios::sync_with_stdio(false);
       res = export_ops(in.files, format_, in.threads, in.ro, std::cout);
     } else {

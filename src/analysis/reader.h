@@ -78,8 +78,13 @@ struct Discovery {
 };
 
 // Expands each input (file or directory, searched recursively) to log files:
-// *.jsonl.gz, *.jsonl, *.log, *.log.gz. Sorted for determinism.
+// *.jsonl.gz, *.jsonl, *.log, *.log.gz. Sorted for determinism. "-" (stdin)
+// and other streams (pipes, FIFOs) are copied once to an unlinked temporary
+// file and keep their name; gzip or plain text is told by content.
 Discovery discover_files(const std::vector<std::string>& inputs);
+// Opens an input for reading (a new descriptor; -1 and errno on failure):
+// a stream discover_files() copied, or the file itself.
+int open_input(const std::string& path);
 
 // Reads every file; sinks.size() worker threads (>= 1).
 ReadResult read_logs(const std::vector<std::string>& files, const ReadOptions& options,

@@ -11,6 +11,8 @@
 
 #include <cerrno>
 
+#include "src/analysis/reader.h"
+
 namespace ni::analysis::reader_detail {
 
 namespace {
@@ -28,7 +30,7 @@ struct Mapping {
   std::size_t size = 0;
   std::string error;
   explicit Mapping(const std::string& path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    int fd = open_input(path);
     if (fd < 0) {
       error = std::string("cannot open: ") + std::strerror(errno);
       return;

@@ -1,11 +1,23 @@
 // Discovery (declared in reader.h): which files of the inputs are logs. A file
 // given by name is taken as it is; a directory is searched recursively for the
 // log names (*.jsonl.gz, *.jsonl, *.log, *.log.gz), sorted per directory so a
-// read is deterministic.
+// read is deterministic. A stream ("-" for stdin, a pipe, a FIFO, process
+// substitution) is copied once to an unlinked temporary file, so that every
+// pass of a command reads the same bytes from a file it can map, and memory
+// stays bounded (the copy is on disk, in $TMPDIR or /tmp).
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 #include "include/nccl_inspector/schema.h"
 #include "src/analysis/reader.h"
@@ -41,7 +53,84 @@ bool add_directory(const std::string& dir, Discovery& d) {
   return true;
 }
 
+// The streams copied so far: input name -> the copy's descriptor (kept open
+// until the process exits; the file has no name).
+std::mutex g_spool_mu;
+std::map<std::string, int>& spools() {
+  static std::map<std::string, int> m;
+  return m;
+}
+
+// Copies the stream `name` ("-": stdin) to an unlinked file; false (err set) on failure.
+bool spool(const std::string& name, std::string& err) {
+  const int in = name == "-" ? 0 : ::open(name.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) {
+    err = "cannot open " + name + ": " + std::strerror(errno);
+    return false;
+  }
+  const char* tmp = std::getenv("TMPDIR");
+  std::string templ = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/nccl-inspector-input-XXXXXX";
+  const int out = ::mkostemp(templ.data(), O_CLOEXEC);
+  if (out < 0) {
+    err = "cannot copy " + name + " to a temporary file in " + templ.substr(0, templ.rfind('/')) + ": " +
+          std::strerror(errno);
+    if (in != 0) ::close(in);
+    return false;
+  }
+  ::unlink(templ.c_str());
+  std::vector<char> buf(1 << 20);
+  bool ok = true;
+  for (;;) {
+    const ssize_t n = ::read(in, buf.data(), buf.size());
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      err = "cannot read " + name + ": " + std::strerror(errno);
+      ok = false;
+      break;
+    }
+    for (ssize_t done = 0; done < n;) {
+      const ssize_t w = ::write(out, buf.data() + done, static_cast<size_t>(n - done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        err = "cannot copy " + name + " to " + templ + ": " + std::strerror(errno);
+        ok = false;
+        break;
+      }
+      done += w;
+    }
+    if (!ok) break;
+  }
+  if (in != 0) ::close(in);
+  if (!ok) {
+    ::close(out);
+    return false;
+  }
+  spools()[name] = out;
+  return true;
+}
+
+// Adds a stream input (spooled once per name; the same stream twice is an error).
+bool add_stream(const std::string& name, Discovery& d) {
+  std::lock_guard<std::mutex> lock(g_spool_mu);
+  if (std::find(d.files.begin(), d.files.end(), name) != d.files.end()) {
+    d.error = "input " + name + " given twice (a stream can be read once)";
+    return false;
+  }
+  if (spools().count(name) == 0 && !spool(name, d.error)) return false;
+  d.files.push_back(name);
+  return true;
+}
+
 }  // namespace
+
+int open_input(const std::string& path) {
+  {
+    std::lock_guard<std::mutex> lock(g_spool_mu);
+    if (auto it = spools().find(path); it != spools().end()) return ::fcntl(it->second, F_DUPFD_CLOEXEC, 0);
+  }
+  return ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+}
 
 Discovery discover_files(const std::vector<std::string>& inputs) {
   Discovery d;
@@ -50,14 +139,23 @@ Discovery discover_files(const std::vector<std::string>& inputs) {
     return d;
   }
   for (const auto& in : inputs) {
+    if (in == "-") {
+      if (!add_stream(in, d)) return d;
+      continue;
+    }
     std::error_code ec;
     const fs::file_status st = fs::status(in, ec);
     if (ec || !fs::exists(st)) {
       d.error = "no such file or directory: " + in;
       return d;
     }
-    if (!fs::is_directory(st)) d.files.push_back(in);
-    else if (!add_directory(in, d)) return d;
+    if (fs::is_directory(st)) {
+      if (!add_directory(in, d)) return d;
+    } else if (fs::is_regular_file(st)) {
+      d.files.push_back(in);
+    } else if (!add_stream(in, d)) {  // a pipe, FIFO, /dev/stdin, <(...)
+      return d;
+    }
   }
   if (d.files.empty()) d.error = "no log files (*.jsonl.gz, *.jsonl, *.log, *.log.gz) found in the input";
   return d;

@@ -1,4 +1,5 @@
 // `trace` to a file: plain JSON, or gzip when the name ends in ".gz".
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cstdio>
@@ -67,8 +68,11 @@ class GzBuf : public std::streambuf {
 
 bool write_trace_file(const ViewSink& data, const ReadResult& res, const TraceOptions& o, const std::string& path,
                       TraceStats& stats, std::string& error) {
-  const bool gz = path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "wb"), &std::fclose);
+  // "-": plain JSON on stdout (compress it with a pipe if needed).
+  const bool to_stdout = path == "-";
+  const bool gz = !to_stdout && path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(
+      to_stdout ? fdopen(::dup(STDOUT_FILENO), "wb") : std::fopen(path.c_str(), "wb"), &std::fclose);
   if (!f) {
     error = "cannot write " + path;
     return false;
@@ -77,7 +81,7 @@ bool write_trace_file(const ViewSink& data, const ReadResult& res, const TraceOp
   auto fail = [&](std::string why) {
     if (error.empty()) error = std::move(why);
     f.reset();
-    std::remove(path.c_str());
+    if (!to_stdout) std::remove(path.c_str());
     return false;
   };
   if (gz) {

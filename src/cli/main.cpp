@@ -42,14 +42,15 @@ struct Common {
 
 void add_common(CLI::App* app, Common& c, bool inputs = true, bool host_map = true) {
   if (inputs)
-    app->add_option("inputs", c.inputs, "dump directories (searched recursively) or log files")->required();
+    app->add_option("inputs", c.inputs, "dump directories (searched recursively), log files, or - (stdin, a pipe)")
+        ->required();
   if (inputs && host_map) {
     app->add_option("--host-map", c.host_map,
                     "a file of \"host rack\" lines: where late or slow ranks concentrate is also told per rack "
                     "(default: the rack in hostnames like r12n03, see docs/analysis.md)");
   }
   app->add_option("--format,-f", c.format, "table | csv | json | markdown")->capture_default_str();
-  app->add_option("--output,-o", c.output, "write to this file instead of stdout");
+  app->add_option("--output,-o", c.output, "write to this file instead of stdout (\"-\": stdout)");
   app->add_option("--threads,-j", c.threads, "reader threads (default: all cores)");
   app->add_flag("--progress", c.progress, "always show a progress bar on stderr");
   app->add_flag("--no-progress", c.no_progress, "never show a progress bar");
@@ -109,7 +110,7 @@ int emit(const ana::Report& all, const Common& c) {
               << names.substr(names.find(", ") + 2) << "; --section NAME)\n";
   }
   const ana::Report& r = one.sections.empty() ? all : one;
-  if (c.output.empty()) {
+  if (c.output.empty() || c.output == "-") {
     ana::render(r, f, std::cout);
     return std::cout ? 0 : kExitInvalid;
   }
@@ -260,7 +261,7 @@ Command trace_command(CLI::App& app) {
       "trace", "Chrome/Perfetto trace (JSON, .gz): every rank on one clock, flows, findings");
   add_common(trc, t->c);
   trc->remove_option(trc->get_option("--format"));
-  trc->get_option("--output")->required()->description("trace file: .json or .json.gz");
+  trc->get_option("--output")->required()->description("trace file: .json or .json.gz (\"-\": JSON on stdout)");
   trc->add_option("--from", to.from,
                   "start of the window: seconds from the first op (12.5) or ISO 8601 UTC time");
   trc->add_option("--to", to.to, "end of the window: seconds from the first op or ISO 8601 UTC time");
@@ -344,13 +345,20 @@ int run_report(ReportArgs& r) {
     b = ana::read_merged<ana::ViewSink>(bf, read_opts(r.c), threads(r.c), bres);
     if (!ana::check_read(bres)) return kExitUsage;
   }
-  std::ofstream out(r.c.output, std::ios::binary);
+  const bool to_stdout = r.c.output == "-";
+  std::ofstream file;
+  if (!to_stdout) file.open(r.c.output, std::ios::binary);
+  std::ostream& out = to_stdout ? std::cout : file;
   if (!out) {
     std::cerr << "nccl-inspector: cannot write " << r.c.output << "\n";
     return kExitUsage;
   }
   const ana::ReportStats rs = ana::write_report(*v, res, b.get(), b ? &bres : nullptr, r.rpo, out);
-  out.close();
+  if (to_stdout) {
+    out.flush();
+  } else {
+    file.close();
+  }
   if (!out) {
     std::cerr << "nccl-inspector: write error on " << r.c.output << "\n";
     return kExitInvalid;
@@ -367,7 +375,7 @@ Command report_command(CLI::App& app) {
       "report", "self-contained offline HTML report: busbw, latency, stragglers, balance, gaps, health");
   add_common(rep, r->c);
   rep->remove_option(rep->get_option("--format"));
-  rep->get_option("--output")->required()->description("the HTML file to write");
+  rep->get_option("--output")->required()->description("the HTML file to write (\"-\": stdout)");
   rep->add_option("--baseline", r->baseline_dir, "a baseline dump dir: busbw vs size drawn against it");
   rep->add_flag("--no-clock-calibration", r->no_calibration,
                 "charts at the logged times (default: each rank shifted by its clock offset from the collectives' common end)");

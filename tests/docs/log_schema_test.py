@@ -18,6 +18,7 @@ import glob
 import gzip
 import json
 import os
+import shutil
 import re
 import subprocess
 import sys
@@ -130,6 +131,7 @@ del HANG_WORKLOAD["mark_every"]
 RELEASES = ["2.23", "2.24", "2.25", "2.26", "2.27", "2.28", "2.29", "2.30"]
 
 seen_types, seen_parts, lines_checked = set(), set(), 0
+temp_dirs = []
 PARTS = ["api_only", "net", "hcas", "ch_times", "ch_slow", "root", "graph", "reclaimed", "partial", "algbw_gbs", "instance",
          "stuck", "stuck.net", "api_issued", "job.global_rank"]
 
@@ -164,6 +166,7 @@ def check_logs(label, logdir):
 
 def run(label, release, workload, extra_env, args=(), expect_rc=0):
     d = tempfile.mkdtemp(prefix="ni-schema-")
+    temp_dirs.append(d)
     wl = os.path.join(d, "workload.json")
     with open(wl, "w") as f:
         json.dump(workload, f)
@@ -235,6 +238,8 @@ for rec, what in [({"type": "stats", "wall_ns": 1}, "a stats record without coun
     if not errors(rec):
         fail(f"the schema accepts {what}")
 
+for d in temp_dirs:
+    shutil.rmtree(d, ignore_errors=True)
 print(f"{examples} doc examples, {lines_checked} emulated log lines of {len(RELEASES)} releases; "
       f"types {sorted(seen_types)}; parts {sorted(seen_parts)}")
 if failures:
