@@ -6,6 +6,7 @@
 // pass of a command reads the same bytes from a file it can map, and memory
 // stays bounded (the copy is on disk, in $TMPDIR or /tmp).
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -54,19 +55,39 @@ bool add_directory(const std::string& dir, Discovery& d) {
 }
 
 // The streams copied so far: input name -> the copy's descriptor (kept open
-// until the process exits; the file has no name).
+// until the process exits; the file has no name); and the (device, inode) of
+// each stream copied, so that one stream under two names is caught.
 std::mutex g_spool_mu;
 std::map<std::string, int>& spools() {
   static std::map<std::string, int> m;
   return m;
 }
+std::vector<std::pair<dev_t, ino_t>>& spooled_ids() {
+  static std::vector<std::pair<dev_t, ino_t>> v;
+  return v;
+}
 
 // Copies the stream `name` ("-": stdin) to an unlinked file; false (err set) on failure.
 bool spool(const std::string& name, std::string& err) {
+  if (name == "-" && ::isatty(0)) {
+    err = "stdin is a terminal: pipe a log into it (zcat f.jsonl.gz | nccl-inspector summary -)";
+    return false;
+  }
   const int in = name == "-" ? 0 : ::open(name.c_str(), O_RDONLY | O_CLOEXEC);
   if (in < 0) {
     err = "cannot open " + name + ": " + std::strerror(errno);
     return false;
+  }
+  struct stat st {};
+  if (::fstat(in, &st) == 0) {
+    const std::pair<dev_t, ino_t> id{st.st_dev, st.st_ino};
+    auto& ids = spooled_ids();
+    if (std::find(ids.begin(), ids.end(), id) != ids.end()) {
+      err = "input " + name + " is a stream already given under another name (a stream can be read once)";
+      if (in != 0) ::close(in);
+      return false;
+    }
+    ids.push_back(id);
   }
   const char* tmp = std::getenv("TMPDIR");
   std::string templ = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/nccl-inspector-input-XXXXXX";
@@ -113,11 +134,11 @@ bool spool(const std::string& name, std::string& err) {
 // Adds a stream input (spooled once per name; the same stream twice is an error).
 bool add_stream(const std::string& name, Discovery& d) {
   std::lock_guard<std::mutex> lock(g_spool_mu);
-  if (std::find(d.files.begin(), d.files.end(), name) != d.files.end()) {
+  if (spools().count(name) != 0) {  // in this list or an earlier one (compare BASE RUN, --baseline)
     d.error = "input " + name + " given twice (a stream can be read once)";
     return false;
   }
-  if (spools().count(name) == 0 && !spool(name, d.error)) return false;
+  if (!spool(name, d.error)) return false;
   d.files.push_back(name);
   return true;
 }

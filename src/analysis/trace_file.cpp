@@ -71,8 +71,15 @@ bool write_trace_file(const ViewSink& data, const ReadResult& res, const TraceOp
   // "-": plain JSON on stdout (compress it with a pipe if needed).
   const bool to_stdout = path == "-";
   const bool gz = !to_stdout && path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(
-      to_stdout ? fdopen(::dup(STDOUT_FILENO), "wb") : std::fopen(path.c_str(), "wb"), &std::fclose);
+  std::FILE* fp = nullptr;
+  if (to_stdout) {
+    const int fd = ::dup(STDOUT_FILENO);
+    fp = fd >= 0 ? fdopen(fd, "wb") : nullptr;
+    if (fp == nullptr && fd >= 0) ::close(fd);
+  } else {
+    fp = std::fopen(path.c_str(), "wb");
+  }
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(fp, &std::fclose);
   if (!f) {
     error = "cannot write " + path;
     return false;

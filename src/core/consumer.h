@@ -69,7 +69,7 @@ struct StuckOp {
   uint64_t seq = 0;         // NCCL seqNumber (coll, ce), own per-peer counter (p2p)
   uint64_t bytes = 0;
   uint64_t enqueue_ns = 0;  // CPU monotonic ns of its start
-  uint32_t issue = 0;       // collectives: place in the comm's issue order (OpRecord::issue)
+  uint32_t issue = 0;       // collectives: place in the comm's issue order (OpRecord::issue); UINT32_MAX: none (API-only)
   int32_t peer = -1;        // root / peer, -1 none
   uint8_t kind = 0, func = 0, dtype = 0, n_channels = 0;
   uint64_t ch_started = 0, ch_stopped = 0;  // KernelCh channel masks

@@ -102,8 +102,9 @@ struct Runtime {
   // Broadcast on ABI v6+ (NCCL 2.29+) runs as AllGatherV and gets a CollApi
   // event but no Coll (profiler-abi.md §8.8) unless NCCL_ALLGATHERV_ENABLE=0:
   // each such call is then recorded from its CollApi (tracker.cpp,
-  // start_coll_api). bcast_coll_seen: a Broadcast Coll arrived on ABI v6+
-  // after all (the variable was set in NCCL's config file): stop doing so.
+  // start_coll_api; NCCL copies its config file's settings into the
+  // environment before it loads the plugin, so getenv sees them).
+  // bcast_coll_seen: a Broadcast Coll arrived on ABI v6+ after all: stop.
   bool bcast_api_only = true;
   std::atomic<bool> bcast_coll_seen{false};
   Runtime() = default;

@@ -356,8 +356,9 @@ void* start_coll(void* ctx, void* parent, int rank, const CollStart& d) noexcept
   r.n_warps = d.n_warps;
   if (d.func == Func::kBroadcast || d.func == Func::kReduce) show(r.peer, d.root);
   if (d.func == Func::kAllGather || d.func == Func::kBroadcast) r.flags |= kFlagCountIsBytes;
-  // A Broadcast with its Coll on ABI v6+: NCCL_ALLGATHERV_ENABLE=0 came from NCCL's config file, not
-  // the environment; its CollApi calls are markers from now on (start_coll_api). Relaxed: a one-way flag.
+  // A Broadcast with its Coll on ABI v6+ although NCCL_ALLGATHERV_ENABLE was not 0 when the plugin
+  // started (set later, or a release that behaves otherwise): its CollApi calls are markers from now
+  // on (start_coll_api). Relaxed: a one-way flag.
   if (d.func == Func::kBroadcast && c->abi >= 6 && !rt->bcast_coll_seen.load(std::memory_order_relaxed)) [[unlikely]]
     rt->bcast_coll_seen.store(true, std::memory_order_relaxed);
   return open_op(*s, slot);
@@ -765,16 +766,18 @@ namespace {
 // and completed by the CollApi stop, so timed by the API call on the CPU
 // (enqueue_cpu), with the user's count and datatype, and our own seq.
 __attribute__((noinline, cold)) void* start_api_only(Runtime* rt, Context* c, const CollApiStart& a) noexcept {
-  void* h = nullptr;
-  uint32_t slot = 0;
-  void* as_parent = start_marker(nullptr, EvType::kCollApi, a.graph_captured);  // carries the graph flag
-  OpSlot* s = begin_op(rt, c, OpKind::kColl, -1, as_parent, a.func, a.dtype, a.count, 1, &slot, &h);
-  if (s == nullptr) return h;
-  s->ch_mode.store(kChGate, std::memory_order_relaxed);  // no channels (relaxed: published with the handle)
-  OpStart& r = s->start;
-  // Relaxed load/store: as Context::issued in start_coll().
+  // Counted before the op can be filtered or dropped, so that every rank gives
+  // the same call the same seq. Relaxed load/store: as Context::issued in start_coll().
   const uint64_t seq = c->api_only_seq.load(std::memory_order_relaxed);
   c->api_only_seq.store(seq + 1, std::memory_order_relaxed);  // as above
+  void* h = nullptr;
+  uint32_t slot = 0;
+  OpSlot* s = begin_op(rt, c, OpKind::kColl, -1, nullptr, a.func, a.dtype, a.count, 1, &slot, &h);
+  if (s == nullptr) return h;
+  s->ch_mode.store(kChGate, std::memory_order_relaxed);  // no channels (relaxed: published with the handle)
+  // No place in the issue order; the progress snapshot shows the field (release: as show()).
+  if constexpr (kInflightState) s->issue.store(UINT32_MAX, std::memory_order_release);
+  OpStart& r = s->start;
   show(r.seq, seq);
   show(r.peer, int32_t{a.root});
   r.flags |= kFlagApiOnly | kFlagSeqOwn;
@@ -790,8 +793,10 @@ void* start_coll_api(void* ctx, const CollApiStart& a) noexcept {
         c->api_issued.store(c->api_issued.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
         c->last_api_func.store(static_cast<uint8_t>(a.func), std::memory_order_relaxed);  // as above
       }
+      // Not under graph capture: NCCL makes the CollApi event once, at capture, and
+      // nothing on replays, so the call's time is the capture's, not a broadcast's.
       // Relaxed: a one-way flag (start_coll); a call racing with it is at worst recorded twice.
-      if (a.func == Func::kBroadcast && c->abi >= 6 && rt->bcast_api_only &&
+      if (a.func == Func::kBroadcast && c->abi >= 6 && !a.graph_captured && rt->bcast_api_only &&
           !rt->bcast_coll_seen.load(std::memory_order_relaxed)) [[unlikely]]
         return start_api_only(rt, c, a);
     }

@@ -469,7 +469,7 @@ void Encoder::progress(Buf& b, const CommProgress& p, const CommInfo& c, uint64_
     b.put('"');
     kv_str(b, sc::kFunc, func_name(func));
     kv_int(b, sc::kSeq, o.seq);
-    if (kind == OpKind::kColl) kv_int(b, sc::kIssue, o.issue);
+    if (kind == OpKind::kColl && o.issue != UINT32_MAX) kv_int(b, sc::kIssue, o.issue);  // UINT32_MAX: API-only
     if (kind == OpKind::kP2p) kv_int(b, sc::kPeer, o.peer);
     if (kind != OpKind::kP2p && is_rooted(func) && o.peer >= 0) kv_int(b, sc::kRoot, o.peer);
     kv_int(b, sc::kBytes, o.bytes);

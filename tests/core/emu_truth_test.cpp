@@ -273,7 +273,12 @@ class EmuBroadcast : public ::testing::TestWithParam<std::tuple<const char*, boo
 
 TEST_P(EmuBroadcast, EachCallIsRecordedOnceFromWhatNcclShows) {
   const auto [version, allgatherv] = GetParam();
-  if (!allgatherv) setenv("NCCL_ALLGATHERV_ENABLE", "0", 1);
+  struct Env {  // NCCL_ALLGATHERV_ENABLE=0 for this test only, whatever happens
+    explicit Env(bool on) {
+      if (on) setenv("NCCL_ALLGATHERV_ENABLE", "0", 1);
+    }
+    ~Env() { unsetenv("NCCL_ALLGATHERV_ENABLE"); }
+  } env(!allgatherv);
   ni::emu::Workload w = ni::emu::default_workload(4);
   for (int root : {1, 2, 3}) {
     ni::emu::StepSpec st;
@@ -287,7 +292,6 @@ TEST_P(EmuBroadcast, EachCallIsRecordedOnceFromWhatNcclShows) {
     w.program.push_back(st);
   }
   EmuRun r = run_emu(version, {}, w);
-  unsetenv("NCCL_ALLGATHERV_ENABLE");
   ASSERT_TRUE(r.result.ok) << r.result.error;
   const bool api_level = std::string(version) >= "2.29" && allgatherv;
 

@@ -1308,11 +1308,24 @@ TEST_F(Tracker, BroadcastOnAbiV6IsRecordedFromItsCollApi) {
   EXPECT_EQ(recs[0].peer, 3);
   EXPECT_EQ(recs[1].bytes, 1000u);
   EXPECT_EQ(recs[1].peer, 1);
+
+  // Under graph capture NCCL makes the CollApi event once, at capture, and nothing on replays: no record.
+  ncclProfiler_v6.init(&ctx, kHash, &mask, "tp", 1, 4, 2, nullptr);
+  EventDescrV6 a{};
+  a.type = kCollApi;
+  a.collApi.func = "Broadcast";
+  a.collApi.count = 1000;
+  a.collApi.datatype = "ncclFloat16";
+  a.collApi.graphCaptured = 1;
+  void* api = nullptr;
+  ncclProfiler_v6.startEvent(ctx, &api, &a);
+  ncclProfiler_v6.stopEvent(api);
+  ncclProfiler_v6.finalize(ctx);
+  EXPECT_TRUE(sink()->take().empty());
 }
 
-// When NCCL gives Broadcast its Coll after all (NCCL_ALLGATHERV_ENABLE=0, in
-// the environment or only in NCCL's config file), it is recorded once, from
-// the Coll; on ABI v5 (2.28) always so.
+// When NCCL gives Broadcast its Coll after all (NCCL_ALLGATHERV_ENABLE=0), it
+// is recorded once, from the Coll; on ABI v5 (2.28) always so.
 TEST_F(Tracker, BroadcastWithItsCollIsRecordedOnceFromIt) {
   int mask = 0;
   void* ctx = nullptr;
@@ -1325,7 +1338,8 @@ TEST_F(Tracker, BroadcastWithItsCollIsRecordedOnceFromIt) {
   EXPECT_EQ(recs.size(), 3u) << "the environment says: no API-level records";
   for (const auto& r : recs) EXPECT_EQ(r.flags & ni::kFlagApiOnly, 0);
 
-  // Only the config file said so: the first Broadcast has both records, the next ones their Coll only.
+  // The variable was not 0 when the plugin started, yet a Broadcast Coll comes: the first Broadcast has
+  // both records, the next ones their Coll only.
   ncclProfiler_v6.init(&ctx, kHash, &mask, "tp", 1, 4, 0, nullptr);
   for (int i = 0; i < 3; ++i) ApiCall::call(ncclProfiler_v6, ctx, "Broadcast", 1000, 0, true);
   ncclProfiler_v6.finalize(ctx);

@@ -98,19 +98,32 @@ if rc != 0 or json.loads(out).get("traceEvents") is None:
 # A FIFO, and bash process substitution.
 fifo = os.path.join(work, "fifo")
 os.mkfifo(fifo)
-writer = threading.Thread(target=lambda: open(fifo, "wb").write(data))
+writer = threading.Thread(target=lambda: open(fifo, "wb").write(data), daemon=True)
 writer.start()
 same_as_file("summary FIFO", ["summary", log], ["summary", fifo], None, fifo)
-writer.join()
+writer.join(timeout=60)
+if writer.is_alive():  # the CLI never read the FIFO: unblock the writer
+    fail("summary FIFO: the FIFO was never read")
+    os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
 rc, out, err = run(f"'{cli}' stragglers <(cat '{log}')", shell=True)
 rc1, out1, _ = run(["stragglers", log])
 if rc != rc1 or out != out1:
     fail(f"stragglers <(cat LOG): exit {rc}, output {'same' if out == out1 else 'differs'}: {err[-300:]}")
 
-# The same stream twice: an error that says so, nothing read.
-rc, out, err = run(["summary", "-", "-"], data)
-if rc != 2 or "given twice" not in err:
-    fail(f"summary - -: exit {rc}, stderr {err.strip()!r}")
+# The same stream twice (by name, across the two inputs of compare, or under two names): an error that says
+# so, never a stream compared with itself or an empty second copy.
+for args, why in [(["summary", "-", "-"], "given twice"), (["compare", "-", "-"], "given twice"),
+                  (["summary", "-", "/dev/stdin"], "already given")]:
+    rc, out, err = run(args, data)
+    if rc != 2 or why not in err:
+        fail(f"{' '.join(args)}: exit {rc}, stderr {err.strip()!r}")
+# A failing `trace -o -` leaves a file named "-" alone.
+with open(os.path.join(work, "-"), "w") as f:
+    f.write("keep")
+rc, out, err = run(["trace", "-", "-o", "-"], b"")
+if rc == 0 or open(os.path.join(work, "-")).read() != "keep":
+    fail(f"trace of an empty stream -o -: exit {rc}; the file named '-' was touched")
+os.remove(os.path.join(work, "-"))
 # An empty stream: no op records, a clear message, exit 2 (as for an empty file).
 rc, out, err = run(["summary", "-"], b"")
 if rc != 2 or "no op records" not in err:
