@@ -135,7 +135,7 @@ Result start_v1(void* ctx, void** h, EventDescrV1* d) noexcept {
   *h = nullptr;
   if (d == nullptr) return kSuccess;
   switch (d->type) {
-    case kGroup: *h = core::start_marker(ctx, EvType::kGroup, false); break;
+    case kGroup: *h = core::start_group(ctx); break;
     case kColl: {
       core::CollStart s;
       s.seq = d->coll.seqNumber;
@@ -185,7 +185,7 @@ Result start_v2(void* ctx, void** h, EventDescrV2* d) noexcept {
   *h = nullptr;
   if (d == nullptr) return kSuccess;
   switch (d->type) {
-    case kGroup: *h = core::start_marker(ctx, EvType::kGroup, false); break;
+    case kGroup: *h = core::start_group(ctx); break;
     case kColl: {
       core::CollStart s;
       s.seq = d->coll.seqNumber;
@@ -223,7 +223,7 @@ Result start_v3(void* ctx, void** h, EventDescrV3* d) noexcept {
   *h = nullptr;
   if (d == nullptr) return kSuccess;
   switch (d->type) {
-    case kGroup: *h = core::start_marker(ctx, EvType::kGroup, false); break;
+    case kGroup: *h = core::start_group(ctx); break;
     case kColl: {
       core::CollStart s;
       s.seq = d->coll.seqNumber;
@@ -316,6 +316,7 @@ core::P2pStart p2p_v4(const D* d) noexcept {
   s.dtype = ni::dtype_from_nccl(d->p2p.datatype);
   s.peer = d->p2p.peer;
   s.n_channels = d->p2p.nChannels;
+  if constexpr (requires { d->p2p.parentGroup; }) s.group = d->p2p.parentGroup;
   s.channels_exact = true;
   return s;
 }
@@ -324,7 +325,7 @@ core::P2pStart p2p_v4(const D* d) noexcept {
 template <typename D>
 void* start_v4_common(void* ctx, const D* d, uint64_t type) noexcept {
   switch (type) {
-    case kGroup: return core::start_marker(ctx, EvType::kGroup, false);
+    case kGroup: return core::start_group(ctx);
     case kColl: return core::start_coll(ctx, d->parentObj, d->rank, coll_v4(d));
     case kP2p: return core::start_p2p(ctx, d->parentObj, d->rank, p2p_v4(d));
     case kKernelCh: return core::start_kernel_ch(ctx, d->parentObj, d->kernelCh.channelId, d->kernelCh.pTimer, true);
@@ -353,7 +354,7 @@ inline bool start_frequent(void* ctx, const D* d, void** out) noexcept {
     return true;
   }
   if (d->type == kGroup) {
-    *out = core::start_marker(ctx, EvType::kGroup, false);
+    *out = core::start_group(ctx);
     return true;
   }
   return false;

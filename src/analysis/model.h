@@ -79,6 +79,9 @@ inline constexpr std::uint8_t kFlagGraph = 4;
 inline constexpr std::uint8_t kFlagHasStart = 8;  // start_wall_ns is an op time (not upstream dump time)
 inline constexpr std::uint8_t kFlagUpstream = 16;  // read from an upstream Inspector v4.0 .log
 inline constexpr std::uint8_t kFlagApiOnly = 32;   // a collective NCCL showed at API level only (log-format.md)
+// An AlltoAll/Gather/Scatter the reader assembled from the Send/Recv records of
+// one launch group (OpSink::wants_assembled): not a record of the log.
+inline constexpr std::uint8_t kFlagAssembled = 64;
 
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 

@@ -45,6 +45,15 @@ class OpSink {
   virtual bool wants_detail() const { return false; }
   // The optional Op fields this sink reads (OpFields bits); validation reads all.
   virtual std::uint32_t op_fields() const { return kOpFieldsAll; }
+  // Also give this sink an AlltoAll, Gather or Scatter op (kFlagAssembled) for
+  // the Send/Recv records of one launch group (p2p `group`) that make one:
+  // AlltoAll on every rank (a Send to and a Recv from every rank of the comm,
+  // one size), Gather and Scatter at their root (Recv from every rank and a
+  // Send to itself, or the reverse); GPU-timed parts with start times only.
+  // Its bytes are the parts' sum in the larger direction, its duration the
+  // parts' span, its busbw nccl-tests' ((n-1)/n), its seq the parts' group
+  // number (the launch order on their thread). Given after its parts.
+  virtual bool wants_assembled() const { return false; }
   // detail is nullptr unless wants_detail(). file is the op's file (being read).
   virtual void on_op(const Op& op, const OpDetail* detail, const FileInfo& file) = 0;
 };

@@ -24,7 +24,7 @@ enum class Field : std::uint8_t {
   kProto, kPeer, kPid, kPluginVersion, kPartial, kP2pPerf, kRank, kReclaimed, kRecordsWritten,
   kReclaimedOps, kSeq, kStartWallNs, kType, kTiming, kTransport, kWallNs, kUncertainty, kSamples,
   kCudaDev, kPciBusId, kIssue, kIssued, kStarted, kP2pStarted, kInFlight, kStuck, kRoot, kEnqueueWallNs, kConfig,
-  kLastFunc, kQuietMs, kApiIssued, kLastApiFunc, kIssueOff, kInstance, kRecordsPending, kApiOnly
+  kLastFunc, kQuietMs, kApiIssued, kLastApiFunc, kIssueOff, kInstance, kRecordsPending, kApiOnly, kGroupNo
 };
 
 Field field_id(std::string_view key);
@@ -45,6 +45,7 @@ struct Line {
   std::string_view comm_name;
   bool has_comm_name = false;
   std::int64_t rank = -1, nranks = 0, nnodes = 0, peer = -1, abi = 0;
+  std::int64_t group = 0;  // p2p: the launch group (0: none written)
   std::int64_t wall_ns = 0;
   bool has_wall = false;
   // Fast path: wall_ns's number token, converted only for the records that use it

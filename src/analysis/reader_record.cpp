@@ -9,7 +9,9 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -64,6 +66,7 @@ class RecordReader final : public ChunkSink {
   RecordReader(FileInfo& info, std::uint32_t idx, OpSink& sink, bool validate)
       : info_(info), idx_(idx), sink_(sink), validate_(validate) {
     want_detail_ = sink.wants_detail();
+    want_assembled_ = sink.wants_assembled() && !validate;
     fields_ = validate ? kOpFieldsAll : sink.op_fields();
   }
 
@@ -76,6 +79,11 @@ class RecordReader final : public ChunkSink {
     lines_.finish(
         info_, [this](const char* p, std::size_t len, bool last) { parse_line(p, len, last); },
         [this] { long_line(); });
+    for (auto& [key, open] : p2p_groups_) {
+      std::sort(open.begin(), open.end(), [](const P2pGroup& a, const P2pGroup& b) { return a.group < b.group; });
+      for (P2pGroup& g : open) assemble(g);
+    }
+    p2p_groups_.clear();
   }
 
   // Called by the scanners, once per field of the line. v by reference: copying
@@ -160,6 +168,16 @@ class RecordReader final : public ChunkSink {
   void note_for_hangs(RecType rt);
   void on_op(RecType rt);
   void fill_op(RecType rt, Op& op);
+  // The P2P ops of one launch group on one (comm, rank), until the group is
+  // complete: a later group's op came twice (records complete out of order a
+  // little), or the file ended.
+  struct P2pGroup {
+    std::int64_t group = 0;
+    std::vector<Op> ops;
+    bool overflow = false;  // more parts than any AlltoAll of its comm has
+  };
+  void add_to_group(const Op& op, std::int64_t group);
+  void assemble(P2pGroup& g);
   void validate_op(const Op& op);
   const CommInfo* find_comm(std::uint64_t h);
 
@@ -168,6 +186,8 @@ class RecordReader final : public ChunkSink {
   OpSink& sink_;
   bool validate_;
   bool want_detail_ = false;
+  bool want_assembled_ = false;
+  std::map<std::pair<std::uint64_t, std::int32_t>, std::vector<P2pGroup>> p2p_groups_;  // (comm, rank) -> open groups
   std::uint32_t fields_ = kOpFieldsAll;
   LineSplitter lines_;
   dom::parser parser_;  // whole lines (fallback)
@@ -284,6 +304,7 @@ template <class V>
     case Field::kPluginVersion: get_str(v, L.plugin_version); break;
     case Field::kPartial: if (get_bool(v, b)) L.partial = b; break;
     case Field::kApiOnly: if (get_bool(v, b)) L.api_only = b; break;
+    case Field::kGroupNo: get_i64(v, L.group); break;
     case Field::kP2pPerf: upstream_op(v, true); break;
     case Field::kRank: get_i64(v, L.rank); break;
     case Field::kReclaimed: if (get_bool(v, b)) L.reclaimed = b; break;
@@ -813,6 +834,99 @@ void RecordReader::on_op(RecType rt) {
   ++info_.ops;
   sink_.on_op(op, want_detail_ ? &detail_ : nullptr, info_);
   if (want_detail_) detail_.clear();
+  if (want_assembled_ && rt == RecType::kOpP2p && L.group > 0) add_to_group(op, L.group);
+}
+
+void RecordReader::add_to_group(const Op& op, std::int64_t group) {
+  std::vector<P2pGroup>& open = p2p_groups_[{op.comm_hash, op.rank}];
+  P2pGroup* g = nullptr;
+  for (P2pGroup& o : open)
+    if (o.group == group) g = &o;
+  if (g == nullptr) {
+    // A third group: the oldest (lowest number: the launching thread counts them) is complete; two may
+    // interleave as their parts complete.
+    if (open.size() == 2) {
+      auto oldest = open[0].group < open[1].group ? open.begin() : open.begin() + 1;
+      assemble(*oldest);
+      open.erase(oldest);
+    }
+    g = &open.emplace_back();
+    g->group = group;
+  }
+  // Bounded: an AlltoAll has 2 n parts; a group with more is no such op.
+  const std::size_t cap = 2 * static_cast<std::size_t>(std::max(op.nranks, 1));
+  if (g->overflow || g->ops.size() >= cap) {
+    g->overflow = true;
+    g->ops.clear();
+    return;
+  }
+  g->ops.push_back(op);
+}
+
+void RecordReader::assemble(P2pGroup& g) {
+  if (g.overflow || g.ops.size() < 3) return;
+  const Op& first = g.ops.front();
+  const int n = first.nranks, r = first.rank;
+  if (n < 2 || r < 0 || r >= n) return;
+  // Bytes per peer and direction; -1: none; -2: more than one part (no such op).
+  std::vector<std::int64_t> send(static_cast<std::size_t>(n), -1), recv(static_cast<std::size_t>(n), -1);
+  std::int64_t lo = INT64_MAX, hi = INT64_MIN;
+  std::uint16_t nch = 0;
+  std::uint8_t transport = 0;
+  for (const Op& o : g.ops) {
+    if (o.nranks != n || o.peer < 0 || o.peer >= n || o.timing != Timing::kGpu || !o.has_start() ||
+        !(o.dur_us >= 0) || (o.flags & (kFlagReclaimed | kFlagPartial)))
+      return;
+    if (o.func != Func::kSend && o.func != Func::kRecv) return;
+    std::int64_t& b = (o.func == Func::kSend ? send : recv)[static_cast<std::size_t>(o.peer)];
+    if (b != -1) return;
+    b = static_cast<std::int64_t>(o.bytes);
+    lo = std::min(lo, o.start_wall_ns);
+    hi = std::max(hi, o.start_wall_ns + static_cast<std::int64_t>(std::llround(o.dur_us * 1000.0)));
+    nch = std::max(nch, o.nchannels);
+    transport = std::max(transport, o.transport);
+  }
+  auto all_peers_same = [&](const std::vector<std::int64_t>& v, std::int64_t& each) {
+    each = v[0];
+    for (std::int64_t b : v)
+      if (b < 0 || b != each) return false;
+    return true;
+  };
+  auto only_self = [&](const std::vector<std::int64_t>& v, std::int64_t each) {
+    for (int p = 0; p < n; ++p)
+      if ((p == r) != (v[static_cast<std::size_t>(p)] >= 0) || (p == r && v[static_cast<std::size_t>(p)] != each))
+        return false;
+    return true;
+  };
+  std::int64_t each = 0, each_r = 0;
+  Func f = Func::kOther;
+  if (all_peers_same(send, each) && all_peers_same(recv, each_r) && each == each_r)
+    f = Func::kAllToAll;
+  else if (all_peers_same(recv, each) && only_self(send, each))
+    f = Func::kGather;
+  else if (all_peers_same(send, each) && only_self(recv, each))
+    f = Func::kScatter;
+  if (f == Func::kOther || each <= 0 || hi <= lo) return;
+  Op a;
+  a.comm_hash = first.comm_hash;
+  a.kind = OpKind::kColl;
+  a.func = f;
+  a.bytes = static_cast<std::uint64_t>(each) * static_cast<std::uint64_t>(n);
+  a.seq = static_cast<std::uint64_t>(g.group);  // the launch order, whatever order the parts were written in
+  a.start_wall_ns = lo;
+  a.dur_us = static_cast<double>(hi - lo) / 1000.0;
+  // nccl-tests: algbw = bytes / time; busbw = algbw (n - 1) / n for all three.
+  a.busbw_gbs = static_cast<double>(a.bytes) / static_cast<double>(hi - lo) * (n - 1) / n;
+  a.rank = r;
+  a.nranks = n;
+  a.nnodes = first.nnodes;
+  a.peer = f == Func::kAllToAll ? -1 : r;
+  a.file_idx = idx_;
+  a.nchannels = nch;
+  a.timing = Timing::kGpu;
+  a.transport = transport;
+  a.flags = kFlagHasStart | kFlagAssembled;
+  sink_.on_op(a, nullptr, info_);
 }
 
 // The Op of the current line; rank and sizes the line lacks come from its

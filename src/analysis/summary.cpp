@@ -96,7 +96,10 @@ bool parse_peak(const std::string& s, std::map<std::string, double>& out) {
 }
 
 void SummarySink::on_op(const Op& op, const OpDetail*, const FileInfo& file) {
-  health.add(op);
+  if (op.flags & kFlagAssembled)
+    ++assembled;  // not a record: the health section counts records
+  else
+    health.add(op);
   GroupKey k;
   if (opt_->group_by == GroupBy::kComm) {
     k.group = op.comm_hash;
@@ -167,6 +170,7 @@ void SummarySink::merge(SummarySink&& o) {
   for (auto& [k, v] : o.advice) advice[k].merge(v);
   labels.merge(o.labels);
   health.merge(o.health);
+  assembled += o.assembled;
 }
 
 DropTotals drop_totals(const ReadResult& res) {
@@ -468,6 +472,11 @@ void summary_table(Report& r, const SummarySink& s, const ReadResult& res, const
         "timing cpu: latency as the CPU saw it (the proxy thread, network progress, or just the enqueue of a "
         "copy-engine collective or of one NCCL showed at API level only, e.g. Broadcast on 2.29+), not the "
         "transfer's; no bandwidth");
+  if (s.assembled > 0)
+    sec.notes.push_back("AlltoAll, Gather, Scatter: " + std::to_string(s.assembled) +
+                        " calls assembled from the Send/Recv records of their launch group (NCCL reports their "
+                        "parts only; AlltoAll on every rank, Gather/Scatter at the root); the parts are also in "
+                        "the Send/Recv rows");
   if (any_sketch)
     sec.notes.push_back("groups with more than 4096 records use a log-bucketed sketch: percentiles within 1%");
 

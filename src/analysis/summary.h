@@ -73,12 +73,14 @@ class SummarySink : public OpSink {
   explicit SummarySink(const SummaryOptions& o) : opt_(&o) {}
   void on_op(const Op& op, const OpDetail*, const FileInfo& file) override;
   std::uint32_t op_fields() const override { return 0; }  // no seq, channels or balance
+  bool wants_assembled() const override { return true; }   // AlltoAll/Gather/Scatter rows (reader.h)
   void merge(SummarySink&& o);
 
   std::unordered_map<GroupKey, GroupAcc, GroupKeyHash> groups;
   std::unordered_map<GroupKey, GroupAcc, GroupKeyHash> advice;  // group=0, rank=-1: across comms
   std::map<std::uint64_t, std::string> labels;  // group id -> label (host/rack modes)
   OpHealth health;
+  std::uint64_t assembled = 0;  // AlltoAll/Gather/Scatter ops assembled from Send/Recv records (not in health)
 
  private:
   // Per-op lookup: an open-addressed table (power-of-two size, linear probing) from

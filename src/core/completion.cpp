@@ -141,7 +141,8 @@ __attribute__((always_inline)) inline void write_header(OpRecord& r, const OpSlo
   r.reserved_[0] = r.reserved_[1] = 0;  // OpStart::pad_
   zero_after_start(r);
   // Relaxed: written before the handle was published (see start_coll()).
-  if (r.kind == static_cast<uint8_t>(OpKind::kColl)) r.issue = s.issue.load(std::memory_order_relaxed);
+  // Collectives: the issue index; P2P: the group number (start_p2p).
+  if (r.kind != static_cast<uint8_t>(OpKind::kCe)) r.issue = s.issue.load(std::memory_order_relaxed);
   if (reclaimed) {
     r.flags |= kFlagReclaimed;
     r.complete_ns = clk::now_ns();

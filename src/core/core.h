@@ -58,6 +58,7 @@ struct CollStart {
 struct P2pStart {
   uint64_t count = 0;
   uint64_t comm_hash = 0;  // v1-v3 only
+  const void* group = nullptr;  // its Group's handle (v5+: parentGroup; before: the parent itself)
   Func func = Func::kUnknown;
   DType dtype = DType::kUnknown;
   int peer = -1;
@@ -119,6 +120,9 @@ void* start_proxy_step(void* ctx, void* parent, int step) noexcept;
 void* start_net_plugin(void* ctx, void* parent, const NetTransfer& t) noexcept;
 // Group, GroupApi, CollApi, P2pApi, KernelLaunch, ProxyCtrl.
 void* start_marker(void* ctx, EvType type, bool graph_captured) noexcept;
+// Group (one kernel plan): a marker numbered per thread, so that the P2P ops
+// launched together carry the same group number (their record's `group`).
+void* start_group(void* ctx) noexcept;
 // CollApi (v6+): a marker that also counts the application's collective
 // calls per comm; a call that never gets a Coll event (Broadcast on 2.29+,
 // profiler-abi.md §8.8) is an op of its own, timed by the API call.

@@ -162,7 +162,8 @@ struct OpRecord {
   // Collectives: the op's place in its comm's issue order on this rank (0 =
   // the comm's first collective; every collective counted, recorded or not;
   // low 32 bits). Ranks that agree issued the same collective at the same
-  // place. 0 for P2P and CE ops.
+  // place. P2P: the number of the Group (kernel plan) it was launched in,
+  // counted per launching thread (0 = unknown). 0 for CE ops.
   uint32_t issue;
   uint16_t net_peer_count;
   uint8_t timing;         // TimingSource

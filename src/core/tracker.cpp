@@ -392,6 +392,13 @@ void* start_p2p(void* ctx, void* parent, int rank, const P2pStart& d) noexcept {
   show(r.n_channels, d.n_channels);
   show(r.peer, d.peer);
   r.flags |= kFlagSeqOwn;
+  // The Group it was launched in (start_group): P2P ops of one ncclGroup (an
+  // AlltoAll's Send/Recv parts) share it. Relaxed: published with the handle.
+  const Handle g = decode(d.group != nullptr ? d.group : parent);
+  if (g.tag == Tag::kMarker && g.extra == static_cast<uint32_t>(EvType::kGroup))
+    s->issue.store(g.gen, std::memory_order_relaxed);
+  else
+    s->issue.store(0, std::memory_order_relaxed);
   return open_op(*s, slot);
 }
 
@@ -784,6 +791,16 @@ __attribute__((noinline, cold)) void* start_api_only(Runtime* rt, Context* c, co
   return open_op(*s, slot);
 }
 }  // namespace
+
+void* start_group(void* ctx) noexcept {
+  (void)ctx;
+  static thread_local uint32_t n_groups = 0;  // this thread's Group events (the launching thread's)
+  Handle h;
+  h.tag = Tag::kMarker;
+  h.extra = static_cast<uint32_t>(EvType::kGroup);
+  h.gen = ++n_groups;
+  return encode(h);
+}
 
 void* start_coll_api(void* ctx, const CollApiStart& a) noexcept {
   if (Runtime* rt = runtime()) {

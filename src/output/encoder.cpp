@@ -283,7 +283,10 @@ void Encoder::op_identity(Buf& b, const OpRecord& r, const CommInfo* comm, int n
   if (kind == OpKind::kColl && (r.flags & kFlagApiOnly) == 0)
     kv_int(b, sc::kIssueOff, static_cast<int64_t>(static_cast<int32_t>(r.issue - static_cast<uint32_t>(r.seq))));
   kv_str(b, sc::kFunc, func_name(func));
-  if (kind == OpKind::kP2p) kv_int(b, sc::kPeer, r.peer);
+  if (kind == OpKind::kP2p) {
+    kv_int(b, sc::kPeer, r.peer);
+    if (r.issue != 0) kv_int(b, sc::kGroupNo, r.issue);
+  }
   kv_str(b, sc::kDtype, dtype_name(enum_or(r.dtype, DType::kCount_, DType::kUnknown)));
   kv_int(b, sc::kCount, r.count);
   kv_int(b, sc::kBytes, r.bytes);

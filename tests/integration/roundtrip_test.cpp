@@ -138,6 +138,116 @@ INSTANTIATE_TEST_SUITE_P(Releases, RoundTrip, ::testing::Values("2.23", "2.26", 
                            return "nccl_" + s;
                          });
 
+// AlltoAll, Gather and Scatter reach the plugin as their Send/Recv parts only
+// (NCCL 2.28+, profiler-abi §8.3); the reader assembles one op per call from
+// the parts of one launch group (reader.h, wants_assembled): every AlltoAll on
+// every rank, Gather/Scatter at the root, with the parts' bytes and GPU span,
+// and nothing for other groups of sends and receives.
+struct AssembledSink : ana::CollectSink {
+  bool wants_assembled() const override { return true; }
+  void merge(AssembledSink&& o) { CollectSink::merge(std::move(o)); }
+};
+
+class Assembled : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(Assembled, AlltoAllGatherScatterFromTheirParts) {
+  const std::string version = GetParam();
+  fs::path dir = temp_dir("asm" + version);
+  fs::create_directories(dir);
+  {
+    std::ofstream w(dir / "w.json");
+    w << R"({"world": 8, "nodes": 2,
+      "comms": [{"name": "tp", "nranks": 4, "layout": "contiguous", "nchannels": 4},
+                {"name": "dp", "nranks": 2, "layout": "strided", "nchannels": 2}],
+      "program": [{"comm": "tp", "func": "AlltoAll", "bytes": 262144}, {"comm": "tp", "func": "AllReduce", "bytes": 1048576},
+                  {"comm": "tp", "func": "AlltoAll", "bytes": 65536}, {"comm": "tp", "func": "Gather", "bytes": 65536, "root": 1},
+                  {"comm": "tp", "func": "Scatter", "bytes": 131072, "root": 2}, {"comm": "dp", "func": "SendRecv", "bytes": 65536},
+                  {"comm": "tp", "func": "SendRecv", "bytes": 65536, "shift": 2}, {"comm": "dp", "func": "AlltoAll", "bytes": 1048576}],
+      "iterations": 0})";
+  }
+  const std::string cmd = "NCCL_INSPECTOR_DUMP_DIR=" + (dir / "logs").string() + " NCCL_DEBUG=WARN " + NI_EMU_PATH +
+                          " --plugin " + NI_PLUGIN_PATH + " --nccl " + version + " --pace none --quiet --workload " +
+                          (dir / "w.json").string() + " --truth " + (dir / "truth.jsonl").string() + " > " +
+                          (dir / "emu.log").string() + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+
+  // The truth's parts, per (comm, rank, function): in issue order, so that call k is parts [k m, (k+1) m).
+  using Key = std::tuple<uint64_t, int, std::string>;
+  std::map<Key, std::vector<json>> parts;
+  std::ifstream tf(dir / "truth.jsonl");
+  std::string line;
+  while (std::getline(tf, line)) {
+    json t = json::parse(line);
+    const std::string api = t.value("api_func", "");
+    if (t.value("type", "") != "op" || !t.value("visible", false) || t["kind"] != "p2p") continue;
+    if (api != "AlltoAll" && api != "Gather" && api != "Scatter") continue;
+    uint64_t hash = 0;
+    ASSERT_TRUE(ana::parse_hash(t["comm_hash"].get<std::string>(), hash));
+    parts[Key{hash, t["rank"].get<int>(), api}].push_back(t);
+  }
+  ASSERT_FALSE(parts.empty());
+
+  ana::Discovery d = ana::discover_files({(dir / "logs").string()});
+  ASSERT_TRUE(d.error.empty()) << d.error;
+  ana::ReadResult res;
+  ana::ReadOptions ro;
+  ro.progress = 0;
+  auto sink = ana::read_merged<AssembledSink>(d.files, ro, 2, res);
+  std::map<Key, std::vector<const ana::Op*>> got;
+  for (const ana::Op& op : sink->ops)
+    if (op.flags & ana::kFlagAssembled) got[Key{op.comm_hash, op.rank, func_name(op)}].push_back(&op);
+
+  size_t expected_total = 0;
+  for (auto& [k, ps] : parts) {
+    const int n = ps.front()["nranks"].get<int>();
+    const std::string& f = std::get<2>(k);
+    const int rank = std::get<1>(k);
+    // The root is the rank with the parts of the other direction (the truth's root is a collective's field).
+    const std::string root_part = f == "Gather" ? "Recv" : "Send";
+    const bool root = std::any_of(ps.begin(), ps.end(), [&](const json& t) { return t["func"] == root_part; });
+    const size_t per_call = f == "AlltoAll" ? 2u * n : root ? n + 1u : 1u;
+    ASSERT_EQ(ps.size() % per_call, 0u) << f;
+    const size_t calls = ps.size() / per_call;
+    auto& ops = got[k];
+    if (f != "AlltoAll" && !root) {
+      EXPECT_TRUE(ops.empty()) << f << " rank " << rank << ": only the root's parts tell the call";
+      continue;
+    }
+    ASSERT_EQ(ops.size(), calls) << f << " rank " << rank;
+    expected_total += calls;
+    std::sort(ops.begin(), ops.end(), [](auto* a, auto* b) { return a->seq < b->seq; });
+    for (size_t c = 0; c < calls; ++c) {
+      uint64_t lo = UINT64_MAX, hi = 0, bytes = 0;
+      for (size_t i = c * per_call; i < (c + 1) * per_call; ++i) {
+        for (auto v : ps[i]["ch_start_ptimer_ns"]) lo = std::min(lo, v.get<uint64_t>());
+        for (auto v : ps[i]["ch_stop_ptimer_ns"]) hi = std::max(hi, v.get<uint64_t>());
+        bytes = ps[i]["bytes"].get<uint64_t>();
+      }
+      const ana::Op& a = *ops[c];
+      EXPECT_EQ(a.bytes, bytes * n) << f;
+      EXPECT_NEAR(a.dur_us, static_cast<double>(hi - lo) / 1000.0, 0.003) << f << " call " << c << " rank " << rank;
+      EXPECT_NEAR(a.busbw_gbs, static_cast<double>(a.bytes) / (a.dur_us * 1000.0) * (n - 1) / n, 1e-6 * a.busbw_gbs);
+      EXPECT_EQ(a.kind, ana::OpKind::kColl);
+      EXPECT_EQ(a.timing, ana::Timing::kGpu);
+    }
+  }
+  size_t total = 0;
+  for (auto& [k, ops] : got) total += ops.size();
+  EXPECT_EQ(total, expected_total) << "no op assembled from other groups (SendRecv rings)";
+  EXPECT_GE(expected_total, 4u * 2 * 2 + 2 * 2 + 2);  // AlltoAll x2 on 8 tp ranks, dp AlltoAll on 8, roots
+  // Only a sink that asks gets them: the record counts are the log's.
+  Read plain = read_dir(dir / "logs");
+  for (const ana::Op& op : plain.ops) EXPECT_EQ(op.flags & ana::kFlagAssembled, 0);
+  EXPECT_EQ(plain.ops.size() + total, sink->ops.size());
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Releases, Assembled, ::testing::Values("2.27", "2.28", "2.30"), [](const auto& p) {
+  std::string s = p.param;
+  std::replace(s.begin(), s.end(), '.', '_');
+  return "nccl_" + s;
+});
+
 // A burst of one million collectives through a deliberately tiny ring: the
 // plugin keeps up or drops, and every op is either in the log or counted.
 TEST(Burst, MillionOpsThroughATinyRingAreWrittenOrCounted) {
