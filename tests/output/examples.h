@@ -106,6 +106,7 @@ inline std::vector<std::pair<std::string, std::string>> log_examples() {
   OpRecord p = r;
   p.kind = static_cast<uint8_t>(OpKind::kP2p);
   p.func = static_cast<uint8_t>(Func::kSend);
+  p.issue = 12;  // its launch group
   p.seq = 77;
   p.flags = kFlagSeqOwn;
   p.peer = 4;
