@@ -345,7 +345,20 @@ const ClockEstimate* DumpSink::cycle_clock(CommEntry* ce, const OpRecord& r) {
     ce->cycle_clock = src_->clock(r.comm_id);
     ce->clock_cycle = cycle_no_;
   }
+  if (static_cast<OpKind>(r.kind) == OpKind::kP2p && r.issue != 0) return group_clock(ce, r.issue);
   return &ce->cycle_clock;
+}
+
+// The estimate pinned for launch group `group`; a new group replaces the
+// older of the two pinned (two groups' parts may interleave in the rings).
+const ClockEstimate* DumpSink::group_clock(CommEntry* ce, uint32_t group) {
+  auto& pins = ce->group_clock;
+  for (auto& p : pins)
+    if (p.group == group) return &p.clock;
+  auto& slot = pins[0].group <= pins[1].group ? pins[0] : pins[1];
+  slot.group = group;
+  slot.clock = ce->cycle_clock;
+  return &slot.clock;
 }
 
 void DumpSink::dispatch_record(const OpRecord& r) {

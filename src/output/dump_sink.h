@@ -89,6 +89,14 @@ class DumpSink final : public Sink {
     ClockEstimate clock;      // last clock estimate handed out (valid=false: none)
     ClockEstimate cycle_clock;// estimate used for this cycle's records
     uint64_t clock_cycle = UINT64_MAX;
+    // The estimate the first drained part of a P2P launch group was written
+    // with, used for all its parts (the last two groups): the reader takes an
+    // AlltoAll's span from its parts' start_wall_ns, exact only if one offset
+    // converted them all, and the estimate moves between cycles.
+    struct GroupClock {
+      uint32_t group = 0;  // 0: none
+      ClockEstimate clock;
+    } group_clock[2];
     // Progress lines (report_progress()): the state's fingerprint as last
     // seen and as last written, and when each happened.
     uint64_t progress_seen = 0, progress_written = 0;
@@ -110,6 +118,7 @@ class DumpSink final : public Sink {
   void announce(const CommInfo& c, int64_t wall);
   void dispatch_record(const OpRecord& r);
   const ClockEstimate* cycle_clock(CommEntry* ce, const OpRecord& r);
+  static const ClockEstimate* group_clock(CommEntry* ce, uint32_t group);
   void remove_comms(const std::vector<uint32_t>& removed, int64_t wall);
   void hand_out_clocks(int64_t wall);
   void report_progress(uint64_t now);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <map>
 #include <thread>
 
 #include "tests/output/fake_source.h"
@@ -215,6 +216,49 @@ TEST(DumpSinkTest, ClockRecordsAndGpuTimes) {
   EXPECT_DOUBLE_EQ(colls[0]["dur_us"].get<double>(), 50.0);
   EXPECT_TRUE(colls[1].contains("start_wall_ns"));
   EXPECT_EQ(testing::count_type(lines, "clock"), 1u);
+}
+
+// The parts of one P2P launch group are written with one clock estimate,
+// even when they are drained in cycles between which the estimate moved: the
+// reader takes an AlltoAll's span from their start_wall_ns (reader_record.cpp,
+// assemble). The CI failure this pins: a 470 us move made an 8.5 us AlltoAll
+// 475 us long.
+TEST(DumpSinkTest, PartsOfOneLaunchGroupShareTheirClockEstimate) {
+  TempDir d;
+  Rig rig;
+  rig.sink->start(test_config(d.path(), 1000), nullptr);
+  rig.src->set_comm(make_comm(1));
+  rig.sink->comm_added(make_comm(1));
+  const int64_t off1 = static_cast<int64_t>(testing::mono_ns()), off2 = off1 - 470000;
+  rig.src->set_clock(ClockEstimate{1, true, off1, 500, 10});
+  auto part = [](uint32_t group, uint64_t start, int32_t peer) {
+    OpRecord r = make_coll(1, 0, Func::kSend);
+    r.kind = static_cast<uint8_t>(OpKind::kP2p);
+    r.peer = peer;
+    r.issue = group;
+    r.timing = static_cast<uint8_t>(TimingSource::kGpu);
+    r.start_ns = start;
+    r.end_ns = start + 8000;
+    return r;
+  };
+  rig.src->push(part(5, 1000, 1));
+  rig.src->push(part(4, 1000, 1));
+  EXPECT_TRUE(wait_for([&] { return testing::count_type(all_lines(d.path()), "p2p") == 2; }));
+  rig.src->set_clock(ClockEstimate{1, true, off2, 500, 11});
+  std::this_thread::sleep_for(20ms);
+  rig.src->push(part(5, 1500, 2));  // group 5 again: the first part's estimate
+  rig.src->push(part(6, 1500, 2));  // a new group: the new estimate, replacing group 4's pin
+  rig.src->push(part(4, 1500, 3));  // group 4 unpinned by then: the new estimate
+  rig.src->push(OpRecord(make_coll(1, 1)));
+  rig.sink->stop();
+  std::map<std::pair<int64_t, int64_t>, int64_t> wall;  // (group, peer) -> start_wall_ns
+  for (auto& j : all_lines(d.path()))
+    if (j["type"] == "p2p") wall[{j["group"].get<int64_t>(), j["peer"].get<int64_t>()}] = j["start_wall_ns"].get<int64_t>();
+  ASSERT_EQ(wall.size(), 5u);
+  auto at = [&](int64_t g, int64_t peer) { return wall[std::make_pair(g, peer)]; };
+  EXPECT_EQ(at(5, 2) - at(5, 1), 500);
+  EXPECT_EQ(at(6, 2) - at(5, 1), 500 - 470000);
+  EXPECT_EQ(at(4, 3) - at(4, 1), 500 - 470000);
 }
 
 TEST(DumpSinkTest, EnospcCountsLossesThenResumes) {
