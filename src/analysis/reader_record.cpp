@@ -79,10 +79,8 @@ class RecordReader final : public ChunkSink {
     lines_.finish(
         info_, [this](const char* p, std::size_t len, bool last) { parse_line(p, len, last); },
         [this] { long_line(); });
-    for (auto& [key, open] : p2p_groups_) {
-      std::sort(open.begin(), open.end(), [](const P2pGroup& a, const P2pGroup& b) { return a.group < b.group; });
-      for (P2pGroup& g : open) assemble(g);
-    }
+    for (auto& [key, open] : p2p_groups_)
+      for (const auto& [no, g] : open) assemble(key.first, key.second, no, g);
     p2p_groups_.clear();
   }
 
@@ -168,16 +166,32 @@ class RecordReader final : public ChunkSink {
   void note_for_hangs(RecType rt);
   void on_op(RecType rt);
   void fill_op(RecType rt, Op& op);
-  // The P2P ops of one launch group on one (comm, rank), until the group is
-  // complete: a later group's op came twice (records complete out of order a
-  // little), or the file ended.
-  struct P2pGroup {
-    std::int64_t group = 0;
-    std::vector<Op> ops;
-    bool overflow = false;  // more parts than any AlltoAll of its comm has
+  // The P2P parts of one launch group on one (comm, rank), until the group is
+  // complete: it has the 2 n parts of an AlltoAll, it is the oldest when the
+  // open groups hold too much, or the file ended. Parts of many groups
+  // interleave: a dump cycle (100 ms by default) writes each thread's ring in
+  // turn, and a part is in the ring of the thread that completed it
+  // (launching or proxy thread, profiler-abi §9).
+  struct Part {
+    std::int64_t lo = 0, hi = 0;  // its GPU span on the wall clock (ns)
+    std::int64_t bytes = 0;
+    std::int32_t peer = -1;
+    std::uint16_t nch = 0;
+    bool send = false;
+    std::uint8_t transport = 0;
   };
+  struct P2pGroup {
+    std::int32_t nranks = 0;
+    std::uint16_t nnodes = 0;
+    bool bad = false;  // a part no assembly can use, or more parts than an AlltoAll has
+    std::vector<Part> parts;
+  };
+  using GroupKey = std::pair<std::uint64_t, std::int32_t>;  // (comm, rank)
+  // Bounds on what is held open, over all (comm, rank) of the file: ~2.5 MB.
+  static constexpr std::size_t kOpenGroups = 4096, kOpenParts = 65536;
   void add_to_group(const Op& op, std::int64_t group);
-  void assemble(P2pGroup& g);
+  void assemble(std::uint64_t comm_hash, std::int32_t rank, std::int64_t group, const P2pGroup& g);
+  void evict_oldest(const GroupKey& prefer, std::int64_t keep);
   void validate_op(const Op& op);
   const CommInfo* find_comm(std::uint64_t h);
 
@@ -187,7 +201,9 @@ class RecordReader final : public ChunkSink {
   bool validate_;
   bool want_detail_ = false;
   bool want_assembled_ = false;
-  std::map<std::pair<std::uint64_t, std::int32_t>, std::vector<P2pGroup>> p2p_groups_;  // (comm, rank) -> open groups
+  std::map<GroupKey, std::map<std::int64_t, P2pGroup>> p2p_groups_;  // (comm, rank) -> group number -> its parts
+  std::size_t open_groups_ = 0, open_parts_ = 0;
+  std::vector<std::int64_t> asm_send_, asm_recv_;  // assemble()'s per-peer bytes, reused
   std::uint32_t fields_ = kOpFieldsAll;
   LineSplitter lines_;
   dom::parser parser_;  // whole lines (fallback)
@@ -838,53 +854,90 @@ void RecordReader::on_op(RecType rt) {
 }
 
 void RecordReader::add_to_group(const Op& op, std::int64_t group) {
-  std::vector<P2pGroup>& open = p2p_groups_[{op.comm_hash, op.rank}];
-  P2pGroup* g = nullptr;
-  for (P2pGroup& o : open)
-    if (o.group == group) g = &o;
-  if (g == nullptr) {
-    // A third group: the oldest (lowest number: the launching thread counts them) is complete; two may
-    // interleave as their parts complete.
-    if (open.size() == 2) {
-      auto oldest = open[0].group < open[1].group ? open.begin() : open.begin() + 1;
-      assemble(*oldest);
-      open.erase(oldest);
-    }
-    g = &open.emplace_back();
-    g->group = group;
+  const GroupKey key{op.comm_hash, op.rank};
+  auto [it, added] = p2p_groups_[key].try_emplace(group);
+  P2pGroup& g = it->second;
+  if (added) {
+    g.nranks = op.nranks;
+    g.nnodes = op.nnodes;
+    ++open_groups_;
   }
   // Bounded: an AlltoAll has 2 n parts; a group with more is no such op.
-  const std::size_t cap = 2 * static_cast<std::size_t>(std::max(op.nranks, 1));
-  if (g->overflow || g->ops.size() >= cap) {
-    g->overflow = true;
-    g->ops.clear();
-    return;
+  const std::size_t full = 2 * static_cast<std::size_t>(std::max(op.nranks, 1));
+  const bool usable = op.nranks == g.nranks && op.peer >= 0 && op.peer < op.nranks && op.timing == Timing::kGpu &&
+                      op.has_start() && op.dur_us >= 0 && (op.flags & (kFlagReclaimed | kFlagPartial)) == 0 &&
+                      (op.func == Func::kSend || op.func == Func::kRecv);
+  if (g.bad || !usable || g.parts.size() >= full) {
+    g.bad = true;
+    open_parts_ -= g.parts.size();
+    std::vector<Part>().swap(g.parts);
+  } else {
+    Part& p = g.parts.emplace_back();
+    ++open_parts_;
+    p.lo = op.start_wall_ns;
+    p.hi = op.start_wall_ns + static_cast<std::int64_t>(std::llround(op.dur_us * 1000.0));
+    p.bytes = static_cast<std::int64_t>(op.bytes);
+    p.peer = op.peer;
+    p.nch = op.nchannels;
+    p.send = op.func == Func::kSend;
+    p.transport = op.transport;
+    if (g.parts.size() == full) {
+      // Every part of an AlltoAll: nothing more can join it.
+      assemble(key.first, key.second, group, g);
+      open_parts_ -= g.parts.size();
+      --open_groups_;
+      p2p_groups_[key].erase(it);
+      return;
+    }
   }
-  g->ops.push_back(op);
+  while (open_groups_ > kOpenGroups || open_parts_ > kOpenParts) evict_oldest(key, group);
 }
 
-void RecordReader::assemble(P2pGroup& g) {
-  if (g.overflow || g.ops.size() < 3) return;
-  const Op& first = g.ops.front();
-  const int n = first.nranks, r = first.rank;
+// Assembles and drops the oldest open group (lowest number: the launching
+// thread counts them) of `prefer`, or of another (comm, rank) when `prefer`
+// holds only `keep`: it is presumed complete.
+void RecordReader::evict_oldest(const GroupKey& prefer, std::int64_t keep) {
+  auto from = p2p_groups_.find(prefer);
+  if (from == p2p_groups_.end() || from->second.empty() ||
+      (from->second.size() == 1 && from->second.begin()->first == keep)) {
+    from = std::find_if(p2p_groups_.begin(), p2p_groups_.end(),
+                        [&](const auto& kv) { return kv.first != prefer && !kv.second.empty(); });
+    if (from == p2p_groups_.end()) {
+      // Only the group being filled: over the budget by itself (cannot be: a
+      // group holds at most 2 n parts, and n fits the budget); stop holding it.
+      open_groups_ = open_parts_ = 0;
+      p2p_groups_.clear();
+      return;
+    }
+  }
+  auto oldest = from->second.begin();
+  if (oldest->first == keep && from->first == prefer) ++oldest;
+  assemble(from->first.first, from->first.second, oldest->first, oldest->second);
+  open_parts_ -= oldest->second.parts.size();
+  --open_groups_;
+  from->second.erase(oldest);
+}
+
+void RecordReader::assemble(std::uint64_t comm_hash, std::int32_t r, std::int64_t group, const P2pGroup& g) {
+  if (g.bad || g.parts.size() < 3) return;
+  const int n = g.nranks;
   if (n < 2 || r < 0 || r >= n) return;
-  // Bytes per peer and direction; -1: none; -2: more than one part (no such op).
-  std::vector<std::int64_t> send(static_cast<std::size_t>(n), -1), recv(static_cast<std::size_t>(n), -1);
+  // Bytes per peer and direction; -1: none.
+  std::vector<std::int64_t>& send = asm_send_;
+  std::vector<std::int64_t>& recv = asm_recv_;
+  send.assign(static_cast<std::size_t>(n), -1);
+  recv.assign(static_cast<std::size_t>(n), -1);
   std::int64_t lo = INT64_MAX, hi = INT64_MIN;
   std::uint16_t nch = 0;
   std::uint8_t transport = 0;
-  for (const Op& o : g.ops) {
-    if (o.nranks != n || o.peer < 0 || o.peer >= n || o.timing != Timing::kGpu || !o.has_start() ||
-        !(o.dur_us >= 0) || (o.flags & (kFlagReclaimed | kFlagPartial)))
-      return;
-    if (o.func != Func::kSend && o.func != Func::kRecv) return;
-    std::int64_t& b = (o.func == Func::kSend ? send : recv)[static_cast<std::size_t>(o.peer)];
-    if (b != -1) return;
-    b = static_cast<std::int64_t>(o.bytes);
-    lo = std::min(lo, o.start_wall_ns);
-    hi = std::max(hi, o.start_wall_ns + static_cast<std::int64_t>(std::llround(o.dur_us * 1000.0)));
-    nch = std::max(nch, o.nchannels);
-    transport = std::max(transport, o.transport);
+  for (const Part& p : g.parts) {
+    std::int64_t& b = (p.send ? send : recv)[static_cast<std::size_t>(p.peer)];
+    if (b != -1) return;  // two parts to one peer in one direction: no such op
+    b = p.bytes;
+    lo = std::min(lo, p.lo);
+    hi = std::max(hi, p.hi);
+    nch = std::max(nch, p.nch);
+    transport = std::max(transport, p.transport);
   }
   auto all_peers_same = [&](const std::vector<std::int64_t>& v, std::int64_t& each) {
     each = v[0];
@@ -908,18 +961,18 @@ void RecordReader::assemble(P2pGroup& g) {
     f = Func::kScatter;
   if (f == Func::kOther || each <= 0 || hi <= lo) return;
   Op a;
-  a.comm_hash = first.comm_hash;
+  a.comm_hash = comm_hash;
   a.kind = OpKind::kColl;
   a.func = f;
   a.bytes = static_cast<std::uint64_t>(each) * static_cast<std::uint64_t>(n);
-  a.seq = static_cast<std::uint64_t>(g.group);  // the launch order, whatever order the parts were written in
+  a.seq = static_cast<std::uint64_t>(group);  // the launch order, whatever order the parts were written in
   a.start_wall_ns = lo;
   a.dur_us = static_cast<double>(hi - lo) / 1000.0;
   // nccl-tests: algbw = bytes / time; busbw = algbw (n - 1) / n for all three.
   a.busbw_gbs = static_cast<double>(a.bytes) / static_cast<double>(hi - lo) * (n - 1) / n;
   a.rank = r;
   a.nranks = n;
-  a.nnodes = first.nnodes;
+  a.nnodes = g.nnodes;
   a.peer = f == Func::kAllToAll ? -1 : r;
   a.file_idx = idx_;
   a.nchannels = nch;

@@ -6,10 +6,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <random>
 #include <sstream>
 #include <tuple>
 
+#include "src/analysis/collect_sink.h"
 #include "src/analysis/export.h"
 #include "src/analysis/iterations.h"
 #include "tests/analysis/fixtures.h"
@@ -1064,4 +1066,86 @@ TEST(Reader, OneGrammarForTheFastPathAndValidate) {
       EXPECT_EQ(vops->ops[k].start_wall_ns, ops->ops[k].start_wall_ns) << line;
     }
   }
+}
+
+// AlltoAll assembly when the parts of many launch groups interleave, as a
+// 100 ms dump cycle writes them: each thread's ring in turn, and a part sits in
+// the ring of whichever thread completed it (launching or proxy thread). Here
+// 70 groups' Sends come before any of their Recvs, SendRecv groups (2 parts,
+// never an op) sit between them, and one AlltoAll part is CPU-timed (its
+// group is no op).
+struct AsmSink : ana::CollectSink {
+  bool wants_assembled() const override { return true; }
+  void merge(AsmSink&& o) { CollectSink::merge(std::move(o)); }
+};
+
+TEST(Assembly, AlltoAllFromPartsOfManyInterleavedGroups) {
+  const auto dir = ni::test::temp_dir("asm_interleaved");
+  const int n = 4, groups = 70, rank = 1;
+  std::string text = R"({"type":"meta","format":"nccl-inspector-log","format_version":1,"host":"h","pid":1})" "\n";
+  text += R"({"type":"comm","comm_id":1,"comm_hash":"0xa1","rank":1,"nranks":4,"nnodes":1})" "\n";
+  const std::int64_t t0 = 1700000000000000000;
+  auto part = [&](int g, const char* f, int peer, std::int64_t start, double dur, const char* timing = "gpu") {
+    char b[512];
+    std::snprintf(b, sizeof b,
+                  R"({"type":"p2p","comm_id":1,"comm_hash":"0xa1","rank":%d,"nranks":%d,"seq":%d,"func":"%s","peer":%d,)"
+                  R"("group":%d,"bytes":1024,"nchannels":1,"start_wall_ns":%lld,"dur_us":%.3f,"timing":"%s"})" "\n",
+                  rank, n, g, f, peer, g, static_cast<long long>(start), dur, timing);
+    return std::string(b);
+  };
+  // Group g (AlltoAll, odd numbers) starts at t0 + g ms; its parts end at
+  // start + 10 us + peer us, so its span is 10 + 3 us (the last peer, 3).
+  for (int g = 1; g <= 2 * groups; g += 2)
+    for (int p = 0; p < n; ++p)
+      text += part(g, "Send", p, t0 + g * 1000000LL, 10.0 + p, g == 5 && p == 2 ? "proxy_cpu" : "gpu");
+  for (int g = 2; g <= 2 * groups; g += 2) text += part(g, "Send", (rank + 1) % n, t0 + g * 1000000LL, 5);
+  for (int g = 1; g <= 2 * groups; g += 2)
+    for (int p = 0; p < n; ++p) text += part(g, "Recv", p, t0 + g * 1000000LL, 10.0 + p);
+  for (int g = 2; g <= 2 * groups; g += 2) text += part(g, "Recv", (rank + n - 1) % n, t0 + g * 1000000LL, 5);
+  ni::test::write_gz(dir + "/h-pid1.jsonl.gz", {text});
+  auto d = ana::discover_files({dir});
+  ASSERT_EQ(d.error, "");
+  ana::ReadResult res;
+  ana::ReadOptions ro;
+  ro.progress = 0;
+  auto sink = ana::read_merged<AsmSink>(d.files, ro, 1, res);
+  std::map<std::uint64_t, const ana::Op*> got;  // group -> op
+  std::size_t records = 0;
+  for (const ana::Op& op : sink->ops) {
+    if (!(op.flags & ana::kFlagAssembled)) {
+      ++records;
+      continue;
+    }
+    EXPECT_TRUE(got.emplace(op.seq, &op).second) << "group " << op.seq << " twice";
+  }
+  EXPECT_EQ(records, static_cast<std::size_t>(groups) * (2 * n + 2));
+  ASSERT_EQ(got.size(), static_cast<std::size_t>(groups - 1));  // all AlltoAlls but group 5
+  EXPECT_EQ(got.count(5), 0u);
+  for (const auto& [g, op] : got) {
+    EXPECT_EQ(g % 2, 1u);
+    EXPECT_EQ(op->func, ana::Func::kAllToAll);
+    EXPECT_EQ(op->bytes, 1024u * n);
+    EXPECT_EQ(op->start_wall_ns, t0 + static_cast<std::int64_t>(g) * 1000000LL);
+    EXPECT_NEAR(op->dur_us, 13.0, 1e-9) << "group " << g;
+    EXPECT_EQ(op->rank, rank);
+  }
+
+  // Bounded: 5,000 groups opened after groups 1-10 sent and before they
+  // received push them out (4,096 open at most). Their late parts then make
+  // no op, never a wrong one; a later complete AlltoAll still does.
+  text = text.substr(0, text.find("\n", text.find("\"comm\"")) + 1);
+  for (int g = 1; g <= 10; ++g)
+    for (int p = 0; p < n; ++p) text += part(g, "Send", p, t0 + g * 1000000LL, 10.0 + p);
+  for (int g = 11; g <= 5010; ++g) text += part(g, "Send", 0, t0 + g * 1000000LL, 5);
+  for (int g = 1; g <= 10; ++g)
+    for (int p = 0; p < n; ++p) text += part(g, "Recv", p, t0 + g * 1000000LL, 10.0 + p);
+  for (const char* f : {"Send", "Recv"})
+    for (int p = 0; p < n; ++p) text += part(6000, f, p, t0 + 6000 * 1000000LL, 10.0 + p);
+  ni::test::write_gz(dir + "/h-pid1.jsonl.gz", {text});
+  ana::ReadResult res2;
+  sink = ana::read_merged<AsmSink>(ana::discover_files({dir}).files, ro, 1, res2);
+  std::vector<std::uint64_t> assembled;
+  for (const ana::Op& op : sink->ops)
+    if (op.flags & ana::kFlagAssembled) assembled.push_back(op.seq);
+  EXPECT_EQ(assembled, std::vector<std::uint64_t>{6000});
 }
