@@ -345,20 +345,34 @@ const ClockEstimate* DumpSink::cycle_clock(CommEntry* ce, const OpRecord& r) {
     ce->cycle_clock = src_->clock(r.comm_id);
     ce->clock_cycle = cycle_no_;
   }
-  if (static_cast<OpKind>(r.kind) == OpKind::kP2p && r.issue != 0) return group_clock(ce, r.issue);
+  if (static_cast<OpKind>(r.kind) == OpKind::kP2p && r.issue != 0) return group_clock(ce, r.issue, cycle_no_);
   return &ce->cycle_clock;
 }
 
-// The estimate pinned for launch group `group`; a new group replaces the
-// older of the two pinned (two groups' parts may interleave in the rings).
-const ClockEstimate* DumpSink::group_clock(CommEntry* ce, uint32_t group) {
-  auto& pins = ce->group_clock;
-  for (auto& p : pins)
-    if (p.group == group) return &p.clock;
-  auto& slot = pins[0].group <= pins[1].group ? pins[0] : pins[1];
-  slot.group = group;
-  slot.clock = ce->cycle_clock;
-  return &slot.clock;
+// The estimate for a part of launch group `group` (CommEntry::GroupClock).
+const ClockEstimate* DumpSink::group_clock(CommEntry* ce, uint32_t group, uint64_t cycle) {
+  auto at = [ce](size_t i) -> CommEntry::GroupClock& {
+    return ce->group_clock[(ce->group_clock_first + i) % CommEntry::kGroupClocks];
+  };
+  // Wrap-safe "a has seen b": group numbers are 32-bit counters.
+  auto seen = [](uint32_t max_group, uint32_t g) { return static_cast<int32_t>(max_group - g) >= 0; };
+  for (size_t i = 0; i < ce->group_clock_n; ++i) {
+    CommEntry::GroupClock& e = at(i);
+    if (e.cycle != cycle && seen(e.max_group, group)) return &e.clock;
+  }
+  if (ce->group_clock_n == 0 || at(ce->group_clock_n - 1).cycle != cycle) {
+    if (ce->group_clock_n == CommEntry::kGroupClocks) {
+      ce->group_clock_first = (ce->group_clock_first + 1) % CommEntry::kGroupClocks;
+      --ce->group_clock_n;
+    }
+    CommEntry::GroupClock& e = at(ce->group_clock_n++);
+    e.cycle = cycle;
+    e.max_group = group;
+    e.clock = ce->cycle_clock;
+  }
+  CommEntry::GroupClock& cur = at(ce->group_clock_n - 1);
+  if (seen(group, cur.max_group)) cur.max_group = group;
+  return &cur.clock;
 }
 
 void DumpSink::dispatch_record(const OpRecord& r) {

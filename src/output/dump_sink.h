@@ -89,14 +89,21 @@ class DumpSink final : public Sink {
     ClockEstimate clock;      // last clock estimate handed out (valid=false: none)
     ClockEstimate cycle_clock;// estimate used for this cycle's records
     uint64_t clock_cycle = UINT64_MAX;
-    // The estimate the first drained part of a P2P launch group was written
-    // with, used for all its parts (the last two groups): the reader takes an
-    // AlltoAll's span from its parts' start_wall_ns, exact only if one offset
-    // converted them all, and the estimate moves between cycles.
+    // The estimates P2P launch groups were written with: one entry per cycle
+    // that wrote a grouped record, with the highest group number seen by its
+    // end. A part of group g takes the estimate of the first entry that had
+    // seen g, so every part of a group gets the one its first written part
+    // got, however many cycles and other groups lie between them (the reader
+    // takes an AlltoAll's span from its parts' start_wall_ns, and the estimate
+    // moves between cycles). Groups are numbered by their launching thread.
     struct GroupClock {
-      uint32_t group = 0;  // 0: none
+      uint64_t cycle = 0;
+      uint32_t max_group = 0;
       ClockEstimate clock;
-    } group_clock[2];
+    };
+    static constexpr size_t kGroupClocks = 32;
+    GroupClock group_clock[kGroupClocks];
+    size_t group_clock_first = 0, group_clock_n = 0;  // a ring, oldest first
     // Progress lines (report_progress()): the state's fingerprint as last
     // seen and as last written, and when each happened.
     uint64_t progress_seen = 0, progress_written = 0;
@@ -118,7 +125,7 @@ class DumpSink final : public Sink {
   void announce(const CommInfo& c, int64_t wall);
   void dispatch_record(const OpRecord& r);
   const ClockEstimate* cycle_clock(CommEntry* ce, const OpRecord& r);
-  static const ClockEstimate* group_clock(CommEntry* ce, uint32_t group);
+  static const ClockEstimate* group_clock(CommEntry* ce, uint32_t group, uint64_t cycle);
   void remove_comms(const std::vector<uint32_t>& removed, int64_t wall);
   void hand_out_clocks(int64_t wall);
   void report_progress(uint64_t now);

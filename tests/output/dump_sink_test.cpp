@@ -246,19 +246,29 @@ TEST(DumpSinkTest, PartsOfOneLaunchGroupShareTheirClockEstimate) {
   EXPECT_TRUE(wait_for([&] { return testing::count_type(all_lines(d.path()), "p2p") == 2; }));
   rig.src->set_clock(ClockEstimate{1, true, off2, 500, 11});
   std::this_thread::sleep_for(20ms);
-  rig.src->push(part(5, 1500, 2));  // group 5 again: the first part's estimate
-  rig.src->push(part(6, 1500, 2));  // a new group: the new estimate, replacing group 4's pin
-  rig.src->push(part(4, 1500, 3));  // group 4 unpinned by then: the new estimate
+  // Cycle 2, another estimate: 100 new groups' parts drained before the late
+  // parts of groups 4 and 5 (one dump cycle writes each thread's ring in turn).
+  for (uint32_t g = 6; g < 106; ++g) rig.src->push(part(g, 1500 + g, 2));
+  rig.src->push(part(5, 1500, 2));  // group 5 again: the estimate its first part got
+  rig.src->push(part(4, 1500, 3));
+  EXPECT_TRUE(wait_for([&] { return testing::count_type(all_lines(d.path()), "p2p") == 104; }));
+  // Cycle 3: a part of a group first written in cycle 2 still gets cycle 2's.
+  rig.src->set_clock(ClockEstimate{1, true, off2 - 1000000, 500, 12});
+  std::this_thread::sleep_for(20ms);
+  rig.src->push(part(6, 2000, 3));
+  rig.src->push(part(200, 2000, 3));  // new: the newest estimate
   rig.src->push(OpRecord(make_coll(1, 1)));
   rig.sink->stop();
   std::map<std::pair<int64_t, int64_t>, int64_t> wall;  // (group, peer) -> start_wall_ns
   for (auto& j : all_lines(d.path()))
     if (j["type"] == "p2p") wall[{j["group"].get<int64_t>(), j["peer"].get<int64_t>()}] = j["start_wall_ns"].get<int64_t>();
-  ASSERT_EQ(wall.size(), 5u);
+  ASSERT_EQ(wall.size(), 106u);
   auto at = [&](int64_t g, int64_t peer) { return wall[std::make_pair(g, peer)]; };
   EXPECT_EQ(at(5, 2) - at(5, 1), 500);
-  EXPECT_EQ(at(6, 2) - at(5, 1), 500 - 470000);
-  EXPECT_EQ(at(4, 3) - at(4, 1), 500 - 470000);
+  EXPECT_EQ(at(4, 3) - at(4, 1), 500);
+  EXPECT_EQ(at(6, 2) - at(5, 1), 506 - 470000);  // first written in cycle 2
+  EXPECT_EQ(at(6, 3) - at(6, 2), 494);           // and kept in cycle 3
+  EXPECT_EQ(at(200, 3) - at(6, 3), -1000000);
 }
 
 TEST(DumpSinkTest, EnospcCountsLossesThenResumes) {
