@@ -213,7 +213,7 @@ TEST_P(Assembled, AlltoAllGatherScatterFromTheirParts) {
       EXPECT_TRUE(ops.empty()) << f << " rank " << rank << ": only the root's parts tell the call";
       continue;
     }
-    ASSERT_EQ(ops.size(), calls) << f << " rank " << rank;
+    ASSERT_EQ(ops.size(), calls) << f << " rank " << rank << " (kept: " << dir << ")";
     expected_total += calls;
     std::sort(ops.begin(), ops.end(), [](auto* a, auto* b) { return a->seq < b->seq; });
     for (size_t c = 0; c < calls; ++c) {
@@ -225,7 +225,8 @@ TEST_P(Assembled, AlltoAllGatherScatterFromTheirParts) {
       }
       const ana::Op& a = *ops[c];
       EXPECT_EQ(a.bytes, bytes * n) << f;
-      EXPECT_NEAR(a.dur_us, static_cast<double>(hi - lo) / 1000.0, 0.003) << f << " call " << c << " rank " << rank;
+      EXPECT_NEAR(a.dur_us, static_cast<double>(hi - lo) / 1000.0, 0.003)
+          << f << " call " << c << " rank " << rank << " (kept: " << dir << ")";
       EXPECT_NEAR(a.busbw_gbs, static_cast<double>(a.bytes) / (a.dur_us * 1000.0) * (n - 1) / n, 1e-6 * a.busbw_gbs);
       EXPECT_EQ(a.kind, ana::OpKind::kColl);
       EXPECT_EQ(a.timing, ana::Timing::kGpu);
