@@ -10,11 +10,17 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cerrno>
 #include <cstring>
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
 
 #include "include/nccl_inspector/schema.h"
 #include "src/analysis/reader_fields.h"
@@ -1042,6 +1048,103 @@ void read_file(FileInfo& info, std::uint32_t idx, OpSink& sink, bool validate, D
   RecordReader r(info, idx, sink, validate);
   decoder.read(info, r, progress);
   r.finish();
+}
+
+struct Follower::Impl {
+  Impl(FileInfo& i, std::uint32_t idx, OpSink& sink) : info(i), reader(i, idx, sink, false) {}
+  ~Impl() {
+    if (fd >= 0) ::close(fd);
+    if (z_ready) inflateEnd(&zs);
+  }
+  void stop(std::string why) {
+    stopped = true;
+    if (info.error.empty()) info.error = std::move(why);
+  }
+  // Hands inflated or plain text to the reader, kLinePadding readable after it.
+  void feed_gzip(unsigned char* d, std::size_t n) {
+    if (!z_ready) {
+      if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) return stop("zlib init failed");
+      z_ready = true;
+    }
+    zs.next_in = d;
+    zs.avail_in = static_cast<uInt>(n);
+    while (!stopped) {
+      zs.next_out = reinterpret_cast<Bytef*>(out.data());
+      zs.avail_out = static_cast<uInt>(kOut);
+      const int rc = inflate(&zs, Z_NO_FLUSH);
+      const std::size_t produced = kOut - zs.avail_out;
+      if (produced) {
+        info.uncompressed_bytes += produced;
+        reader.chunk(out.data(), produced);
+      }
+      if (rc == Z_STREAM_END) {
+        inflateReset(&zs);  // the next member, now or in a later poll
+        if (zs.avail_in == 0) break;
+        continue;
+      }
+      if (rc == Z_OK && (zs.avail_in > 0 || produced == kOut)) continue;
+      if (rc == Z_OK || rc == Z_BUF_ERROR) break;  // all input used: wait for more
+      info.corrupt = true;
+      stop(std::string("gzip data error: ") + (zs.msg ? zs.msg : "unknown"));
+    }
+  }
+
+  static constexpr std::size_t kOut = std::size_t{1} << 20;
+  FileInfo& info;
+  RecordReader reader;
+  int fd = -1;
+  std::uint64_t offset = 0;
+  int kind = 0;  // 0 not known yet, 1 plain text, 2 gzip
+  z_stream zs{};
+  bool z_ready = false;
+  bool stopped = false;
+  std::vector<unsigned char> in = std::vector<unsigned char>(kOut + kLinePadding);
+  std::vector<char> out = std::vector<char>(kOut + kLinePadding);
+};
+
+Follower::Follower(FileInfo& info, std::uint32_t idx, OpSink& sink)
+    : impl_(std::make_unique<Impl>(info, idx, sink)) {}
+Follower::~Follower() = default;
+bool Follower::stopped() const { return impl_->stopped; }
+
+std::size_t Follower::poll(std::size_t max_bytes) {
+  Impl& m = *impl_;
+  if (m.stopped) return 0;
+  if (m.fd < 0) {
+    m.fd = open_input(m.info.path);
+    if (m.fd < 0) {
+      m.stop("cannot open: " + std::string(std::strerror(errno)));
+      return 0;
+    }
+  }
+  struct stat st {};
+  if (::fstat(m.fd, &st) != 0) return 0;
+  if (static_cast<std::uint64_t>(st.st_size) < m.offset) {
+    m.stop("the file shrank while followed (replaced or truncated)");
+    return 0;
+  }
+  std::size_t total = 0;
+  while (!m.stopped && total < max_bytes) {
+    const std::size_t want = std::min(Impl::kOut, max_bytes - total);
+    const ssize_t got = ::pread(m.fd, m.in.data(), want, static_cast<off_t>(m.offset));
+    if (got <= 0) break;
+    const auto n = static_cast<std::size_t>(got);
+    if (m.kind == 0) {
+      if (m.offset == 0 && n < 2) break;  // not enough to tell gzip from text yet
+      m.kind = m.in[0] == 0x1f && m.in[1] == 0x8b ? 2 : 1;
+      m.info.gzip = m.kind == 2;
+    }
+    m.offset += n;
+    total += n;
+    m.info.compressed_bytes += n;
+    if (m.kind == 2) {
+      m.feed_gzip(m.in.data(), n);
+    } else {
+      m.info.uncompressed_bytes += n;
+      m.reader.chunk(reinterpret_cast<char*>(m.in.data()), n);
+    }
+  }
+  return total;
 }
 
 }  // namespace ni::analysis::reader_detail

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 
 #include "src/analysis/reader.h"
 #include "src/analysis/reader_decode.h"
@@ -21,5 +22,27 @@ namespace ni::analysis::reader_detail {
 // idx is the file's index in the read (Op::file_idx).
 void read_file(FileInfo& info, std::uint32_t idx, OpSink& sink, bool validate, Decoder& decoder,
                std::atomic<std::uint64_t>& progress);
+
+// Follows one log file that a running plugin is still writing (`watch`): each
+// poll() reads the bytes appended since the last one and hands the sink the
+// ops of its complete lines (a line cut at the current end waits for its rest).
+// Gzip is inflated as one stream across polls, member after member, so a
+// member is read as far as it was written. info must outlive the Follower.
+class Follower {
+ public:
+  Follower(FileInfo& info, std::uint32_t idx, OpSink& sink);
+  ~Follower();
+  Follower(const Follower&) = delete;
+  Follower& operator=(const Follower&) = delete;
+  // Reads what was appended, at most max_bytes of it; returns the bytes read.
+  // A file that cannot be opened, shrank or holds data that does not inflate
+  // stops being followed (stopped(); info.error says why).
+  std::size_t poll(std::size_t max_bytes = std::size_t{64} << 20);
+  bool stopped() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace ni::analysis::reader_detail

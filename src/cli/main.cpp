@@ -4,7 +4,13 @@
 // One subcommand per registered analysis (analysis.h: its options, how it reads,
 // how it runs), then `trace` and `report`; main parses and runs the one chosen.
 #include <CLI/CLI.hpp>
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <thread>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -21,6 +27,7 @@
 #include "src/analysis/locate.h"
 #include "src/analysis/stragglers.h"
 #include "src/analysis/trace.h"
+#include "src/analysis/watch.h"
 #include "src/core/edit_distance.h"
 
 namespace ana = ni::analysis;
@@ -386,6 +393,79 @@ Command report_command(CLI::App& app) {
   return {rep, [r] { return run_report(*r); }};
 }
 
+// ---- watch
+
+volatile sig_atomic_t g_stop_watch = 0;
+extern "C" void on_watch_signal(int) { g_stop_watch = 1; }
+
+struct WatchArgs {
+  ana::WatchOptions wo;
+  std::string host_map;
+  double interval_s = 2;
+  int count = 0;
+  bool no_color = false;
+};
+
+int run_watch(WatchArgs& w) {
+  ana::HostMap m;
+  if (!w.host_map.empty()) {
+    std::string err;
+    if (!ana::load_host_map(w.host_map, m, err)) {
+      std::cerr << "nccl-inspector: " << err << "\n";
+      return kExitUsage;
+    }
+    w.wo.host_map = &m;
+  }
+  for (const std::string& in : w.wo.inputs) {
+    if (in == "-" || in == "/dev/stdin") {
+      std::cerr << "nccl-inspector: watch follows files and directories; stdin cannot be followed\n";
+      return kExitUsage;
+    }
+  }
+  const bool tty = ::isatty(STDOUT_FILENO) == 1;
+  w.wo.color = tty && !w.no_color && std::getenv("NO_COLOR") == nullptr;
+  struct sigaction sa {};
+  sa.sa_handler = on_watch_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  ana::Watch watch(w.wo);
+  using clock = std::chrono::steady_clock;
+  const auto period = std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(w.interval_s));
+  auto next = clock::now();
+  for (int shown = 0; !g_stop_watch && (w.count <= 0 || shown < w.count); ++shown) {
+    watch.poll(std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now().time_since_epoch()).count());
+    const auto wall = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::system_clock::now().time_since_epoch()).count();
+    // A terminal is redrawn in place (home, clear); anything else gets one screen after another.
+    std::cout << (tty ? "\x1b[H\x1b[2J" : shown ? "\n" : "") << watch.render(wall) << std::flush;
+    next += period;
+    // Sleep in short steps: Ctrl-C ends the wait at once.
+    while (!g_stop_watch && clock::now() < next && (w.count <= 0 || shown + 1 < w.count))
+      std::this_thread::sleep_for(std::min<clock::duration>(next - clock::now(), std::chrono::milliseconds(100)));
+  }
+  if (tty) std::cout << "\n";
+  std::cout << std::flush;
+  return 0;
+}
+
+Command watch_command(CLI::App& app) {
+  auto w = std::make_shared<WatchArgs>();
+  auto* sub = app.add_subcommand(
+      "watch", "follow a running job's logs and redraw its health, op groups, late ranks and findings");
+  sub->add_option("inputs", w->wo.inputs, "dump directories (new files are picked up) or log files")->required();
+  sub->add_option("--interval", w->interval_s, "seconds between screens")->capture_default_str()->check(
+      CLI::Range(0.1, 3600.0));
+  sub->add_option("--window", w->wo.window_s, "the op-group and late-rank views cover ops read this many seconds back")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 86400.0));
+  sub->add_option("--top", w->wo.top, "rows of the op-group table")->capture_default_str();
+  sub->add_option("--count", w->count, "exit after this many screens (default: until Ctrl-C)");
+  sub->add_option("--host-map", w->host_map, "a file of \"host rack\" lines (as for stragglers)");
+  sub->add_flag("--no-color", w->no_color, "no bold or colour (also when NO_COLOR is set or stdout is no terminal)");
+  return {sub, [w] { return run_watch(*w); }};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -399,6 +479,7 @@ int main(int argc, char** argv) {
   for (const auto& a : analyses) commands.push_back(analysis_command(app, *a));
   commands.push_back(trace_command(app));
   commands.push_back(report_command(app));
+  commands.push_back(watch_command(app));
 
   // A first word that is no command and no option: say so (CLI11 would say
   // only that a subcommand is required), with the closest command.

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <map>
 #include <random>
@@ -16,6 +17,7 @@
 #include "src/analysis/iterations.h"
 #include "tests/analysis/fixtures.h"
 #include "src/analysis/reader.h"
+#include "src/analysis/reader_record.h"
 #include "src/analysis/summary.h"
 #include "src/analysis/validate.h"
 
@@ -1148,4 +1150,86 @@ TEST(Assembly, AlltoAllFromPartsOfManyInterleavedGroups) {
   for (const ana::Op& op : sink->ops)
     if (op.flags & ana::kFlagAssembled) assembled.push_back(op.seq);
   EXPECT_EQ(assembled, std::vector<std::uint64_t>{6000});
+}
+
+// `watch` follows files as a running plugin writes them: each poll reads only
+// what was appended, a gzip member cut anywhere yields the lines written so
+// far and the rest on the next poll, a cut line waits for its end, and no op
+// is read twice. A plain-text log is followed the same way.
+TEST(Follow, AppendedBytesAreReadOnceWhereverTheyAreCut) {
+  const auto dir = ni::test::temp_dir("follow");
+  std::vector<std::string> lines = {
+      R"({"type":"meta","format":"nccl-inspector-log","format_version":1,"host":"h","pid":7})"};
+  for (int i = 0; i < 3000; ++i)
+    lines.push_back(R"({"type":"coll","comm_hash":"0x01","rank":0,"nranks":2,"seq":)" + std::to_string(i) +
+                    R"(,"func":"AllReduce","bytes":1024,"dur_us":)" + std::to_string(10 + i % 7) + R"(,"timing":"gpu"})");
+  for (const bool gzip : {true, false}) {
+    const std::string whole = dir + (gzip ? "/whole.jsonl.gz" : "/whole.jsonl");
+    if (gzip) {
+      ni::test::write_gz(whole, lines, 250);  // 13 members
+    } else {
+      std::string text;
+      for (const auto& l : lines) text += l + "\n";
+      ni::test::write_text(whole, text);
+    }
+    const std::string bytes = ni::test::read_text(whole);
+    const std::string path = dir + (gzip ? "/live.jsonl.gz" : "/live.jsonl");
+    ni::test::write_text(path, "");
+    ana::FileInfo info;
+    info.path = path;
+    ana::CollectSink sink;
+    ana::reader_detail::Follower f(info, 0, sink);
+    EXPECT_EQ(f.poll(), 0u);  // nothing written yet
+    // Appended in pieces of prime sizes: members and lines cut everywhere.
+    std::size_t at = 0, polls = 0, last_ops = 0;
+    bool grew_mid_file = false;
+    for (std::size_t step = 997; at < bytes.size(); step = step * 3 % 7919 + 101) {
+      const std::size_t n = std::min(step, bytes.size() - at);
+      {
+        std::ofstream o(path, std::ios::binary | std::ios::app);
+        o.write(bytes.data() + at, static_cast<std::streamsize>(n));
+      }
+      at += n;
+      EXPECT_EQ(f.poll(), n);
+      ++polls;
+      grew_mid_file = grew_mid_file || (sink.ops.size() > last_ops && at < bytes.size());
+      last_ops = sink.ops.size();
+    }
+    EXPECT_EQ(f.poll(), 0u);
+    EXPECT_FALSE(f.stopped()) << info.error;
+    EXPECT_TRUE(grew_mid_file);
+    ASSERT_EQ(sink.ops.size(), 3000u) << (gzip ? "gzip" : "plain") << " after " << polls << " polls";
+    for (std::size_t i = 0; i < sink.ops.size(); ++i) EXPECT_EQ(sink.ops[i].seq, i);
+    EXPECT_EQ(info.host, "h");
+    EXPECT_EQ(info.pid, 7);
+    EXPECT_EQ(info.bad_lines, 0u);
+    EXPECT_EQ(info.gzip, gzip);
+  }
+  // A followed file that shrinks (replaced) stops being followed and says why.
+  const std::string path = dir + "/shrinks.jsonl";
+  ni::test::write_text(path, lines[0] + "\n" + lines[1] + "\n");
+  ana::FileInfo info;
+  info.path = path;
+  ana::CollectSink sink;
+  ana::reader_detail::Follower f(info, 0, sink);
+  EXPECT_GT(f.poll(), 0u);
+  ni::test::write_text(path, lines[0] + "\n");
+  EXPECT_EQ(f.poll(), 0u);
+  EXPECT_TRUE(f.stopped());
+  EXPECT_NE(info.error.find("shrank"), std::string::npos) << info.error;
+  // Garbage where the next member should start: corrupt, stopped, said.
+  const std::string gz = dir + "/garbage.jsonl.gz";
+  ni::test::write_gz(gz, {lines[0], lines[1]});
+  ana::FileInfo ginfo;
+  ginfo.path = gz;
+  ana::reader_detail::Follower g(ginfo, 0, sink);
+  g.poll();
+  {
+    std::ofstream o(gz, std::ios::binary | std::ios::app);
+    o << "not gzip at all";
+  }
+  g.poll();
+  EXPECT_TRUE(g.stopped());
+  EXPECT_TRUE(ginfo.corrupt);
+  EXPECT_NE(ginfo.error.find("gzip"), std::string::npos) << ginfo.error;
 }

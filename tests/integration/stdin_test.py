@@ -124,6 +124,10 @@ rc, out, err = run(["trace", "-", "-o", "-"], b"")
 if rc == 0 or open(os.path.join(work, "-")).read() != "keep":
     fail(f"trace of an empty stream -o -: exit {rc}; the file named '-' was touched")
 os.remove(os.path.join(work, "-"))
+# watch follows files that grow; a stream cannot be followed: said, exit 2.
+rc, out, err = run(["watch", "-", "--count", "1"], data)
+if rc != 2 or "stdin cannot be followed" not in err:
+    fail(f"watch -: exit {rc}, stderr {err.strip()!r}")
 # An empty stream: no op records, a clear message, exit 2 (as for an empty file).
 rc, out, err = run(["summary", "-"], b"")
 if rc != 2 or "no op records" not in err:
