@@ -11,7 +11,7 @@ pkgs=(cmake g++ make pkg-config zlib1g-dev libdeflate-dev nlohmann-json3-dev lib
       libgtest-dev libgmock-dev libbenchmark-dev binutils nodejs)
 if [ "${1:-}" != "--build" ]; then
   pkgs+=(valgrind clang libclang-rt-14-dev python3 python3-pandas python3-yaml python3-jsonschema prometheus prometheus-node-exporter
-         chromium shellcheck jq dpkg-dev lintian tmux)
+         chromium shellcheck jq dpkg-dev lintian tmux python3-dev pybind11-dev python3-pybind11 python3-plotly)
 fi
 missing=()
 for p in "${pkgs[@]}"; do
