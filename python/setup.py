@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
@@ -35,6 +36,10 @@ class CMakeBuild(build_ext):
         built = glob.glob(os.path.join(build, "python", "nccl_inspector", "_core*.so"))
         if len(built) != 1:
             raise RuntimeError(f"the build made no single nccl_inspector/_core*.so under {build}: {built}")
+        suffix = sysconfig.get_config_var("EXT_SUFFIX")
+        if not built[0].endswith(suffix):
+            raise RuntimeError(f"{built[0]} was built for another Python than {sys.executable} ({suffix}): "
+                               "configure the build with -DPython3_EXECUTABLE=" + sys.executable)
         dest = self.get_ext_fullpath(ext.name)
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         shutil.copyfile(built[0], dest)

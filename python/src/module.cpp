@@ -9,6 +9,7 @@
 #include <cmath>
 #include <map>
 #include <stdexcept>
+#include <type_traits>
 #include <string>
 #include <vector>
 
@@ -215,7 +216,21 @@ void set_option(const ana::OptionSpec& spec, const py::handle& v) {
   std::visit(
       [&](auto* target) {
         using T = std::remove_pointer_t<decltype(target)>;
-        *target = v.cast<T>();
+        try {
+          if constexpr (std::is_same_v<T, std::size_t>) {
+            // Not a negative number wrapped into a huge count.
+            if (!py::isinstance<py::int_>(v) || v.cast<long long>() < 0) throw py::cast_error();
+          }
+          *target = v.cast<T>();
+        } catch (const py::cast_error&) {
+          const char* want = std::is_same_v<T, bool> ? "True or False"
+                             : std::is_same_v<T, double> ? "a number"
+                             : std::is_same_v<T, std::size_t> ? "a count (int >= 0)"
+                             : std::is_same_v<T, std::string> ? "a string"
+                                                              : "a list of strings";
+          throw py::value_error("option " + spec.names + ": expected " + want + ", got " +
+                                std::string(py::str(py::repr(v))));
+        }
       },
       spec.target);
 }

@@ -899,25 +899,30 @@ void RecordReader::add_to_group(const Op& op, std::int64_t group) {
   while (open_groups_ > kOpenGroups || open_parts_ > kOpenParts) evict_oldest(key, group);
 }
 
-// Assembles and drops the oldest open group (lowest number: the launching
-// thread counts them) of `prefer`, or of another (comm, rank) when `prefer`
-// holds only `keep`: it is presumed complete.
+// Assembles and drops the oldest open group of the file (lowest number: the
+// launching thread counts them), other than `keep` of `prefer` (being
+// filled): it is presumed complete. Groups that never complete (pipeline
+// Send/Recv pairs, unusable parts) leave in age order, not the newest
+// AlltoAll of another communicator.
 void RecordReader::evict_oldest(const GroupKey& prefer, std::int64_t keep) {
-  auto from = p2p_groups_.find(prefer);
-  if (from == p2p_groups_.end() || from->second.empty() ||
-      (from->second.size() == 1 && from->second.begin()->first == keep)) {
-    from = std::find_if(p2p_groups_.begin(), p2p_groups_.end(),
-                        [&](const auto& kv) { return kv.first != prefer && !kv.second.empty(); });
-    if (from == p2p_groups_.end()) {
-      // Only the group being filled: over the budget by itself (cannot be: a
-      // group holds at most 2 n parts, and n fits the budget); stop holding it.
-      open_groups_ = open_parts_ = 0;
-      p2p_groups_.clear();
-      return;
+  auto from = p2p_groups_.end();
+  std::map<std::int64_t, P2pGroup>::iterator oldest;
+  for (auto k = p2p_groups_.begin(); k != p2p_groups_.end(); ++k) {
+    auto g = k->second.begin();
+    if (g != k->second.end() && k->first == prefer && g->first == keep) ++g;
+    if (g == k->second.end()) continue;
+    if (from == p2p_groups_.end() || g->first < oldest->first) {
+      from = k;
+      oldest = g;
     }
   }
-  auto oldest = from->second.begin();
-  if (oldest->first == keep && from->first == prefer) ++oldest;
+  if (from == p2p_groups_.end()) {
+    // Only the group being filled: over the budget by itself (2 n parts of a
+    // comm larger than the budget); stop holding it.
+    open_groups_ = open_parts_ = 0;
+    p2p_groups_.clear();
+    return;
+  }
   assemble(from->first.first, from->first.second, oldest->first, oldest->second);
   open_parts_ -= oldest->second.parts.size();
   --open_groups_;
@@ -1053,7 +1058,6 @@ void read_file(FileInfo& info, std::uint32_t idx, OpSink& sink, bool validate, D
 struct Follower::Impl {
   Impl(FileInfo& i, std::uint32_t idx, OpSink& sink) : info(i), reader(i, idx, sink, false) {}
   ~Impl() {
-    if (fd >= 0) ::close(fd);
     if (z_ready) inflateEnd(&zs);
   }
   void stop(std::string why) {
@@ -1061,7 +1065,7 @@ struct Follower::Impl {
     if (info.error.empty()) info.error = std::move(why);
   }
   // Hands inflated or plain text to the reader, kLinePadding readable after it.
-  void feed_gzip(unsigned char* d, std::size_t n) {
+  void feed_gzip(unsigned char* d, std::size_t n, std::vector<char>& out) {
     if (!z_ready) {
       if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) return stop("zlib init failed");
       z_ready = true;
@@ -1092,14 +1096,11 @@ struct Follower::Impl {
   static constexpr std::size_t kOut = std::size_t{1} << 20;
   FileInfo& info;
   RecordReader reader;
-  int fd = -1;
   std::uint64_t offset = 0;
   int kind = 0;  // 0 not known yet, 1 plain text, 2 gzip
-  z_stream zs{};
+  z_stream zs{};  // between polls: only the inflate state (32 KiB window), no buffer
   bool z_ready = false;
   bool stopped = false;
-  std::vector<unsigned char> in = std::vector<unsigned char>(kOut + kLinePadding);
-  std::vector<char> out = std::vector<char>(kOut + kLinePadding);
 };
 
 Follower::Follower(FileInfo& info, std::uint32_t idx, OpSink& sink)
@@ -1110,40 +1111,48 @@ bool Follower::stopped() const { return impl_->stopped; }
 std::size_t Follower::poll(std::size_t max_bytes) {
   Impl& m = *impl_;
   if (m.stopped) return 0;
-  if (m.fd < 0) {
-    m.fd = open_input(m.info.path);
-    if (m.fd < 0) {
-      m.stop("cannot open: " + std::string(std::strerror(errno)));
-      return 0;
-    }
+  // Opened per poll and closed after it, and buffers shared by every Follower
+  // of the thread: a thousand followed files hold no descriptor and no buffer.
+  const int fd = open_input(m.info.path);
+  if (fd < 0) {
+    m.stop("cannot open: " + std::string(std::strerror(errno)));
+    return 0;
   }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
   struct stat st {};
-  if (::fstat(m.fd, &st) != 0) return 0;
+  if (::fstat(fd, &st) != 0) return 0;
   if (static_cast<std::uint64_t>(st.st_size) < m.offset) {
     m.stop("the file shrank while followed (replaced or truncated)");
     return 0;
   }
+  thread_local std::vector<unsigned char> in(Impl::kOut + kLinePadding);
+  thread_local std::vector<char> out(Impl::kOut + kLinePadding);
   std::size_t total = 0;
   while (!m.stopped && total < max_bytes) {
     const std::size_t want = std::min(Impl::kOut, max_bytes - total);
-    const ssize_t got = ::pread(m.fd, m.in.data(), want, static_cast<off_t>(m.offset));
+    const ssize_t got = ::pread(fd, in.data(), want, static_cast<off_t>(m.offset));
     if (got <= 0) break;
     const auto n = static_cast<std::size_t>(got);
     if (m.kind == 0) {
       if (m.offset == 0 && n < 2) break;  // not enough to tell gzip from text yet
-      m.kind = m.in[0] == 0x1f && m.in[1] == 0x8b ? 2 : 1;
+      m.kind = in[0] == 0x1f && in[1] == 0x8b ? 2 : 1;
       m.info.gzip = m.kind == 2;
     }
     m.offset += n;
     total += n;
     m.info.compressed_bytes += n;
     if (m.kind == 2) {
-      m.feed_gzip(m.in.data(), n);
+      m.feed_gzip(in.data(), n, out);
     } else {
       m.info.uncompressed_bytes += n;
-      m.reader.chunk(reinterpret_cast<char*>(m.in.data()), n);
+      m.reader.chunk(reinterpret_cast<char*>(in.data()), n);
     }
   }
+  // The log's end record: nothing more will come (a new process writes a new file).
+  if (m.info.has_end) m.stopped = true;
   return total;
 }
 

@@ -35,8 +35,9 @@ class Follower {
   Follower(const Follower&) = delete;
   Follower& operator=(const Follower&) = delete;
   // Reads what was appended, at most max_bytes of it; returns the bytes read.
-  // A file that cannot be opened, shrank or holds data that does not inflate
-  // stops being followed (stopped(); info.error says why).
+  // The file is opened for the poll only. After its end record it is done
+  // (stopped(), no error); a file that cannot be opened, shrank or holds data
+  // that does not inflate stops being followed too (info.error says why).
   std::size_t poll(std::size_t max_bytes = std::size_t{64} << 20);
   bool stopped() const;
 

@@ -19,6 +19,11 @@ struct Watch::Sink final : OpSink {
   std::uint32_t op_fields() const override { return kOpFieldsAll; }
   void on_op(const Op& op, const OpDetail*, const FileInfo&) override {
     ++w.ops_total_;
+    if (op.has_start()) {
+      // A backlog (watch started late, a file found late) is counted, not shown as the last seconds' ops.
+      w.newest_start_ns_ = std::max(w.newest_start_ns_, op.start_wall_ns);
+      if (w.newest_start_ns_ - op.start_wall_ns > static_cast<std::int64_t>(w.o_.window_s * 1e9)) return;
+    }
     w.window_.push_back({w.now_ns_, op});
     if (w.window_.size() > w.o_.max_window_ops) {
       w.window_.pop_front();
@@ -61,10 +66,17 @@ std::uint64_t Watch::poll(std::int64_t now_ns) {
   if (first_poll_ns_ == 0) first_poll_ns_ = now_ns;
   discover();
   const std::uint64_t before = ops_total_;
-  for (auto& f : followers_) f->poll();
+  std::size_t budget = o_.max_poll_bytes;
+  for (auto& f : followers_) {
+    if (budget == 0 || (o_.stop != nullptr && *o_.stop)) break;
+    budget -= std::min(budget, f->poll(std::min<std::size_t>(budget, std::size_t{64} << 20)));
+  }
   // The window: what arrived within window_s.
   const auto span = static_cast<std::int64_t>(o_.window_s * 1e9);
-  while (!window_.empty() && now_ns - window_.front().arrived_ns > span) window_.pop_front();
+  auto old = [&](const Window& w) {
+    return now_ns - w.arrived_ns > span || (w.op.has_start() && newest_start_ns_ - w.op.start_wall_ns > span);
+  };
+  while (!window_.empty() && old(window_.front())) window_.pop_front();
   rate_.emplace_back(now_ns, ops_total_);
   while (rate_.size() > 2 && now_ns - rate_[1].first >= 10'000'000'000LL) rate_.pop_front();
   return ops_total_ - before;
@@ -135,6 +147,12 @@ std::string Watch::render(std::int64_t now_wall_ns) const {
   std::vector<std::string> damage;
   for (const FileInfo& f : infos_) {
     if (f.lines == 0 && f.error.empty()) continue;  // nothing written yet
+    bad += f.bad_lines;
+    if (f.corrupt || !f.error.empty()) {
+      ++damaged_files;
+      if (damage.size() < 3) damage.push_back(f.path + ": " + f.error);
+    }
+    if (f.pid < 0 && f.host.empty()) continue;  // no meta record (yet): no process to speak of
     Proc& p = procs[{f.host, f.pid}];
     p.host = f.host;
     p.last_wall = std::max(p.last_wall, f.last_wall_ns);
@@ -145,11 +163,6 @@ std::string Watch::render(std::int64_t now_wall_ns) const {
       p.stats = &f.stats;  // cumulative per process: its latest
     }
     hosts.insert(f.host);
-    bad += f.bad_lines;
-    if (f.corrupt || !f.error.empty()) {
-      ++damaged_files;
-      if (damage.size() < 3) damage.push_back(f.path + ": " + f.error);
-    }
   }
   std::uint64_t dropped = 0;
   std::map<std::string, std::uint64_t> drop_reasons;
@@ -222,7 +235,8 @@ std::string Watch::render(std::int64_t now_wall_ns) const {
     for (std::size_t i = 0; i < order.size() && i < o_.top; ++i) {
       auto& [k, g] = *order[i].second;
       const auto nm = names.find(std::get<0>(k));
-      std::string comm = (nm != names.end() ? nm->second + " " : std::string()) + hex_hash(std::get<0>(k)).substr(0, 10);
+      const std::string hex = hex_hash(std::get<0>(k));
+      const std::string comm = nm != names.end() ? nm->second + " (" + hex + ")" : hex;
       std::vector<double> d = g.dur, b = g.bw;
       const double bw = quantile(b, 0.5);
       out += "  " + pad(comm, 28) + pad(std::string(to_string(static_cast<Func>(std::get<1>(k)))), 14) +

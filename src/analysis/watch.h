@@ -10,6 +10,7 @@
 // rank, no GPU times) is said, never guessed.
 #pragma once
 
+#include <csignal>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -33,6 +34,10 @@ struct WatchOptions {
   std::size_t top = 8;                    // rows of the op-group table
   bool color = false;                     // bold headings and a red LATE (a terminal without NO_COLOR)
   const HostMap* host_map = nullptr;
+  // Polled between files: a poll catching up on a large backlog ends early
+  // when it turns true (Ctrl-C).
+  const volatile std::sig_atomic_t* stop = nullptr;
+  std::size_t max_poll_bytes = std::size_t{256} << 20;  // read per poll over all files (the rest next time)
 };
 
 class Watch {
@@ -69,6 +74,7 @@ class Watch {
   std::unique_ptr<Sink> sink_;
   std::vector<std::unique_ptr<reader_detail::Follower>> followers_;
   std::deque<Window> window_;
+  std::int64_t newest_start_ns_ = 0;  // the latest op start read: ops older than the window skip it
   std::uint64_t ops_total_ = 0, window_dropped_ = 0;
   std::int64_t now_ns_ = 0, first_poll_ns_ = 0;
   std::deque<std::pair<std::int64_t, std::uint64_t>> rate_;  // (poll time, ops_total) of the last ~10 s

@@ -429,6 +429,7 @@ int run_watch(WatchArgs& w) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  w.wo.stop = &g_stop_watch;
   ana::Watch watch(w.wo);
   using clock = std::chrono::steady_clock;
   const auto period = std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(w.interval_s));
@@ -439,7 +440,7 @@ int run_watch(WatchArgs& w) {
                           std::chrono::system_clock::now().time_since_epoch()).count();
     // A terminal is redrawn in place (home, clear); anything else gets one screen after another.
     std::cout << (tty ? "\x1b[H\x1b[2J" : shown ? "\n" : "") << watch.render(wall) << std::flush;
-    next += period;
+    next = std::max(next + period, clock::now());  // a slow poll delays the next screen, never bunches them
     // Sleep in short steps: Ctrl-C ends the wait at once.
     while (!g_stop_watch && clock::now() < next && (w.count <= 0 || shown + 1 < w.count))
       std::this_thread::sleep_for(std::min<clock::duration>(next - clock::now(), std::chrono::milliseconds(100)));

@@ -356,6 +356,14 @@ const ClockEstimate* DumpSink::group_clock(CommEntry* ce, uint32_t group, uint64
   };
   // Wrap-safe "a has seen b": group numbers are 32-bit counters.
   auto seen = [](uint32_t max_group, uint32_t g) { return static_cast<int32_t>(max_group - g) >= 0; };
+  // Entries older than kStaleCycles leave: a group's parts are written within
+  // a few cycles of each other, and an old entry's max_group would, once the
+  // 32-bit group counter moved 2^31 past it, "have seen" every new group.
+  constexpr uint64_t kStaleCycles = 1000;
+  while (ce->group_clock_n > 0 && cycle - at(0).cycle > kStaleCycles) {
+    ce->group_clock_first = (ce->group_clock_first + 1) % CommEntry::kGroupClocks;
+    --ce->group_clock_n;
+  }
   for (size_t i = 0; i < ce->group_clock_n; ++i) {
     CommEntry::GroupClock& e = at(i);
     if (e.cycle != cycle && seen(e.max_group, group)) return &e.clock;

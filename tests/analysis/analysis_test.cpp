@@ -20,6 +20,7 @@
 #include "src/analysis/reader_record.h"
 #include "src/analysis/summary.h"
 #include "src/analysis/validate.h"
+#include "src/analysis/watch.h"
 
 namespace ana = ni::analysis;
 namespace fs = std::filesystem;
@@ -1150,6 +1151,36 @@ TEST(Assembly, AlltoAllFromPartsOfManyInterleavedGroups) {
   for (const ana::Op& op : sink->ops)
     if (op.flags & ana::kFlagAssembled) assembled.push_back(op.seq);
   EXPECT_EQ(assembled, std::vector<std::uint64_t>{6000});
+
+  // Groups that never complete on one communicator (pipeline Send/Recv, one
+  // part each here) fill the budget; the AlltoAlls of another communicator,
+  // each sending before it receives, still assemble: the oldest groups leave
+  // first, not the newest communicator's own unfinished ones.
+  text = text.substr(0, text.find("\n", text.find("\"comm\"")) + 1);
+  text += R"({"type":"comm","comm_id":2,"comm_hash":"0xb2","rank":1,"nranks":4,"nnodes":1})" "\n";
+  for (int g = 1; g <= 5000; ++g) text += part(g, "Send", 0, t0 + g * 1000LL, 5);
+  std::string ep;
+  for (int g = 5001; g <= 5010; ++g)
+    for (int p = 0; p < n; ++p) ep += part(g, "Send", p, t0 + g * 1000000LL, 10.0 + p);
+  for (int g = 5001; g <= 5010; ++g)
+    for (int p = 0; p < n; ++p) ep += part(g, "Recv", p, t0 + g * 1000000LL, 10.0 + p);
+  for (std::size_t at = 0; (at = ep.find("0xa1", at)) != std::string::npos;) ep.replace(at, 4, "0xb2");
+  text += ep;
+  ni::test::write_gz(dir + "/h-pid1.jsonl.gz", {text});
+  ana::ReadResult res3;
+  sink = ana::read_merged<AsmSink>(ana::discover_files({dir}).files, ro, 1, res3);
+  assembled.clear();
+  for (const ana::Op& op : sink->ops) {
+    if (op.flags & ana::kFlagAssembled) {
+      assembled.push_back(op.seq);
+      EXPECT_EQ(op.comm_hash, 0xb2u);
+    }
+  }
+  std::sort(assembled.begin(), assembled.end());
+  EXPECT_EQ(assembled.size(), 10u);
+  if (!assembled.empty()) {
+    EXPECT_EQ(assembled.front(), 5001u);
+  }
 }
 
 // `watch` follows files as a running plugin writes them: each poll reads only
@@ -1232,4 +1263,39 @@ TEST(Follow, AppendedBytesAreReadOnceWhereverTheyAreCut) {
   EXPECT_TRUE(g.stopped());
   EXPECT_TRUE(ginfo.corrupt);
   EXPECT_NE(ginfo.error.find("gzip"), std::string::npos) << ginfo.error;
+}
+
+// watch's screen on a dump dir: one process (the file with no meta record is
+// a bad line, not a process that stalled), the ops of a backlog counted but only
+// the last window's in the op-group table, drops from the latest stats record
+// of the process (not summed over its records).
+TEST(Watch, ScreenCountsBacklogOnceAndDamageIsNoProcess) {
+  const auto dir = ni::test::temp_dir("watch_screen");
+  std::string text = R"({"type":"meta","format":"nccl-inspector-log","format_version":1,"host":"h1","pid":7})" "\n";
+  text += R"({"type":"comm","comm_id":1,"comm_hash":"0x01","comm_name":"tp","rank":0,"nranks":2,"nnodes":1})" "\n";
+  const std::int64_t t0 = 1700000000000000000;
+  // 600 ops one per second (10 minutes), then a stats record saying 5 drops, later one saying 7.
+  for (int i = 0; i < 600; ++i)
+    text += R"({"type":"coll","comm_hash":"0x01","rank":0,"nranks":2,"seq":)" + std::to_string(i) +
+            R"(,"func":"AllReduce","bytes":1048576,"start_wall_ns":)" + std::to_string(t0 + i * 1000000000LL) +
+            R"(,"dur_us":100,"timing":"gpu","busbw_gbs":10})" "\n";
+  text += R"({"type":"stats","wall_ns":)" + std::to_string(t0 + 100) + R"(,"dropped":{"ring_full":5}})" "\n";
+  text += R"({"type":"stats","wall_ns":)" + std::to_string(t0 + 200) + R"(,"dropped":{"ring_full":7}})" "\n";
+  ni::test::write_gz(dir + "/h1-pid7.jsonl.gz", {text});
+  ni::test::write_text(dir + "/h2-pid9.jsonl.gz", "this is not gzip, and has no meta record\n");
+  ana::WatchOptions o;
+  o.inputs = {dir};
+  o.window_s = 60;
+  ana::Watch w(o);
+  w.poll(1);
+  EXPECT_EQ(w.ops_total(), 600u);
+  const std::string screen = w.render(t0 + 600 * 1000000000LL);
+  EXPECT_NE(screen.find("processes 1 on 1 host(s), 2 file(s) | ops 600 | - ops/s | dropped by the plugin 7 | "
+                        "bad lines 1"), std::string::npos) << screen;
+  EXPECT_NE(screen.find("(61 ops)"), std::string::npos) << screen;  // starts within 60 s of the newest
+  EXPECT_NE(screen.find("tp (0x0000000000000001)  "), std::string::npos) << screen;
+  EXPECT_EQ(screen.find("nothing written"), std::string::npos) << screen;
+  // Nothing new: nothing read again.
+  w.poll(2'000'000'000);
+  EXPECT_EQ(w.ops_total(), 600u);
 }

@@ -151,7 +151,9 @@ same_table("anomalies(z=3)", lp.tables("anomalies", z=3.0)["anomalies"] if "anom
 
 for call, msg in [(lambda: LogProcessor(os.path.join(work, "nope")).ops(), "does not exist"),
                   (lambda: lp.tables("summary", bogus=1), "no option"),
-                  (lambda: lp.tables("nonsense"), "no analysis")]:
+                  (lambda: lp.tables("nonsense"), "no analysis"),
+                  (lambda: lp.tables("anomalies", top=-1), "expected a count"),
+                  (lambda: lp.tables("anomalies", z="high"), "expected a number")]:
     try:
         call()
         check(False, f"raises ValueError ({msg})")
