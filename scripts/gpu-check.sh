@@ -3,15 +3,17 @@
 #  1. builds the plugin (cmake, Release, plugin target only),
 #  2. builds scripts/gpu/nccl_check.cu against the NCCL it found (linked, no dlopen),
 #  3. runs it with NCCL_PROFILER_PLUGIN=<the plugin>: send/recv to self and grouped P2P on a one-GPU
-#     communicator (nranks == 1 collectives produce no profiler events), real collectives when there are
-#     several GPUs, each op timed with CUDA events,
+#     communicator (nranks == 1 collectives produce no profiler events); then a 2-rank communicator on GPU 0 (two
+#     processes that NCCL_HOSTID makes two hosts: socket transport) with collectives, Send/Recv and AlltoAll; real
+#     collectives over all GPUs when there are several; each op timed with CUDA events,
 #  4. checks the records (GPU timing, durations against the CUDA events, the ABI version bound for this NCCL,
 #     no WARN lines, no drops) and prints one summary table.
 #
 # Usage: scripts/gpu-check.sh [--detect-only]
 # Environment: CUDA_HOME (default: nvcc on PATH, else /usr/local/cuda), NCCL_HOME (directory with include/nccl.h
 # and lib/libnccl.so*; default: the NCCL of the PyTorch wheel (nvidia.nccl), then /usr, then CUDA_HOME),
-# NI_GPU_CHECK_DIR (work directory, default build/gpu-check), NI_GPU_CHECK_ITERS (default 20).
+# NI_GPU_CHECK_DIR (work directory, default build/gpu-check), NI_GPU_CHECK_ITERS (default 20), NI_GPU_CHECK_PLUGIN
+# (a plugin .so built elsewhere: skips the plugin build, for GPU machines without libdeflate-dev).
 # Exit codes: 0 all checks passed; 1 a check failed; 2 this machine cannot run the check (no GPU, nvcc, NCCL,
 # cmake or python3) - nothing was built.
 set -euo pipefail
@@ -84,15 +86,22 @@ start=$(date +%s)
 work=${NI_GPU_CHECK_DIR:-$root/build/gpu-check}
 iters=${NI_GPU_CHECK_ITERS:-20}
 mkdir -p "$work"
-echo "gpu-check: building the plugin in $work/plugin-build"
-cmake -S "$root" -B "$work/plugin-build" -DCMAKE_BUILD_TYPE=Release -DNCCL_INSPECTOR_TESTS=OFF \
-  -DNCCL_INSPECTOR_BENCHMARKS=OFF -DNCCL_INSPECTOR_ANALYZER=OFF >"$work/cmake.log" 2>&1 ||
-  { tail -n 30 "$work/cmake.log" >&2; echo "gpu-check: cmake configure failed" >&2; exit 1; }
-cmake --build "$work/plugin-build" -j"$(nproc)" --target nccl-profiler-inspector >>"$work/cmake.log" 2>&1 ||
-  { tail -n 30 "$work/cmake.log" >&2; echo "gpu-check: plugin build failed" >&2; exit 1; }
-plugin=$work/plugin-build/lib/libnccl-profiler-inspector.so
+if [[ -n ${NI_GPU_CHECK_PLUGIN:-} ]]; then
+  # A plugin built elsewhere (a GPU machine without libdeflate-dev or pkg-config can still run the check).
+  [[ -f $NI_GPU_CHECK_PLUGIN ]] || { echo "gpu-check: NI_GPU_CHECK_PLUGIN=$NI_GPU_CHECK_PLUGIN: no such file" >&2; exit 1; }
+  plugin=$(cd "$(dirname "$NI_GPU_CHECK_PLUGIN")" && pwd)/$(basename "$NI_GPU_CHECK_PLUGIN")
+  echo "gpu-check: using the prebuilt plugin $plugin"
+else
+  echo "gpu-check: building the plugin in $work/plugin-build"
+  cmake -S "$root" -B "$work/plugin-build" -DCMAKE_BUILD_TYPE=Release -DNCCL_INSPECTOR_TESTS=OFF \
+    -DNCCL_INSPECTOR_BENCHMARKS=OFF -DNCCL_INSPECTOR_ANALYZER=OFF >"$work/cmake.log" 2>&1 ||
+    { tail -n 30 "$work/cmake.log" >&2; echo "gpu-check: cmake configure failed (set NI_GPU_CHECK_PLUGIN to a plugin built elsewhere)" >&2; exit 1; }
+  cmake --build "$work/plugin-build" -j"$(nproc)" --target nccl-profiler-inspector >>"$work/cmake.log" 2>&1 ||
+    { tail -n 30 "$work/cmake.log" >&2; echo "gpu-check: plugin build failed" >&2; exit 1; }
+  plugin=$work/plugin-build/lib/libnccl-profiler-inspector.so
+fi
 echo "gpu-check: building nccl_check against $nccl_so"
-"$nvcc" -std=c++17 -O2 -I"$nccl_inc" -o "$work/nccl_check" "$root/scripts/gpu/nccl_check.cu" "$nccl_so" \
+"$nvcc" -std=c++17 -O2 -I"$nccl_inc" -o "$work/nccl_check" "$root/scripts/gpu/nccl_check.cu" -L"$nccl_lib" -l:"$(basename "$nccl_so")" \
   -Xlinker -rpath -Xlinker "$nccl_lib" >"$work/nvcc.log" 2>&1 ||
   { cat "$work/nvcc.log" >&2; echo "gpu-check: nvcc failed" >&2; exit 1; }
 
@@ -111,9 +120,32 @@ if ((rc != 0)); then
   echo "gpu-check: nccl_check failed (exit $rc; 124 = timed out after 240 s); log: $work/run.log" >&2
   exit 1
 fi
+# A 2-rank communicator on GPU 0: two processes that NCCL_HOSTID makes two "hosts" (socket transport over lo), so
+# that even a one-GPU machine shows KernelCh GPU timestamps and proxy events of real multi-rank operations.
+pair=$work/pair
+rm -rf "$pair"
+mkdir -p "$pair"
+pair_iters=${NI_GPU_CHECK_PAIR_ITERS:-5}
+echo "gpu-check: running a 2-rank communicator on GPU 0 (two processes, NCCL_HOSTID apart, socket transport)"
+pids=()
+for r in 0 1; do
+  NCCL_PROFILER_PLUGIN=$plugin NCCL_INSPECTOR_DUMP_DIR=$pair/logs NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES=0 \
+    NCCL_INSPECTOR_ENABLE_NET=1 NCCL_INSPECTOR_HOSTNAME=ni-check-host$r NCCL_HOSTID=ni-check-host$r \
+    NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,PROFILE \
+    LD_LIBRARY_PATH="$nccl_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    timeout 240 "$work/nccl_check" --pair $r "$pair/id" "$pair/events$r.csv" "$pair_iters" >"$pair/run$r.log" 2>&1 &
+  pids+=($!)
+done
+pair_rc=0
+for p in "${pids[@]}"; do wait "$p" || pair_rc=$?; done
+if ((pair_rc != 0)); then
+  tail -n 20 "$pair/run0.log" "$pair/run1.log" >&2
+  echo "gpu-check: the 2-rank run failed (exit $pair_rc; 124 = timed out after 240 s); logs: $pair/run*.log" >&2
+  echo "pair_failed $pair_rc" >>"$work/run.log"
+fi
 # The GPUs' PCI bus ids, for the check that comm records name their GPU.
 nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader 2>/dev/null | sed 's/^/nvidia-smi bus_id /' >>"$work/run.log" || true
 code=$(sed -n 's/^nccl_version \([0-9]*\)$/\1/p' "$work/run.log")
 ngpu=$(sed -n 's/^gpus \([0-9]*\)$/\1/p' "$work/run.log")
 echo "gpu-check: ncclGetVersion() = $code, $ngpu GPU(s), $(($(date +%s) - start)) s so far"
-python3 "$root/scripts/gpu/analyze.py" "$logs" "$work/events.csv" "$work/run.log" "$code" "$ngpu"
+python3 "$root/scripts/gpu/analyze.py" "$logs" "$work/events.csv" "$work/run.log" "$code" "$ngpu" "$pair"

@@ -97,6 +97,7 @@ inline constexpr std::string_view kTransportIntraNode = "intra_node";  // kTrans
 inline constexpr std::string_view kTransportNetwork = "network";
 inline constexpr std::string_view kGraph = "graph";        // bool: graph captured
 inline constexpr std::string_view kReclaimed = "reclaimed";// bool, present only when true
+inline constexpr std::string_view kKernelDesync = "kernel_desync";  // bool, coll/p2p: NCCL's KernelCh stamps were another work's
 inline constexpr std::string_view kApiOnly = "api_only";  // bool, coll: NCCL showed the op at API level only
 inline constexpr std::string_view kPartial = "partial";    // bool, present only when some channel never stopped
 inline constexpr std::string_view kChTimes = "ch_times";   // verbose: [[channel, start_offset_us, dur_us], ...]

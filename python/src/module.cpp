@@ -94,7 +94,7 @@ py::dict read_ops(const std::vector<std::string>& inputs, int threads) {
       net_send(n), net_recv(n), file(n);
   std::vector<std::uint64_t> hash(n);
   std::vector<double> dur(n), busbw(n), algbw(n), bal(n), net_wait(n), slow_us(n), median_us(n);
-  std::vector<bool> has_start(n), reclaimed(n), partial(n), graph(n), api_only(n);
+  std::vector<bool> has_start(n), reclaimed(n), partial(n), graph(n), api_only(n), kernel_desync(n);
   py::list kind, func, algo, proto, timing, transport, comm_name, role, comm_hash, host, pid;
   std::map<std::string, std::vector<double>> hca_bytes, hca_wire;
   for (std::size_t i = 0; i < n; ++i) {
@@ -126,6 +126,7 @@ py::dict read_ops(const std::vector<std::string>& inputs, int threads) {
     partial[i] = (o.flags & ana::kFlagPartial) != 0;
     graph[i] = (o.flags & ana::kFlagGraph) != 0;
     api_only[i] = (o.flags & ana::kFlagApiOnly) != 0;
+    kernel_desync[i] = (o.flags & ana::kFlagKernelDesync) != 0;
     kind.append(std::string(ana::to_string(o.kind)));
     func.append(std::string(ana::to_string(o.func)));
     algo.append(o.algo == ana::Algo::kUnknown ? py::object(py::none()) : py::str(std::string(ana::to_string(o.algo))));
@@ -184,6 +185,7 @@ py::dict read_ops(const std::vector<std::string>& inputs, int threads) {
   c["partial"] = bools(partial);
   c["graph"] = bools(graph);
   c["api_only"] = bools(api_only);
+  c["kernel_desync"] = bools(kernel_desync);
   c["net_send_bytes"] = column(net_send);
   c["net_recv_bytes"] = column(net_recv);
   c["net_wait_us"] = column(net_wait);

@@ -9,12 +9,22 @@
 // ReduceScatter.
 // Every operation is bracketed by CUDA events on its stream; the times go to a CSV (one line per operation:
 // phase,func,bytes,iter,event_us) read back by the check. Prints "nccl_version <code>" and "gpus <n>" on stdout.
+//
+// Pair mode (nccl_check --pair RANK IDFILE CSV ITERS): one rank of a 2-rank communicator on GPU 0. Two such
+// processes started with different NCCL_HOSTID values look like two hosts to NCCL, so they pass NCCL's duplicate-GPU
+// check and talk over its socket transport: KernelCh events with GPU timestamps, ProxyOp/ProxyStep events, on a
+// machine with one GPU. Rank 0 writes the unique id to IDFILE, rank 1 waits for it. Runs AllReduce, AllGather,
+// ReduceScatter, a Send/Recv exchange with the other rank, and an AlltoAll made of grouped Send/Recv (its parts to
+// and from itself included: NCCL gives those no proxy op and so no KernelCh).
 #include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <thread>
+#include <chrono>
 #include <vector>
 
 #define CUDA_OK(x)                                                                                  \
@@ -70,9 +80,122 @@ void self_sendrecv(ncclComm_t comm, cudaStream_t s, char* sbuf, char* rbuf, size
   emit("sendrecv", "SendRecv", bytes, iter, ms);
 }
 
+// Times one operation (fn enqueues it on s) with CUDA events and writes it to the CSV.
+template <class Fn>
+void timed(const char* phase, const char* func, size_t bytes, int iter, cudaStream_t s, Timer& t, Fn fn) {
+  CUDA_OK(cudaEventRecord(t.a, s));
+  fn();
+  CUDA_OK(cudaEventRecord(t.b, s));
+  CUDA_OK(cudaEventSynchronize(t.b));
+  float ms = 0;
+  CUDA_OK(cudaEventElapsedTime(&ms, t.a, t.b));
+  emit(phase, func, bytes, iter, ms);
+}
+
+int pair_main(int rank, const char* id_path, int iters) {
+  ncclUniqueId id;
+  if (rank == 0) {
+    NCCL_OK(ncclGetUniqueId(&id));
+    const std::string tmp = std::string(id_path) + ".tmp";
+    FILE* f = std::fopen(tmp.c_str(), "wb");
+    if (f == nullptr || std::fwrite(&id, sizeof id, 1, f) != 1 || std::fclose(f) != 0 ||
+        std::rename(tmp.c_str(), id_path) != 0) {
+      std::perror(id_path);
+      return 1;
+    }
+  } else {
+    bool got = false;
+    for (int i = 0; i < 1200 && !got; ++i) {  // 60 s
+      if (FILE* f = std::fopen(id_path, "rb")) {
+        got = std::fread(&id, sizeof id, 1, f) == 1;
+        std::fclose(f);
+      }
+      if (!got) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (!got) {
+      std::fprintf(stderr, "nccl_check: rank 1: no unique id in %s after 60 s\n", id_path);
+      return 1;
+    }
+  }
+  CUDA_OK(cudaSetDevice(0));
+  cudaStream_t s;
+  CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const size_t kMax = 16u << 20;
+  char *a = nullptr, *b = nullptr;
+  CUDA_OK(cudaMalloc(&a, 2 * kMax));
+  CUDA_OK(cudaMalloc(&b, 2 * kMax));
+  CUDA_OK(cudaMemset(a, 0, 2 * kMax));
+  ncclComm_t comm;
+  NCCL_OK(ncclCommInitRank(&comm, 2, id, rank));
+  std::printf("pair rank %d: communicator up\n", rank);
+  std::fflush(stdout);
+  Timer t;
+  const int peer = 1 - rank;
+  // Phase 1: no Send/Recv to itself yet, so NCCL's KernelCh stamps are each op's own.
+  for (int i = -1; i < iters; ++i) {  // iteration -1: warm-up, not compared
+    for (size_t bytes : {size_t(1) << 20, size_t(16) << 20}) {
+      const size_t count = bytes / 4;
+      timed("pair_coll", "AllReduce", bytes, i, s, t,
+            [&] { NCCL_OK(ncclAllReduce(a, b, count, ncclFloat32, ncclSum, comm, s)); });
+      timed("pair_coll", "AllGather", bytes, i, s, t,
+            [&] { NCCL_OK(ncclAllGather(a, b, count / 2, ncclFloat32, comm, s)); });
+      timed("pair_coll", "ReduceScatter", bytes, i, s, t,
+            [&] { NCCL_OK(ncclReduceScatter(a, b, count / 2, ncclFloat32, ncclSum, comm, s)); });
+      timed("pair_p2p", "SendRecv", bytes, i, s, t, [&] {
+        NCCL_OK(ncclGroupStart());
+        NCCL_OK(ncclSend(a, bytes, ncclInt8, peer, comm, s));
+        NCCL_OK(ncclRecv(b, bytes, ncclInt8, peer, comm, s));
+        NCCL_OK(ncclGroupEnd());
+      });
+    }
+  }
+  // Phase 2: AlltoAll as the application writes it before NCCL 2.28, one group of a Send and a Recv per rank,
+  // itself included (`bytes` per peer); then AllReduce again. The part to itself puts NCCL's KernelCh work
+  // counters out of step: the plugin must not take GPU times from them any more (kernel_desync).
+  for (int i = 0; i < iters; ++i) {
+    for (size_t bytes : {size_t(1) << 20, size_t(16) << 20}) {
+      timed("pair_alltoall", "AlltoAll", 2 * bytes, i, s, t, [&] {
+        NCCL_OK(ncclGroupStart());
+        for (int p = 0; p < 2; ++p) {
+          NCCL_OK(ncclSend(a + p * bytes, bytes, ncclInt8, p, comm, s));
+          NCCL_OK(ncclRecv(b + p * bytes, bytes, ncclInt8, p, comm, s));
+        }
+        NCCL_OK(ncclGroupEnd());
+      });
+    }
+  }
+  for (int i = 0; i < iters; ++i)
+    timed("pair_after", "AllReduce", 1u << 20, i, s, t,
+          [&] { NCCL_OK(ncclAllReduce(a, b, (1u << 20) / 4, ncclFloat32, ncclSum, comm, s)); });
+  NCCL_OK(ncclCommFinalize(comm));
+  NCCL_OK(ncclCommDestroy(comm));
+  CUDA_OK(cudaFree(a));
+  CUDA_OK(cudaFree(b));
+  CUDA_OK(cudaStreamDestroy(s));
+  std::fclose(g_csv);
+  std::printf("nccl_check: pair rank %d done\n", rank);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--pair") == 0) {
+    if (argc < 6) {
+      std::fprintf(stderr, "usage: nccl_check --pair RANK IDFILE CSV ITERS\n");
+      return 2;
+    }
+    g_csv = std::fopen(argv[4], "w");
+    if (g_csv == nullptr) {
+      std::perror(argv[4]);
+      return 1;
+    }
+    std::fprintf(g_csv, "phase,func,bytes,iter,event_us\n");
+    int version = 0;
+    NCCL_OK(ncclGetVersion(&version));
+    std::printf("nccl_version %d\n", version);
+    return pair_main(std::atoi(argv[2]), argv[3], std::atoi(argv[5]));
+  }
   const char* csv_path = argc > 1 ? argv[1] : "nccl_check.csv";
   int iters = argc > 2 ? std::atoi(argv[2]) : 20;
   g_csv = std::fopen(csv_path, "w");

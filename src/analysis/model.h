@@ -82,6 +82,8 @@ inline constexpr std::uint8_t kFlagApiOnly = 32;   // a collective NCCL showed a
 // An AlltoAll/Gather/Scatter the reader assembled from the Send/Recv records of
 // one launch group (OpSink::wants_assembled): not a record of the log.
 inline constexpr std::uint8_t kFlagAssembled = 64;
+// NCCL's KernelCh stamps were another work's (log-format.md kernel_desync): CPU-timed instead.
+inline constexpr std::uint8_t kFlagKernelDesync = 128;
 
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 

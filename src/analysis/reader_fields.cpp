@@ -66,6 +66,7 @@ Field field_id(std::string_view k) {
       {sc::kPluginVersion, Field::kPluginVersion},
       {sc::kPartial, Field::kPartial},
       {sc::kApiOnly, Field::kApiOnly},
+      {sc::kKernelDesync, Field::kKernelDesync},
       {sc::kGroupNo, Field::kGroupNo},
       {up::kP2pPerf, Field::kP2pPerf},
       {sc::kRank, Field::kRank},

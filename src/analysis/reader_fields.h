@@ -24,7 +24,8 @@ enum class Field : std::uint8_t {
   kProto, kPeer, kPid, kPluginVersion, kPartial, kP2pPerf, kRank, kReclaimed, kRecordsWritten,
   kReclaimedOps, kSeq, kStartWallNs, kType, kTiming, kTransport, kWallNs, kUncertainty, kSamples,
   kCudaDev, kPciBusId, kIssue, kIssued, kStarted, kP2pStarted, kInFlight, kStuck, kRoot, kEnqueueWallNs, kConfig,
-  kLastFunc, kQuietMs, kApiIssued, kLastApiFunc, kIssueOff, kInstance, kRecordsPending, kApiOnly, kGroupNo
+  kLastFunc, kQuietMs, kApiIssued, kLastApiFunc, kIssueOff, kInstance, kRecordsPending, kApiOnly, kGroupNo,
+  kKernelDesync
 };
 
 Field field_id(std::string_view key);
@@ -62,7 +63,7 @@ struct Line {
   std::int64_t start_wall_ns = 0;
   bool has_start = false;
   double dur_us = kNaN, busbw = kNaN, ch_balance = -1;
-  bool reclaimed = false, partial = false, graph = false, api_only = false;
+  bool reclaimed = false, partial = false, graph = false, api_only = false, kernel_desync = false;
   // meta
   std::string_view format, plugin_version, host, job_id, instance;
   std::int64_t format_version = 0, pid = -1, file_seq = 0, global_rank = -1;

@@ -326,6 +326,7 @@ template <class V>
     case Field::kPluginVersion: get_str(v, L.plugin_version); break;
     case Field::kPartial: if (get_bool(v, b)) L.partial = b; break;
     case Field::kApiOnly: if (get_bool(v, b)) L.api_only = b; break;
+    case Field::kKernelDesync: if (get_bool(v, b)) L.kernel_desync = b; break;
     case Field::kGroupNo: get_i64(v, L.group); break;
     case Field::kP2pPerf: upstream_op(v, true); break;
     case Field::kRank: get_i64(v, L.rank); break;
@@ -1030,6 +1031,7 @@ void RecordReader::fill_op(RecType rt, Op& op) {
   if (L.partial) op.flags |= kFlagPartial;
   if (L.graph) op.flags |= kFlagGraph;
   if (L.api_only) op.flags |= kFlagApiOnly;
+  if (L.kernel_desync) op.flags |= kFlagKernelDesync;
   if (L.upstream) op.flags |= kFlagUpstream;
   if (L.has_start && !L.upstream) {
     op.start_wall_ns = L.start_wall_ns;

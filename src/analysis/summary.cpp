@@ -58,6 +58,7 @@ void OpHealth::add(const Op& op) {
   if (op.flags & kFlagGraph) ++graph;
   if (!op.has_busbw()) ++no_busbw;
   if (cpu_timed(op.timing)) ++cpu_timed_ops;
+  if (op.flags & kFlagKernelDesync) ++kernel_desync;
   if (!op.has_start()) ++no_start;
 }
 void OpHealth::merge(const OpHealth& o) {
@@ -67,6 +68,7 @@ void OpHealth::merge(const OpHealth& o) {
   partial += o.partial;
   no_busbw += o.no_busbw;
   cpu_timed_ops += o.cpu_timed_ops;
+  kernel_desync += o.kernel_desync;
   no_start += o.no_start;
   graph += o.graph;
 }
@@ -324,6 +326,11 @@ void op_rows(const HealthRows& row, const OpHealth& ops, const DropTotals& d) {
                               " CPU-timed: their time is when the CPU saw the op, not how long its bytes moved, "
                               "so they feed no bandwidth, util, peak or detector"
                         : std::string());
+  if (ops.kernel_desync)
+    row("GPU times NCCL misattributed", ops.kernel_desync,
+        "CPU-timed instead: after a Send/Recv to itself (AlltoAll, Gather, Scatter) or a Broadcast on NCCL 2.29+, "
+        "NCCL hands a communicator's kernel events another op's GPU stamps (its host and device work counters "
+        "fall out of step; NVIDIA/nccl PR #2369); see troubleshooting.md");
   std::string ts;
   for (int i = 0; i < static_cast<int>(Timing::kCount_); ++i)
     if (ops.by_timing[i])

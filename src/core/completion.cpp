@@ -202,6 +202,17 @@ __attribute__((always_inline)) inline void write_cpu_times(OpRecord& r, const Co
   }
 }
 
+// Whether the op's KernelCh stamps may be another work's (Context::desync_ticks):
+// it started after the call that put NCCL's counters out of step, or it is a
+// part of that call's launch group. Relaxed: see there.
+__attribute__((always_inline)) inline bool desynced(const Context& c, const OpSlot& s, const OpRecord& r) noexcept {
+  const uint64_t t = c.desync_ticks.load(std::memory_order_relaxed);
+  if (t == UINT64_MAX) [[likely]] return false;
+  if (s.start_ticks.load(std::memory_order_relaxed) >= t) return true;  // relaxed: written at its start
+  const uint32_t g = c.desync_group.load(std::memory_order_relaxed);
+  return g != 0 && r.kind == static_cast<uint8_t>(OpKind::kP2p) && r.issue == g;
+}
+
 // A CPU tick count as 0.1 us units, saturating.
 inline uint32_t tenths_of_us(uint64_t ticks) noexcept {
   const uint64_t t = (clk::ticks_to_ns(ticks) - clk::ticks_to_ns(0)) / 100;
@@ -290,9 +301,10 @@ __attribute__((always_inline)) inline bool complete_body(Context& c, uint32_t sl
   const uint64_t stopped = s.stopped_mask.load(std::memory_order_relaxed);
   const uint64_t mask = started | stopped;
   r.channel_mask = mask;
-  if (mask != 0) {
+  if (mask != 0 && !desynced(c, s, r)) [[likely]] {
     write_channel_times(r, c, s, mask, stopped, reclaimed);
   } else {
+    if (mask != 0) r.flags |= kFlagKernelDesync;  // the stamps are another work's: CPU times instead
     write_cpu_times(r, c, s);
   }
   if ((r.flags & kFlagChannelSums) == 0) {

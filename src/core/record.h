@@ -91,6 +91,8 @@ enum OpFlag : uint16_t {
   kFlagStaleParent = 1u << 7,       // parent API handle was stale (graph replay)
   kFlagApiOnly = 1u << 8,           // a collective NCCL showed at API level only (CollApi, no Coll):
                                     // timed by the API call, seq our own count of such calls
+  kFlagKernelDesync = 1u << 9,      // its KernelCh stamps are not its own (NCCL's host and device work
+                                    // counters fell out of step on this comm): CPU-timed instead
   // Internal, never seen by a sink (the capture core's consumer side derives
   // what they stand for and clears them before handing a record on):
   kFlagEnqueueTicks = 1u << 14,  // enqueue_ns holds CPU clock ticks

@@ -251,6 +251,8 @@ void reset_context(Context& c, const Runtime& rt, const InitArgs& a) {
   c.api_issued.store(0, std::memory_order_relaxed);    // as above
   c.last_api_func.store(0, std::memory_order_relaxed); // as above
   c.api_only_seq.store(0, std::memory_order_relaxed);  // as above
+  c.desync_ticks.store(UINT64_MAX, std::memory_order_relaxed);  // as above
+  c.desync_group.store(0, std::memory_order_relaxed);           // as above
   const uint32_t pn = a.nranks > 0 ? static_cast<uint32_t>(a.nranks < 4096 ? a.nranks : 4096) : 1;
   if (c.p2p_seq_n != pn) {
     c.p2p_seq.reset(new (std::nothrow) std::atomic<uint32_t>[2 * pn]);
@@ -371,6 +373,11 @@ void comm_finalize(void* ctx) noexcept {
     // §11.11): write what we have, marked reclaimed, rather than lose it.
     size_t n = reclaim_ops(*c, UINT64_MAX);
     if (n) logf(rt, ni::abi::kLogInfo, "NCCL Inspector: %zu in-flight ops of comm %u written at finalize", n, c->id);
+    // Relaxed: set once (Context::desync_ticks); this thread finalizes the comm.
+    if (c->desync_ticks.load(std::memory_order_relaxed) != UINT64_MAX)
+      logf(rt, ni::abi::kLogInfo,
+           "NCCL Inspector: comm %u: NCCL's KernelCh timestamps fell out of step with its work (a Send/Recv to "
+           "itself or a Broadcast); its ops after that are CPU-timed (kernel_desync)", c->id);
     c->live.store(0, std::memory_order_release);  // late callbacks are counted, not followed
     rt->recycled.push_back(c->id);
     if (rt->sink) rt->sink->comm_removed(c->id);

@@ -225,6 +225,16 @@ bool parent_graph_captured(const void* parent) noexcept {
   return p.tag == Tag::kMarker && (p.extra & 32u) != 0;
 }
 
+// The first call that puts NCCL's KernelCh counters out of step on the comm
+// (Context::desync_ticks): its time and launch group. Relaxed load/store: the
+// issuing thread's own fields, see there.
+__attribute__((noinline, cold)) void note_desync(Context& c, const void* group) noexcept {
+  if (c.desync_ticks.load(std::memory_order_relaxed) != UINT64_MAX) return;
+  const Handle g = decode(group);
+  if (g.tag == Tag::kMarker && g.extra == static_cast<uint32_t>(EvType::kGroup))
+    c.desync_group.store(g.gen, std::memory_order_relaxed);  // as above
+  c.desync_ticks.store(clk::read_ticks(), std::memory_order_relaxed);  // as above
+}
 }  // namespace
 void learn_identity(Context& c, uint64_t hash, int rank) noexcept;
 namespace {
@@ -376,8 +386,17 @@ void* start_p2p(void* ctx, void* parent, int rank, const P2pStart& d) noexcept {
   if (d.comm_hash != 0) learn_identity(*c, d.comm_hash, rank);
   void* h = nullptr;
   uint32_t slot = 0;
-  OpSlot* s = begin_op(rt, c, OpKind::kP2p, rank, parent, d.func, d.dtype, d.count,
-                       initial_remaining(*c), &slot, &h);
+  // A Send or Recv to itself is a copy inside the kernel: NCCL builds no
+  // proxy op for it (enqueue.cc: nProxyOps = selfSend ? 0 : 2, 2.23 to
+  // 2.30), so neither KernelCh nor ProxyOp will come and it completes at its
+  // stop, enqueue-timed. Seen on real NCCL 2.28.9: waiting for the kernel side
+  // left every such op in flight until the reclaimer or finalize.
+  const bool self = d.peer >= 0 && d.peer == rank;
+  const int32_t remaining = self ? 1 : initial_remaining(*c);
+  // Its work item advances the device's KernelCh counter and not NCCL's host
+  // one (Context::desync_ticks), whether or not it is recorded.
+  if (self && c->kernel_ch) [[unlikely]] note_desync(*c, d.group != nullptr ? d.group : parent);
+  OpSlot* s = begin_op(rt, c, OpKind::kP2p, rank, parent, d.func, d.dtype, d.count, remaining, &slot, &h);
   if (s == nullptr) return h;
   // Relaxed: published with the handle. Rare (v3 P2P, or no channel count):
   // the KernelCh line is otherwise left to the progress thread.
@@ -777,6 +796,8 @@ __attribute__((noinline, cold)) void* start_api_only(Runtime* rt, Context* c, co
   // the same call the same seq. Relaxed load/store: as Context::issued in start_coll().
   const uint64_t seq = c->api_only_seq.load(std::memory_order_relaxed);
   c->api_only_seq.store(seq + 1, std::memory_order_relaxed);  // as above
+  // Its kernel work has no KernelCh profiler op (Context::desync_ticks).
+  if (c->kernel_ch) note_desync(*c, nullptr);
   void* h = nullptr;
   uint32_t slot = 0;
   OpSlot* s = begin_op(rt, c, OpKind::kColl, -1, nullptr, a.func, a.dtype, a.count, 1, &slot, &h);

@@ -654,6 +654,21 @@ struct Context {
   // Collectives recorded from their CollApi alone (Broadcast on 2.29+): their
   // seq, our own count per comm (one function so far).
   std::atomic<uint64_t> api_only_seq{0};
+  // Where NCCL's KernelCh stamps stopped being trustworthy on this comm: a
+  // kernel work item with no profiler proxy op (a Send/Recv to itself; a
+  // 2.29+ Broadcast, which lost its activation mask) advances the device's
+  // per-channel work counter but not the host's, so every later KernelCh
+  // reads an earlier work's stamps (seen on real NCCL 2.28.9; NVIDIA/nccl PR
+  // #2369 for Broadcast). The CPU ticks of the first such call (UINT64_MAX:
+  // none yet) and, for a Send/Recv to itself, its launch group (whose other
+  // parts NCCL schedules after it, round 0 first; 0: none). Ops started from
+  // then on, and that group's parts, are CPU-timed. Set once by the thread
+  // that issues the comm's ops (relaxed load/store); the completer reads them
+  // relaxed after NCCL's own hand-over of later ops to its progress thread,
+  // which orders them. Never cleared while the comm lives: the counters never
+  // come back in step.
+  std::atomic<uint64_t> desync_ticks{UINT64_MAX};
+  std::atomic<uint32_t> desync_group{0};
   // clock estimate (mono - ptimer), refined by KernelCh start observations
   alignas(kCacheLine) std::atomic<int64_t> clk_min{INT64_MAX};
   std::atomic<int64_t> clk_typical{0};

@@ -271,6 +271,10 @@ struct TruthOp {
   bool visible = false;                // Coll/P2p/CeColl start delivered to the plugin
   std::string why;                     // reason when not visible
   bool kernel_events = false;          // KernelCh events delivered
+  // NCCL handed this op's KernelCh another work's GPU stamps: its host work
+  // counter had fallen behind the device's (a Send/Recv to itself before it
+  // on one of its channels, profiler-abi §8.6); ch_*_ptimer are its own.
+  bool kernel_stamps_shifted = false;
   int graph_replay = -1;               // replay index, -1 = not a graph replay
   std::vector<std::string> faults;
   // The planted culprits that shaped this op's times (TruthKnobs): "straggler"

@@ -59,6 +59,15 @@ struct Comm {
   int next_ch = 0;        // app thread: running channel counter of the open plan
   std::bitset<static_cast<size_t>(Fault::kCount)> fired;  // app thread: one-shot faults done
   bool unload_twice = false;  // 2.30 init failure: Unload runs again at destroy
+  // KernelCh work counters per channel (profiler-abi §8.6): the kernel counts
+  // every work item, NCCL's host only those it gave a profiler proxy op, and
+  // the host reads the stamps in slot (its count % 64). The comm's progress
+  // thread only (its plans run there in order).
+  struct KernelChannel {
+    uint64_t dev = 0, host = 0;
+    uint64_t counter[64] = {}, start_ns[64] = {}, stop_ns[64] = {};
+  };
+  std::vector<KernelChannel> kernel_ch;  // by channel id
 };
 
 // What a planted hang (TruthKnobs::Hang) does to one rank's task at the hang

@@ -78,9 +78,10 @@ class ProxyRun {
     for (const TaskP& t : plan_->tasks) add_subs(*t);
     append();
     for (const TaskP& t : plan_->tasks) {
-      std::vector<void*> kh = kernel_starts(*t);
+      const std::vector<ChanTime> stamps = kernel_work(*t);
+      std::vector<void*> kh = kernel_starts(*t, stamps);
       network(*t);
-      kernel_stops(*t, kh);
+      kernel_stops(*t, kh, stamps);
     }
     for (Sub& s : subs_)
       if (s.h && !has(*s.t, Fault::kProxyOpNeverStopped) && !stuck(s)) P_.stop(kProxyOp, s.h);
@@ -155,9 +156,39 @@ class ProxyRun {
     }
   }
 
-  std::vector<void*> kernel_starts(Task& t) {
+  // A Send/Recv to itself: a copy in the kernel with no proxy op, so no
+  // KernelCh (enqueue.cc: nProxyOps = selfSend ? 0 : 2, every release).
+  bool self_p2p(const Task& t) const { return t.type == kP2p && t.peer == c_.rank; }
+
+  // The work item's place in each of its channels' counters, and the stamps
+  // NCCL hands its KernelCh: those of the work the host count names, which is
+  // this task's own unless a work the host did not count (a self Send/Recv
+  // pair) ran on that channel before it; the shift never closes.
+  std::vector<ChanTime> kernel_work(Task& t) {
+    std::vector<ChanTime> out = t.chans;
+    if (N_ < 26 || !(t.mask & kKernelCh) || t.hang != HangMode::kNone) return out;
+    const bool self = self_p2p(t);
+    if (self && t.func != kFuncSend) return out;  // the pair's one work item: counted with its Send
+    for (ChanTime& ct : out) {
+      if (ct.ch < 0 || ct.ch >= 64) continue;
+      if (c_.kernel_ch.size() <= static_cast<size_t>(ct.ch)) c_.kernel_ch.resize(static_cast<size_t>(ct.ch) + 1);
+      Comm::KernelChannel& k = c_.kernel_ch[static_cast<size_t>(ct.ch)];
+      const uint64_t d = ++k.dev;
+      k.counter[d % 64] = d;
+      k.start_ns[d % 64] = ct.start_ns;
+      k.stop_ns[d % 64] = ct.stop_ns;
+      if (self) continue;
+      const uint64_t h = ++k.host;
+      ct.start_ns = k.start_ns[h % 64];  // the work that last wrote slot h % 64
+      ct.stop_ns = k.stop_ns[h % 64];
+      if (k.counter[h % 64] != d && t.truth) t.truth->kernel_stamps_shifted = true;
+    }
+    return out;
+  }
+
+  std::vector<void*> kernel_starts(Task& t, const std::vector<ChanTime>& stamps) {
     std::vector<void*> kh(t.chans.size(), nullptr);
-    if (N_ < 26 || !(t.mask & kKernelCh)) return kh;
+    if (N_ < 26 || !(t.mask & kKernelCh) || self_p2p(t)) return kh;
     if (t.hang == HangMode::kNoKernel) return kh;  // kernel_stuck culprit: its kernel never runs
     if (t.truth) t.truth->kernel_events = P_.live() && P_.binding->forwards(kKernelCh);
     for (size_t i = 0; i < t.chans.size(); ++i) {
@@ -166,14 +197,14 @@ class ProxyRun {
       e.type = kKernelCh;
       e.parent = t.handle;
       e.channel = static_cast<uint8_t>(t.chans[i].ch);
-      e.ptimer = N_ >= 27 ? c_.R->epoch + t.chans[i].start_ns : 0;
+      e.ptimer = N_ >= 27 ? c_.R->epoch + stamps[i].start_ns : 0;
       kh[i] = P_.start(c_.ctx, e);
     }
     return kh;
   }
 
-  void kernel_stops(Task& t, const std::vector<void*>& kh) {
-    if (N_ < 26 || !(t.mask & kKernelCh)) return;
+  void kernel_stops(Task& t, const std::vector<void*>& kh, const std::vector<ChanTime>& stamps) {
+    if (N_ < 26 || !(t.mask & kKernelCh) || self_p2p(t)) return;
     if (t.hang != HangMode::kNone) return;  // blocked in a planted hang: the kernel never ends
     for (size_t i = 0; i < t.chans.size(); ++i) {
       P_.pace_until(t.chans[i].stop_ns);
@@ -183,7 +214,7 @@ class ProxyRun {
       for (int k = 0; k < times; ++k) {
         if (N_ >= 27) {
           St a;
-          a.ptimer = c_.R->epoch + t.chans[i].stop_ns;
+          a.ptimer = c_.R->epoch + stamps[i].stop_ns;
           P_.record(kKernelCh, kh[i], kKernelChStop, a);
         }
         P_.stop(kKernelCh, kh[i]);

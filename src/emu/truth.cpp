@@ -45,6 +45,7 @@ nlohmann::json op_json(const TruthOp& t) {
   j["visible"] = t.visible;
   j["why"] = t.why;
   j["kernel_events"] = t.kernel_events;
+  j["kernel_stamps_shifted"] = t.kernel_stamps_shifted;
   j["graph_replay"] = t.graph_replay;
   j["faults"] = t.faults;
   j["planted"] = t.planted;

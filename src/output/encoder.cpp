@@ -159,7 +159,8 @@ void put_hcas(Buf& b, const OpRecord& r) {
 // slow-channel detector's input without verbose logs).
 void put_ch_slow(Buf& b, const OpRecord& r) {
   const int nch = std::popcount(r.channel_mask);
-  if (nch < 2 || nch > kRecordChannels || (r.flags & (kFlagChannelsTruncated | kFlagPartialChannels))) return;
+  if (nch < 2 || nch > kRecordChannels || (r.flags & (kFlagChannelsTruncated | kFlagPartialChannels | kFlagKernelDesync)))
+    return;
   uint32_t d[kRecordChannels] = {};
   int slow = 0;
   for (int i = 0; i < nch; ++i) {
@@ -258,10 +259,11 @@ void Encoder::op(Buf& b, const OpRecord& r, const CommInfo* comm, const ClockEst
   if (r.flags & kFlagReclaimed) flag(b, sc::kReclaimed);
   if (r.flags & kFlagPartialChannels) flag(b, sc::kPartial);
   if (r.flags & kFlagApiOnly) flag(b, sc::kApiOnly);
+  if (r.flags & kFlagKernelDesync) flag(b, sc::kKernelDesync);
   if (r.net_ops != 0) put_net(b, r);
   if (r.n_hcas != 0) put_hcas(b, r);
   const int nch = std::popcount(r.channel_mask);
-  if (verbose_ && nch > 0) put_ch_times(b, r, nch);
+  if (verbose_ && nch > 0 && (r.flags & kFlagKernelDesync) == 0) put_ch_times(b, r, nch);
   finish(b);
 }
 
