@@ -1062,6 +1062,7 @@ struct Follower::Impl {
   ~Impl() {
     if (z_ready) inflateEnd(&zs);
   }
+  std::uint64_t size_seen = 0;  // the file's size at the last poll
   void stop(std::string why) {
     stopped = true;
     if (info.error.empty()) info.error = std::move(why);
@@ -1109,6 +1110,9 @@ Follower::Follower(FileInfo& info, std::uint32_t idx, OpSink& sink)
     : impl_(std::make_unique<Impl>(info, idx, sink)) {}
 Follower::~Follower() = default;
 bool Follower::stopped() const { return impl_->stopped; }
+std::uint64_t Follower::behind() const {
+  return impl_->stopped || impl_->size_seen < impl_->offset ? 0 : impl_->size_seen - impl_->offset;
+}
 
 std::size_t Follower::poll(std::size_t max_bytes) {
   Impl& m = *impl_;
@@ -1130,6 +1134,7 @@ std::size_t Follower::poll(std::size_t max_bytes) {
     m.stop("the file shrank while followed (replaced or truncated)");
     return 0;
   }
+  m.size_seen = static_cast<std::uint64_t>(st.st_size);
   thread_local std::vector<unsigned char> in(Impl::kOut + kLinePadding);
   thread_local std::vector<char> out(Impl::kOut + kLinePadding);
   std::size_t total = 0;

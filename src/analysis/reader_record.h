@@ -40,6 +40,8 @@ class Follower {
   // that does not inflate stops being followed too (info.error says why).
   std::size_t poll(std::size_t max_bytes = std::size_t{64} << 20);
   bool stopped() const;
+  // Bytes the file had at the last poll that it has not read yet.
+  std::uint64_t behind() const;
 
  private:
   struct Impl;

@@ -1,6 +1,7 @@
 #include "src/analysis/watch.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -9,6 +10,7 @@
 #include <unordered_map>
 
 #include "src/analysis/reader_record.h"
+#include "src/analysis/stats.h"
 #include "src/analysis/stragglers.h"
 
 namespace ni::analysis {
@@ -67,10 +69,28 @@ std::uint64_t Watch::poll(std::int64_t now_ns) {
   discover();
   const std::uint64_t before = ops_total_;
   std::size_t budget = o_.max_poll_bytes;
-  for (auto& f : followers_) {
-    if (budget == 0 || (o_.stop != nullptr && *o_.stop)) break;
-    budget -= std::min(budget, f->poll(std::min<std::size_t>(budget, std::size_t{64} << 20)));
+  using clock = std::chrono::steady_clock;
+  const auto deadline = clock::now() + std::chrono::duration_cast<clock::duration>(
+                                           std::chrono::duration<double>(std::max(o_.poll_budget_s, 0.01)));
+  constexpr std::size_t kStep = std::size_t{256} << 10;
+  for (bool more = true; more;) {  // rounds over the files until none has more, or the budget is spent
+    more = false;
+    for (auto& f : followers_) {
+      if (budget == 0 || (o_.stop != nullptr && *o_.stop)) {
+        more = false;
+        break;
+      }
+      const std::size_t n = f->poll(std::min(budget, kStep));
+      budget -= std::min(budget, n);
+      more = more || n == kStep;
+      if (clock::now() >= deadline) {  // after a read: every poll gets somewhere
+        more = false;
+        break;
+      }
+    }
   }
+  behind_bytes_ = 0;
+  for (const auto& f : followers_) behind_bytes_ += f->behind();
   // The window: what arrived within window_s.
   const auto span = static_cast<std::int64_t>(o_.window_s * 1e9);
   auto old = [&](const Window& w) {
@@ -115,13 +135,10 @@ std::string thousands(std::uint64_t v) {
   return s;
 }
 
+// sorted_quantile() of v, sorted in place.
 double quantile(std::vector<double>& v, double q) {
-  if (v.empty()) return kNaN;
   std::sort(v.begin(), v.end());
-  const double pos = q * static_cast<double>(v.size() - 1);
-  const auto lo = static_cast<std::size_t>(pos);
-  const std::size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+  return sorted_quantile(v, q);
 }
 
 std::string pad(std::string s, std::size_t w, bool right = false) {
@@ -307,6 +324,11 @@ std::string Watch::render(std::int64_t now_wall_ns) const {
   if (!error_.empty()) {
     ++findings;
     out += "  " + error_ + "\n";
+  }
+  if (behind_bytes_ > 0) {
+    ++findings;
+    out += "  reading behind the job: " + fmt("%.1f", static_cast<double>(behind_bytes_) / 1048576.0) +
+           " MiB of its logs not read yet (this screen shows less than was written)\n";
   }
   if (findings == 0) out += "  none\n";
   return out;

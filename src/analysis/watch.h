@@ -34,10 +34,15 @@ struct WatchOptions {
   std::size_t top = 8;                    // rows of the op-group table
   bool color = false;                     // bold headings and a red LATE (a terminal without NO_COLOR)
   const HostMap* host_map = nullptr;
-  // Polled between files: a poll catching up on a large backlog ends early
+  // Polled between reads: a poll catching up on a large backlog ends early
   // when it turns true (Ctrl-C).
   const volatile std::sig_atomic_t* stop = nullptr;
   std::size_t max_poll_bytes = std::size_t{256} << 20;  // read per poll over all files (the rest next time)
+  // A poll stops reading after this long (the rest next time, said on the
+  // screen), so that a reader slower than the job still redraws every
+  // interval and ends at once on Ctrl-C. The files are read in turn, 256 KiB
+  // at a time.
+  double poll_budget_s = 1.0;
 };
 
 class Watch {
@@ -76,6 +81,7 @@ class Watch {
   std::deque<Window> window_;
   std::int64_t newest_start_ns_ = 0;  // the latest op start read: ops older than the window skip it
   std::uint64_t ops_total_ = 0, window_dropped_ = 0;
+  std::uint64_t behind_bytes_ = 0;  // bytes the followed files had at the last poll and it did not read
   std::int64_t now_ns_ = 0, first_poll_ns_ = 0;
   std::deque<std::pair<std::int64_t, std::uint64_t>> rate_;  // (poll time, ops_total) of the last ~10 s
   std::string error_;

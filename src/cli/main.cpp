@@ -430,6 +430,7 @@ int run_watch(WatchArgs& w) {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   w.wo.stop = &g_stop_watch;
+  w.wo.poll_budget_s = w.interval_s;  // a reader slower than the job still redraws every interval
   ana::Watch watch(w.wo);
   using clock = std::chrono::steady_clock;
   const auto period = std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(w.interval_s));

@@ -1299,3 +1299,50 @@ TEST(Watch, ScreenCountsBacklogOnceAndDamageIsNoProcess) {
   w.poll(2'000'000'000);
   EXPECT_EQ(w.ops_total(), 600u);
 }
+
+// A watch slower than the job (a large backlog, a sanitizer build, a busy
+// node) reads each poll for its time budget only, then redraws: the screen
+// says how far it is behind, later polls catch up, every op is read once, and
+// Ctrl-C ends a poll before it reads anything more. (The CI run of watch in
+// tmux under a sanitizer saw one poll take over 50 s and Ctrl-C go unanswered.)
+TEST(Watch, AReaderBehindTheJobRedrawsAndCatchesUp) {
+  const auto dir = ni::test::temp_dir("watch_behind");
+  std::vector<std::string> lines = {
+      R"({"type":"meta","format":"nccl-inspector-log","format_version":1,"host":"h1","pid":7})",
+      R"({"type":"comm","comm_id":1,"comm_hash":"0x01","comm_name":"tp","rank":0,"nranks":2,"nnodes":1})"};
+  const std::int64_t t0 = 1700000000000000000;
+  for (std::int64_t i = 0; i < 40000; ++i)  // random-ish durations: ~1 MiB compressed, several 256 KiB reads
+    lines.push_back(R"({"type":"coll","comm_hash":"0x01","rank":0,"nranks":2,"seq":)" + std::to_string(i) +
+                    R"(,"func":"AllReduce","bytes":1048576,"start_wall_ns":)" + std::to_string(t0 + i * 1000000LL) +
+                    R"(,"dur_us":)" + std::to_string(100 + (i * 7919) % 997) + "." +
+                    std::to_string((i * 104729) % 1000) + R"(,"timing":"gpu","busbw_gbs":10})");
+  ni::test::write_gz(dir + "/h1-pid7.jsonl.gz", lines, 500);
+  ASSERT_GT(std::filesystem::file_size(dir + "/h1-pid7.jsonl.gz"), std::size_t{600} << 10);
+  volatile std::sig_atomic_t stop = 0;
+  ana::WatchOptions o;
+  o.inputs = {dir};
+  o.poll_budget_s = 0;  // one 256 KiB read per poll
+  o.stop = &stop;
+  ana::Watch w(o);
+  w.poll(1);
+  const std::uint64_t first = w.ops_total();
+  EXPECT_GT(first, 0u);
+  EXPECT_LT(first, 40000u);
+  std::string screen = w.render(t0);
+  EXPECT_NE(screen.find("reading behind the job: "), std::string::npos) << screen;
+  stop = 1;  // Ctrl-C: the next poll reads nothing
+  w.poll(2);
+  EXPECT_EQ(w.ops_total(), first);
+  stop = 0;
+  int polls = 1;
+  for (std::uint64_t last = first; polls < 100; ++polls) {
+    w.poll(3 + polls);
+    EXPECT_GE(w.ops_total(), last);
+    if (w.ops_total() == last) break;
+    last = w.ops_total();
+  }
+  EXPECT_GT(polls, 2);
+  EXPECT_EQ(w.ops_total(), 40000u);
+  screen = w.render(t0);
+  EXPECT_EQ(screen.find("reading behind"), std::string::npos) << screen;
+}
