@@ -45,7 +45,11 @@ const char* gate_task(const Proc& P, const Task& t, void* group_h) {
 }
 
 void post_proxy(Proc& P, const PlanP& plan) {
-  if (!plan->has_proxy) return;
+  if (!plan->has_proxy) {
+    if (plan->comm->progress && hidden_kernel_work(P, *plan))
+      plan->comm->progress->post([&P, plan] { count_kernel_work(P, plan); });
+    return;
+  }
   plan->comm->progress->post([&P, plan] { run_proxy(P, plan); });
 }
 

@@ -248,6 +248,11 @@ void finish_hang(Proc& P, Loader& loader, RunResult& res);
 
 // progress.cpp: everything the progress thread does for one plan.
 void run_proxy(Proc& P, const PlanP& plan);
+// A plan with no proxy op whose kernel still runs work items the device counts
+// for KernelCh (a Send/Recv to itself; a 2.29+ Broadcast): advances the comm's
+// device work counters in plan order, on its progress thread, no events.
+bool hidden_kernel_work(Proc& P, const Plan& plan);
+void count_kernel_work(Proc& P, const PlanP& plan);
 void progress_idle(Proc& P, Comm* owner, bool going_to_sleep, void** ctrl_handle);
 
 // engine.cpp

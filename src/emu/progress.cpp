@@ -74,6 +74,21 @@ class ProxyRun {
  public:
   ProxyRun(Proc& P, const PlanP& plan) : P_(P), plan_(plan), c_(*plan->comm), N_(P.minor) {}
 
+  // Kernel work the device counts with no KernelCh for it (kernel_work()): a
+  // Send/Recv to itself of a comm with KernelCh on, or a Broadcast that 2.29+
+  // runs as an AllGatherV task whose activation mask was lost (NVIDIA/nccl PR
+  // #2369) while KernelCh is on.
+  static bool hidden(Proc& P, const Task& t) {
+    if (P.minor < 26 || t.type == kCeColl) return false;
+    if (t.type == kP2p && t.peer == t.comm->rank) return (t.mask & kKernelCh) != 0;
+    return P.minor >= 29 && P.bcast_as_allgatherv && t.api_func == kFuncBroadcast && t.mask == 0 &&
+           (P.read_mask() & kKernelCh) != 0;
+  }
+
+  void count_only() {
+    for (const TaskP& t : plan_->tasks) (void)kernel_work(*t);
+  }
+
   void run() {
     for (const TaskP& t : plan_->tasks) add_subs(*t);
     append();
@@ -166,8 +181,8 @@ class ProxyRun {
   // pair) ran on that channel before it; the shift never closes.
   std::vector<ChanTime> kernel_work(Task& t) {
     std::vector<ChanTime> out = t.chans;
-    if (N_ < 26 || !(t.mask & kKernelCh) || t.hang != HangMode::kNone) return out;
-    const bool self = self_p2p(t);
+    const bool self = self_p2p(t), invisible = hidden(P_, t);
+    if (N_ < 26 || !((t.mask & kKernelCh) || invisible) || t.hang != HangMode::kNone) return out;
     if (self && t.func != kFuncSend) return out;  // the pair's one work item: counted with its Send
     for (ChanTime& ct : out) {
       if (ct.ch < 0 || ct.ch >= 64) continue;
@@ -177,7 +192,7 @@ class ProxyRun {
       k.counter[d % 64] = d;
       k.start_ns[d % 64] = ct.start_ns;
       k.stop_ns[d % 64] = ct.stop_ns;
-      if (self) continue;
+      if (invisible) continue;
       const uint64_t h = ++k.host;
       ct.start_ns = k.start_ns[h % 64];  // the work that last wrote slot h % 64
       ct.stop_ns = k.stop_ns[h % 64];
@@ -443,6 +458,15 @@ class ProxyRun {
 }  // namespace
 
 void run_proxy(Proc& P, const PlanP& plan) { ProxyRun(P, plan).run(); }
+
+bool hidden_kernel_work(Proc& P, const Plan& plan) {
+  if (P.minor < 26 || plan.ce) return false;
+  for (const TaskP& t : plan.tasks)
+    if (ProxyRun::hidden(P, *t)) return true;
+  return false;
+}
+
+void count_kernel_work(Proc& P, const PlanP& plan) { ProxyRun(P, plan).count_only(); }
 
 void progress_idle(Proc& P, Comm* owner, bool going_to_sleep, void** ctrl) {
   if (going_to_sleep) {

@@ -172,13 +172,16 @@ TEST_P(KernelDesync, NoRecordCarriesAnotherWorksStamps) {
     std::ofstream w(dir / "w.json");
     w << R"({"world": )" << p.world << R"(, "nodes": )" << p.nodes << R"(,
       "comms": [{"name": "tp", "nranks": 4, "layout": "contiguous", "nchannels": 4},
-                {"name": "dp", "nranks": 2, "layout": "strided", "nchannels": 2}],
+                {"name": "dp", "nranks": 2, "layout": "strided", "nchannels": 2},
+                {"name": "pp", "nranks": 2, "layout": "strided", "nchannels": 2}],
       "program": [{"comm": "tp", "func": "AllReduce", "bytes": 1048576}, {"comm": "dp", "func": "SendRecv", "bytes": 65536},
                   {"comm": "tp", "func": "AlltoAll", "bytes": 262144}, {"comm": "tp", "func": "AllReduce", "bytes": 1048576},
                   {"comm": "tp", "func": "AlltoAll", "bytes": 65536}, {"comm": "tp", "func": "Gather", "bytes": 65536, "root": 1},
                   {"comm": "tp", "func": "Scatter", "bytes": 131072, "root": 2}, {"comm": "dp", "func": "AllReduce", "bytes": 65536},
                   {"comm": "tp", "func": "SendRecv", "bytes": 65536, "shift": 2}, {"comm": "dp", "func": "AlltoAll", "bytes": 1048576},
-                  {"comm": "dp", "func": "AllReduce", "bytes": 262144}],
+                  {"comm": "dp", "func": "AllReduce", "bytes": 262144},
+                  {"comm": "pp", "func": "AllReduce", "bytes": 65536}, {"comm": "pp", "func": "Broadcast", "bytes": 65536},
+                  {"comm": "pp", "func": "AllReduce", "bytes": 65536}, {"comm": "pp", "func": "AllGather", "bytes": 65536}],
       "iterations": 1})";
   }
   const std::string cmd = "NCCL_INSPECTOR_DUMP_DIR=" + (dir / "logs").string() + " NCCL_DEBUG=WARN " + NI_EMU_PATH +
@@ -208,8 +211,17 @@ TEST_P(KernelDesync, NoRecordCarriesAnotherWorksStamps) {
 
   Read r = read_dir(dir / "logs");
   size_t gpu = 0, flagged = 0, flagged_own = 0, selfs = 0, matched = 0;
+  size_t pp_ag = 0, pp_marked = 0, api_only = 0;
   for (const ana::Op& op : r.ops) {
     const bool p2p = op.kind == ana::OpKind::kP2p;
+    if (op.flags & ana::kFlagApiOnly) {  // a 2.29+ Broadcast: the API call, no kernel events (no truth op)
+      ++api_only;
+      continue;
+    }
+    if (op.nranks == 2 && !p2p && op.func == ana::Func::kAllGather) {
+      ++pp_ag;
+      pp_marked += (op.flags & ana::kFlagKernelDesync) != 0;
+    }
     auto it = truth.find(Key{op.comm_hash, op.rank, p2p ? "p2p" : "coll", func_name(op), op.seq, p2p ? op.peer : -1});
     ASSERT_NE(it, truth.end()) << func_name(op) << " seq " << op.seq << " rank " << op.rank;
     const json& t = it->second;
@@ -245,7 +257,14 @@ TEST_P(KernelDesync, NoRecordCarriesAnotherWorksStamps) {
       EXPECT_FALSE(t_shifted) << func_name(op) << " seq " << op.seq << " rank " << op.rank << ": not marked";
     }
   }
-  EXPECT_EQ(matched, r.ops.size());
+  EXPECT_EQ(matched + api_only, r.ops.size());
+  // pp never sends to itself: on 2.29+ its Broadcast (an AllGatherV task that lost its activation mask, NVIDIA/nccl
+  // PR #2369) puts the counters out of step and its AllGather after it is marked; before 2.29 Broadcast is a
+  // plain kernel collective and nothing of pp is.
+  const bool bcast_desyncs = version >= "2.29";
+  EXPECT_EQ(api_only > 0, bcast_desyncs);
+  EXPECT_GT(pp_ag, 0u);
+  EXPECT_EQ(pp_marked, bcast_desyncs ? pp_ag : 0u) << "pp's AllGathers after its Broadcast marked kernel_desync";
   EXPECT_GT(selfs, 0u);
   EXPECT_GE(flagged, shifted);
   // The ops before the first self part (tp's first AllReduce, dp's SendRecv and AllReduce) keep their GPU times.
@@ -270,8 +289,8 @@ TEST_P(KernelDesync, NoRecordCarriesAnotherWorksStamps) {
 
 INSTANTIATE_TEST_SUITE_P(Releases, KernelDesync,
                          ::testing::Values(DesyncCase{"2.27", 8, 2, 1}, DesyncCase{"2.28", 8, 2, 2},
-                                           DesyncCase{"2.28", 16, 4, 3}, DesyncCase{"2.30", 32, 4, 4},
-                                           DesyncCase{"2.30", 64, 8, 5}),
+                                           DesyncCase{"2.28", 16, 4, 3}, DesyncCase{"2.29", 16, 2, 6},
+                                           DesyncCase{"2.30", 32, 4, 4}, DesyncCase{"2.30", 64, 8, 5}),
                          [](const auto& p) {
                            std::string s = p.param.version;
                            std::replace(s.begin(), s.end(), '.', '_');
