@@ -20,14 +20,20 @@ expected_abi = 1 if ver <= (2, 23) else 2 if ver <= (2, 25) else 3 if ver == (2,
 
 
 
+def read_logs_file(f):
+    out = []
+    with gzip.open(f, "rt") as fh:
+        for line in fh:
+            line = line.strip()
+            if line:
+                out.append(json.loads(line))
+    return out
+
+
 def read_logs(d):
     out = []
     for f in sorted(glob.glob(f"{d}/**/*.jsonl.gz", recursive=True)):
-        with gzip.open(f, "rt") as fh:
-            for line in fh:
-                line = line.strip()
-                if line:
-                    out.append(json.loads(line))
+        out += read_logs_file(f)
     return out
 
 
@@ -134,8 +140,16 @@ if pair_dir:
     precs = read_logs(f"{pair_dir}/logs")
     pops = [r for r in precs if r.get("type") in ("coll", "p2p")]
     pcomms = [r for r in precs if r.get("type") == "comm"]
-    add("2-rank comm records", sorted((r.get("rank"), r.get("nranks")) for r in pcomms) == [(0, 2), (1, 2)],
-        f"{len(pcomms)} comm records, nnodes {sorted({r.get('nnodes') for r in pcomms})}")
+    # One comm record per process; ABI v1-v3 (NCCL <= 2.26) learn rank and size from the ops and announce the comm
+    # again, so the last record per process counts.
+    last = {}
+    for f in sorted(glob.glob(f"{pair_dir}/logs/**/*.jsonl.gz", recursive=True)):
+        for r in read_logs_file(f):
+            if r.get("type") == "comm":
+                last[f] = r
+    ranks = sorted((r.get("rank"), r.get("nranks")) for r in last.values())
+    add("2-rank comm records", ranks == [(0, 2), (1, 2)] if ver >= (2, 27) else sorted(x[0] for x in ranks) == [0, 1],
+        f"{len(pcomms)} comm records, ranks {ranks}, nnodes {sorted({r.get('nnodes') for r in pcomms}, key=str)}")
     pwarns = [l for l in prun.splitlines() if " NCCL WARN " in l or "NCCL Inspector: WARN" in l]
     add("2-rank WARN lines", not pwarns, f"{len(pwarns)}" + (f": {pwarns[0][:80]}" if pwarns else ""))
     pdrops = {}

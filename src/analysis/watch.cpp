@@ -73,21 +73,30 @@ std::uint64_t Watch::poll(std::int64_t now_ns) {
   const auto deadline = clock::now() + std::chrono::duration_cast<clock::duration>(
                                            std::chrono::duration<double>(std::max(o_.poll_budget_s, 0.01)));
   constexpr std::size_t kStep = std::size_t{256} << 10;
-  for (bool more = true; more;) {  // rounds over the files until none has more, or the budget is spent
-    more = false;
-    for (auto& f : followers_) {
+  // Rounds over the files, starting where the last poll stopped (a budget spent
+  // part-way through a round leaves no file unread for good); after the first
+  // round only the files that had more are read again.
+  std::vector<std::size_t> todo(followers_.size());
+  for (std::size_t i = 0; i < todo.size(); ++i) todo[i] = (next_follower_ + i) % todo.size();
+  bool spent = false;
+  while (!todo.empty() && !spent) {
+    std::vector<std::size_t> more;
+    for (std::size_t k = 0; k < todo.size(); ++k) {
       if (budget == 0 || (o_.stop != nullptr && *o_.stop)) {
-        more = false;
+        spent = true;
+        next_follower_ = todo[k];
         break;
       }
-      const std::size_t n = f->poll(std::min(budget, kStep));
+      const std::size_t n = followers_[todo[k]]->poll(std::min(budget, kStep));
       budget -= std::min(budget, n);
-      more = more || n == kStep;
+      if (n == kStep) more.push_back(todo[k]);
       if (clock::now() >= deadline) {  // after a read: every poll gets somewhere
-        more = false;
+        spent = true;
+        next_follower_ = todo[k] + 1;
         break;
       }
     }
+    todo.swap(more);
   }
   behind_bytes_ = 0;
   for (const auto& f : followers_) behind_bytes_ += f->behind();

@@ -82,6 +82,7 @@ class Watch {
   std::int64_t newest_start_ns_ = 0;  // the latest op start read: ops older than the window skip it
   std::uint64_t ops_total_ = 0, window_dropped_ = 0;
   std::uint64_t behind_bytes_ = 0;  // bytes the followed files had at the last poll and it did not read
+  std::size_t next_follower_ = 0;   // where the next poll starts its first round
   std::int64_t now_ns_ = 0, first_poll_ns_ = 0;
   std::deque<std::pair<std::int64_t, std::uint64_t>> rate_;  // (poll time, ops_total) of the last ~10 s
   std::string error_;

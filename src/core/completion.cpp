@@ -208,9 +208,15 @@ __attribute__((always_inline)) inline void write_cpu_times(OpRecord& r, const Co
 __attribute__((always_inline)) inline bool desynced(const Context& c, const OpSlot& s, const OpRecord& r) noexcept {
   const uint64_t t = c.desync_ticks.load(std::memory_order_relaxed);
   if (t == UINT64_MAX) [[likely]] return false;
-  if (s.start_ticks.load(std::memory_order_relaxed) >= t) return true;  // relaxed: written at its start
+  const uint64_t start = s.start_ticks.load(std::memory_order_relaxed);  // relaxed: written at its start
+  if (start >= t) return true;
+  // The group's other parts started just before it, in the same launch.
+  // Group numbers count per launching thread (a non-blocking comm's groups
+  // launch on threads of their own), so an older group of another thread can
+  // have the same number: only parts started within 10 ms of the call count.
   const uint32_t g = c.desync_group.load(std::memory_order_relaxed);
-  return g != 0 && r.kind == static_cast<uint8_t>(OpKind::kP2p) && r.issue == g;
+  return g != 0 && r.kind == static_cast<uint8_t>(OpKind::kP2p) && r.issue == g &&
+         clk::ticks_to_ns(t) - clk::ticks_to_ns(start) < 10'000'000;
 }
 
 // A CPU tick count as 0.1 us units, saturating.

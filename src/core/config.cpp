@@ -73,7 +73,10 @@ const std::vector<Entry>& table() {
       {{"NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES", SettingType::kInt, "8192", 0, INT64_MAX,
         "Ops smaller than this many bytes are not recorded (counted as filtered). 0 records everything."},
        NI_INT(min_size_bytes)},
-      {{"NCCL_INSPECTOR_ENABLE_P2P", SettingType::kBool, "1", 0, 1, "Record point-to-point operations."},
+      {{"NCCL_INSPECTOR_ENABLE_P2P", SettingType::kBool, "1", 0, 1,
+        "Record point-to-point operations. With 0 the plugin still asks NCCL 2.26+ for P2p events and drops them at "
+        "once: a Send/Recv to itself puts NCCL's kernel timestamps out of step (kernel_desync, docs/log-format.md) "
+        "and only its P2p event shows it."},
        NI_BOOL(enable_p2p)},
       {{"NCCL_INSPECTOR_ENABLE_NET", SettingType::kBool, "0", 0, 1,
         "Ask NCCL for ProxyOp, ProxyStep and NetPlugin events: network bytes, step time split and "

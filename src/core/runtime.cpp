@@ -164,7 +164,10 @@ void logf(Runtime* rt, ni::abi::LogLevel level, const char* fmt, ...) {
 int compute_mask(const Runtime& rt, int abi) {
   int m = ni::abi::kColl;
   if (rt.cfg.enable_p2p) m |= ni::abi::kP2p;
-  if (abi >= 3) m |= static_cast<int>(ni::abi::kKernelCh);
+  // With KernelCh, P2p even when P2P ops are not recorded: a Send/Recv to
+  // itself puts NCCL's kernel stamps out of step (Context::desync_ticks) and
+  // only its P2p event shows it; start_p2p() filters the rest at once.
+  if (abi >= 3) m |= static_cast<int>(ni::abi::kKernelCh) | ni::abi::kP2p;
   if (rt.cfg.enable_net) m |= ni::abi::kProxyOp | ni::abi::kProxyStep | (abi >= 3 ? static_cast<int>(ni::abi::kNetPlugin) : 0);
   if (abi >= 6 && rt.cfg.enable_ce) m |= ni::abi::kCeColl | ni::abi::kCeSync | ni::abi::kCeBatch;
   return m;

@@ -382,20 +382,21 @@ void* start_p2p(void* ctx, void* parent, int rank, const P2pStart& d) noexcept {
   // Relaxed load/store: as Context::issued in start_coll().
   if constexpr (kInflightState)
     c->p2p_started.store(c->p2p_started.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  if (!rt->cfg.enable_p2p) return filtered_handle();
-  if (d.comm_hash != 0) learn_identity(*c, d.comm_hash, rank);
-  void* h = nullptr;
-  uint32_t slot = 0;
   // A Send or Recv to itself is a copy inside the kernel: NCCL builds no
   // proxy op for it (enqueue.cc: nProxyOps = selfSend ? 0 : 2, 2.23 to
   // 2.30), so neither KernelCh nor ProxyOp will come and it completes at its
   // stop, enqueue-timed. Seen on real NCCL 2.28.9: waiting for the kernel side
   // left every such op in flight until the reclaimer or finalize.
   const bool self = d.peer >= 0 && d.peer == rank;
-  const int32_t remaining = self ? 1 : initial_remaining(*c);
   // Its work item advances the device's KernelCh counter and not NCCL's host
-  // one (Context::desync_ticks), whether or not it is recorded.
+  // one (Context::desync_ticks), whether or not it is recorded (the mask asks
+  // for P2p whenever it asks for KernelCh, compute_mask()).
   if (self && c->kernel_ch) [[unlikely]] note_desync(*c, d.group != nullptr ? d.group : parent);
+  if (!rt->cfg.enable_p2p) return filtered_handle();
+  if (d.comm_hash != 0) learn_identity(*c, d.comm_hash, rank);
+  void* h = nullptr;
+  uint32_t slot = 0;
+  const int32_t remaining = self ? 1 : initial_remaining(*c);
   OpSlot* s = begin_op(rt, c, OpKind::kP2p, rank, parent, d.func, d.dtype, d.count, remaining, &slot, &h);
   if (s == nullptr) return h;
   // Relaxed: published with the handle. Rare (v3 P2P, or no channel count):
@@ -476,6 +477,9 @@ namespace {
 // offset from above; keep the least. Modular arithmetic: a nonsense pTimer
 // gives a nonsense sample, never UB.
 __attribute__((noinline)) void sample_clock(Context& c, uint64_t ptimer) noexcept {
+  // Once NCCL's stamps are out of step they may be an earlier work's: no
+  // samples from them (relaxed: Context::desync_ticks says what orders it).
+  if (c.desync_ticks.load(std::memory_order_relaxed) != UINT64_MAX) [[unlikely]] return;
   const int64_t d = static_cast<int64_t>(clk::now_ns() - ptimer);
   // Relaxed: the estimate is a statistic read by the dump thread; the CAS
   // pairs with other progress threads' CAS on the same minimum.
@@ -834,9 +838,13 @@ void* start_coll_api(void* ctx, const CollApiStart& a) noexcept {
       // Not under graph capture: NCCL makes the CollApi event once, at capture, and
       // nothing on replays, so the call's time is the capture's, not a broadcast's.
       // Relaxed: a one-way flag (start_coll); a call racing with it is at worst recorded twice.
-      if (a.func == Func::kBroadcast && c->abi >= 6 && !a.graph_captured && rt->bcast_api_only &&
-          !rt->bcast_coll_seen.load(std::memory_order_relaxed)) [[unlikely]]
-        return start_api_only(rt, c, a);
+      if (a.func == Func::kBroadcast && c->abi >= 6 && rt->bcast_api_only &&
+          !rt->bcast_coll_seen.load(std::memory_order_relaxed)) [[unlikely]] {
+        if (!a.graph_captured) return start_api_only(rt, c, a);
+        // Captured: not recorded, but its kernel work still runs on every
+        // replay without a KernelCh profiler op (Context::desync_ticks).
+        if (c->kernel_ch) note_desync(*c, nullptr);
+      }
     }
   }
   return start_marker(ctx, EvType::kCollApi, a.graph_captured);

@@ -46,8 +46,14 @@ const char* gate_task(const Proc& P, const Task& t, void* group_h) {
 
 void post_proxy(Proc& P, const PlanP& plan) {
   if (!plan->has_proxy) {
-    if (plan->comm->progress && hidden_kernel_work(P, *plan))
-      plan->comm->progress->post([&P, plan] { count_kernel_work(P, plan); });
+    if (!plan->comm->progress || !hidden_kernel_work(P, *plan)) return;
+    auto count = [&P, plan] { plan->comm->progress->post([&P, plan] { count_kernel_work(P, plan); }); };
+    // In launch order: behind the plans whose host task still waits on the
+    // CUDA-callback thread (a comm with host_callback).
+    if (plan->comm->spec->host_callback && P.cudacb)
+      P.cudacb->post(count);
+    else
+      count();
     return;
   }
   plan->comm->progress->post([&P, plan] { run_proxy(P, plan); });
