@@ -177,16 +177,10 @@ if pair_dir:
     per = {}  # (rank, func, event bytes) -> [event us], [plugin us]
     for rk in (0, 1):
         evs = [e for e in pev if e["rank"] == rk]
-        groups = {
-            "AllReduce": ([r for r in pops if r["type"] == "coll" and r["func"] == "AllReduce" and r["rank"] == rk],
-                          [e for e in evs if e["func"] == "AllReduce"]),
-            "AllGather": ([r for r in pops if r["type"] == "coll" and r["func"] == "AllGather" and r["rank"] == rk],
-                          [e for e in evs if e["func"] == "AllGather"]),
-            "ReduceScatter": ([r for r in pops if r["type"] == "coll" and r["func"] == "ReduceScatter" and r["rank"] == rk],
-                              [e for e in evs if e["func"] == "ReduceScatter"]),
-            "Send": ([r for r in pops if r["type"] == "p2p" and r["func"] == "Send" and r["rank"] == rk
-                      and r.get("peer") != rk], [e for e in evs if e["func"] in ("SendRecv", "AlltoAll")]),
-        }
+        groups = {fn: ([r for r in pops if r["type"] == "coll" and r["func"] == fn and r["rank"] == rk],
+                       [e for e in evs if e["func"] == fn]) for fn in ("AllReduce", "AllGather", "ReduceScatter")}
+        groups["Send"] = ([r for r in pops if r["type"] == "p2p" and r["func"] == "Send" and r["rank"] == rk
+                           and r.get("peer") != rk], [e for e in evs if e["func"] in ("SendRecv", "AlltoAll")])
         for fn, (rs, es) in groups.items():
             rs.sort(key=lambda r: r.get("seq", 0))
             if len(rs) != len(es):
@@ -202,9 +196,9 @@ if pair_dir:
                         d = float(r["dur_us"])
                         if d > ev_us + 2.0:
                             over += 1
-                        per.setdefault((rk, fn if fn != "Send" else "SendRecv", int(e["bytes"])),
-                                       ([], []))[0].append(ev_us)
-                        per[(rk, fn if fn != "Send" else "SendRecv", int(e["bytes"]))][1].append(d)
+                        row = per.setdefault((rk, fn if fn != "Send" else "SendRecv", int(e["bytes"])), ([], []))
+                        row[0].append(ev_us)
+                        row[1].append(d)
                 else:
                     p2_n += 1
                     if r.get("kernel_desync") and r.get("timing") != "gpu":
@@ -220,7 +214,6 @@ if pair_dir:
     if ver >= (2, 26):
         add("2-rank kernel_desync (after)", p2_n > 0 and p2_marked == p2_n,
             f"{p2_marked}/{p2_n} records after the first Send/Recv to itself marked kernel_desync, CPU-timed")
-    og = [r for r in pops if r.get("timing") == "gpu"]
     net = [r for r in pops if r.get("transport") == "network" and (r.get("net") or {}).get("proxy_ops", 0) > 0]
     peer_ops = [r for r in pops if not (r["type"] == "p2p" and r.get("peer") == r.get("rank"))]
     add("2-rank proxy events", bool(peer_ops) and len(net) == len(peer_ops),

@@ -190,6 +190,9 @@ class RecordReader final : public ChunkSink {
     std::int32_t nranks = 0;
     std::uint16_t nnodes = 0;
     bool bad = false;  // a part no assembly can use, or more parts than an AlltoAll has
+    Timing cpu = Timing::kGpu;  // a CPU-timed part's timing (kGpu: every part GPU-timed)
+    bool desync = false;        // a part was CPU-timed because NCCL's stamps were out of step
+    bool all_start = true;      // every part has its start
     std::vector<Part> parts;
   };
   using GroupKey = std::pair<std::uint64_t, std::int32_t>;  // (comm, rank)
@@ -871,8 +874,12 @@ void RecordReader::add_to_group(const Op& op, std::int64_t group) {
   }
   // Bounded: an AlltoAll has 2 n parts; a group with more is no such op.
   const std::size_t full = 2 * static_cast<std::size_t>(std::max(op.nranks, 1));
-  const bool usable = op.nranks == g.nranks && op.peer >= 0 && op.peer < op.nranks && op.timing == Timing::kGpu &&
-                      op.has_start() && op.dur_us >= 0 && (op.flags & (kFlagReclaimed | kFlagPartial)) == 0 &&
+  // A CPU-timed part (2.23-2.25: no GPU timer; 2.26+: every AlltoAll has a
+  // part to the rank itself, which puts NCCL's stamps out of step) still
+  // says who sent what: the call is counted with its bytes, no time.
+  const bool gpu = op.timing == Timing::kGpu && op.has_start() && op.dur_us >= 0;
+  const bool usable = op.nranks == g.nranks && op.peer >= 0 && op.peer < op.nranks && (gpu || cpu_timed(op.timing)) &&
+                      (op.flags & (kFlagReclaimed | kFlagPartial)) == 0 &&
                       (op.func == Func::kSend || op.func == Func::kRecv);
   if (g.bad || !usable || g.parts.size() >= full) {
     g.bad = true;
@@ -881,8 +888,11 @@ void RecordReader::add_to_group(const Op& op, std::int64_t group) {
   } else {
     Part& p = g.parts.emplace_back();
     ++open_parts_;
+    if (!gpu) g.cpu = op.timing;
+    g.desync = g.desync || (op.flags & kFlagKernelDesync) != 0;
+    g.all_start = g.all_start && op.has_start();
     p.lo = op.start_wall_ns;
-    p.hi = op.start_wall_ns + static_cast<std::int64_t>(std::llround(op.dur_us * 1000.0));
+    p.hi = op.start_wall_ns + (op.dur_us >= 0 ? static_cast<std::int64_t>(std::llround(op.dur_us * 1000.0)) : 0);
     p.bytes = static_cast<std::int64_t>(op.bytes);
     p.peer = op.peer;
     p.nch = op.nchannels;
@@ -971,26 +981,37 @@ void RecordReader::assemble(std::uint64_t comm_hash, std::int32_t r, std::int64_
     f = Func::kGather;
   else if (all_peers_same(send, each) && only_self(recv, each))
     f = Func::kScatter;
-  if (f == Func::kOther || each <= 0 || hi <= lo) return;
+  const bool timed = g.cpu == Timing::kGpu;  // every part GPU-timed: the call's span is the parts' span
+  if (f == Func::kOther || each <= 0 || (timed && hi <= lo)) return;
   Op a;
   a.comm_hash = comm_hash;
   a.kind = OpKind::kColl;
   a.func = f;
   a.bytes = static_cast<std::uint64_t>(each) * static_cast<std::uint64_t>(n);
   a.seq = static_cast<std::uint64_t>(group);  // the launch order, whatever order the parts were written in
-  a.start_wall_ns = lo;
-  a.dur_us = static_cast<double>(hi - lo) / 1000.0;
-  // nccl-tests: algbw = bytes / time; busbw = algbw (n - 1) / n for all three.
-  a.busbw_gbs = static_cast<double>(a.bytes) / static_cast<double>(hi - lo) * (n - 1) / n;
+  if (timed) {
+    a.start_wall_ns = lo;
+    a.dur_us = static_cast<double>(hi - lo) / 1000.0;
+    // nccl-tests: algbw = bytes / time; busbw = algbw (n - 1) / n for all three.
+    a.busbw_gbs = static_cast<double>(a.bytes) / static_cast<double>(hi - lo) * (n - 1) / n;
+  } else {
+    // The parts' CPU times (their enqueue, a proxy's network steps) are not
+    // the call's: counted with its bytes, no latency and no bandwidth.
+    a.start_wall_ns = g.all_start ? lo : 0;
+    a.dur_us = kNaN;
+    a.busbw_gbs = kNaN;
+  }
   a.rank = r;
   a.nranks = n;
   a.nnodes = g.nnodes;
   a.peer = f == Func::kAllToAll ? -1 : r;
   a.file_idx = idx_;
   a.nchannels = nch;
-  a.timing = Timing::kGpu;
+  a.timing = g.cpu;
   a.transport = transport;
-  a.flags = kFlagHasStart | kFlagAssembled;
+  a.flags = kFlagAssembled;
+  if (timed || g.all_start) a.flags |= kFlagHasStart;
+  if (g.desync) a.flags |= kFlagKernelDesync;
   sink_.on_op(a, nullptr, info_);
 }
 

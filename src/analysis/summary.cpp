@@ -38,7 +38,7 @@ void GroupAcc::add(const Op& op, int& lat_bucket, int& bw_bucket) {
   bytes += op.bytes;
   intra += op.transport == 1;
   network += op.transport == 2;
-  lat.add(op.dur_us, lat_bucket);
+  if (!std::isnan(op.dur_us)) lat.add(op.dur_us, lat_bucket);  // NaN: an assembled call of CPU-timed parts
   if (op.has_busbw()) bw.add(op.busbw_gbs, bw_bucket);
 }
 void GroupAcc::merge(const GroupAcc& o) {
@@ -98,8 +98,10 @@ bool parse_peak(const std::string& s, std::map<std::string, double>& out) {
 }
 
 void SummarySink::on_op(const Op& op, const OpDetail*, const FileInfo& file) {
-  if (op.flags & kFlagAssembled)
+  if (op.flags & kFlagAssembled) {
     ++assembled;  // not a record: the health section counts records
+    assembled_cpu += std::isnan(op.dur_us);
+  }
   else
     health.add(op);
   GroupKey k;
@@ -173,6 +175,7 @@ void SummarySink::merge(SummarySink&& o) {
   labels.merge(o.labels);
   health.merge(o.health);
   assembled += o.assembled;
+  assembled_cpu += o.assembled_cpu;
 }
 
 DropTotals drop_totals(const ReadResult& res) {
@@ -453,7 +456,7 @@ void summary_table(Report& r, const SummarySink& s, const ReadResult& res, const
     c.push_back(Cell(a.lat.quantile(0.5), 2));
     c.push_back(Cell(a.lat.quantile(0.9), 2));
     c.push_back(Cell(a.lat.quantile(0.99), 2));
-    c.push_back(Cell(a.lat.max(), 2));
+    c.push_back(Cell(a.lat.count() ? a.lat.max() : kNaN, 2));
     c.push_back(Cell(a.bw.quantile(0.5), 2));
     c.push_back(Cell(a.bw.quantile(0.1), 2));
     c.push_back(Cell(a.bw.count() ? a.bw.min() : kNaN, 2));
@@ -484,6 +487,11 @@ void summary_table(Report& r, const SummarySink& s, const ReadResult& res, const
                         " calls assembled from the Send/Recv records of their launch group (NCCL reports their "
                         "parts only; AlltoAll on every rank, Gather/Scatter at the root); the parts are also in "
                         "the Send/Recv rows");
+  if (s.assembled_cpu > 0)
+    sec.notes.push_back(std::to_string(s.assembled_cpu) +
+                        " of them from CPU-timed parts (no GPU timer before NCCL 2.26; from 2.26 the part to the rank "
+                        "itself puts NCCL's kernel stamps out of step, kernel_desync): counted with their bytes, no "
+                        "latency or bandwidth");
   if (any_sketch)
     sec.notes.push_back("groups with more than 4096 records use a log-bucketed sketch: percentiles within 1%");
 

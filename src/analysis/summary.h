@@ -82,6 +82,7 @@ class SummarySink : public OpSink {
   std::map<std::uint64_t, std::string> labels;  // group id -> label (host/rack modes)
   OpHealth health;
   std::uint64_t assembled = 0;  // AlltoAll/Gather/Scatter ops assembled from Send/Recv records (not in health)
+  std::uint64_t assembled_cpu = 0;  // of those, from CPU-timed parts: counted with bytes, no latency
 
  private:
   // Per-op lookup: an open-addressed table (power-of-two size, linear probing) from

@@ -314,8 +314,7 @@ void group_end(Proc& P, Rank& R) {
     for (const PlanP& p : mine) {
       for (const TaskP& t : p->tasks) {
         if (t->net) p->has_proxy = true;
-        // (a Send/Recv to itself gets no profiler proxy op)
-        if (P.minor >= 26 && (t->mask & kKernelCh) && !(t->type == kP2p && t->peer == c->rank)) p->has_proxy = true;
+        if (P.minor >= 26 && (t->mask & kKernelCh) && !self_p2p(*t)) p->has_proxy = true;
       }
       if (P.minor <= 25)  // the task mask is decided at plan time; be conservative
         for (const TaskP& t : p->tasks)

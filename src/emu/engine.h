@@ -110,6 +110,11 @@ struct Task {
 };
 using TaskP = std::shared_ptr<Task>;
 
+// A Send/Recv to the rank itself: a copy in the kernel with no proxy op, so no
+// network steps and no KernelCh (enqueue.cc: nProxyOps = selfSend ? 0 : 2,
+// every release).
+inline bool self_p2p(const Task& t) { return t.type == ni::abi::kP2p && t.peer == t.comm->rank; }
+
 struct Plan {
   Comm* comm = nullptr;
   std::vector<TaskP> tasks;

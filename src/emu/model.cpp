@@ -114,7 +114,7 @@ void fill_net(const Proc& P, const Comm& c, Task& t) {
     }
   } else if (t.type == kP2p) {
     const int pn = c.members[static_cast<size_t>(t.peer)] / std::max(1, c.P->world / c.P->nodes);
-    t.net = t.peer != c.rank && pn != c.R->node;
+    t.net = !self_p2p(t) && pn != c.R->node;
     if (t.net) {
       if (t.func == kFuncSend) t.net_send_peer = t.peer;
       else t.net_recv_peer = t.peer;

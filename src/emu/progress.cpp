@@ -80,7 +80,7 @@ class ProxyRun {
   // #2369) while KernelCh is on.
   static bool hidden(Proc& P, const Task& t) {
     if (P.minor < 26 || t.type == kCeColl) return false;
-    if (t.type == kP2p && t.peer == t.comm->rank) return (t.mask & kKernelCh) != 0;
+    if (self_p2p(t)) return (t.mask & kKernelCh) != 0;
     return P.minor >= 29 && P.bcast_as_allgatherv && t.api_func == kFuncBroadcast && t.mask == 0 &&
            (P.read_mask() & kKernelCh) != 0;
   }
@@ -170,10 +170,6 @@ class ProxyRun {
       P_.stop(kProxyCtrl, ch);
     }
   }
-
-  // A Send/Recv to itself: a copy in the kernel with no proxy op, so no
-  // KernelCh (enqueue.cc: nProxyOps = selfSend ? 0 : 2, every release).
-  bool self_p2p(const Task& t) const { return t.type == kP2p && t.peer == c_.rank; }
 
   // The work item's place in each of its channels' counters, and the stamps
   // NCCL hands its KernelCh: those of the work the host count names, which is

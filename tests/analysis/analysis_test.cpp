@@ -933,6 +933,96 @@ TEST(Summary, CpuTimedOpsFeedNoBandwidthUtilOrPeak) {
   EXPECT_TRUE(counted);
 }
 
+// Records the plugin wrote CPU-timed because NCCL's kernel stamps were out of
+// step (kernel_desync) are counted in their own health row, which says why;
+// a log without them has no such row.
+TEST(Summary, KernelDesyncRecordsAreCountedInHealth) {
+  const auto dir = ni::test::temp_dir("kernel_desync");
+  for (int desync : {0, 5}) {
+    std::string text = R"({"type":"meta","format":"nccl-inspector-log","format_version":1,"host":"h","pid":1})" "\n";
+    for (int i = 0; i < 10; ++i)
+      text += R"({"type":"coll","comm_hash":"0x0a","rank":0,"nranks":8,"nnodes":1,"seq":)" + std::to_string(i) +
+              R"(,"func":"AllReduce","bytes":1048576,"dur_us":100,"timing":"gpu","busbw_gbs":10})" "\n";
+    for (int i = 0; i < desync; ++i)
+      text += R"({"type":"coll","comm_hash":"0x0a","rank":0,"nranks":8,"nnodes":1,"seq":)" + std::to_string(10 + i) +
+              R"(,"func":"AllReduce","bytes":1048576,"dur_us":3.5,"timing":"enqueue_cpu","kernel_desync":true})" "\n";
+    const std::string sub = dir + "/d" + std::to_string(desync);
+    std::filesystem::create_directories(sub);
+    ni::test::write_text(sub + "/h-pid1.jsonl", text);
+    const Cmd c = run(std::string(NI_CLI) + " summary --no-progress -f json " + sub);
+    ASSERT_EQ(c.rc, 0) << c.out;
+    const auto js = nlohmann::json::parse(c.out);
+    int rows = 0;
+    for (const auto& h : js["health"]["rows"])
+      if (h["item"] == "GPU times NCCL misattributed") {
+        ++rows;
+        EXPECT_EQ(h["value"].get<int>(), desync);
+        EXPECT_NE(h["detail"].get<std::string>().find("Send/Recv to itself"), std::string::npos) << h.dump();
+      }
+    EXPECT_EQ(rows, desync ? 1 : 0);
+  }
+}
+
+// An AlltoAll whose parts are CPU-timed (NCCL 2.26+: the part to the rank
+// itself puts the kernel stamps out of step) is a summary row with its count
+// and bytes, no latency and no bandwidth, and the notes say why; a GPU-timed
+// one keeps its span. Its parts stay in the Send/Recv rows.
+TEST(Summary, AlltoAllOfCpuTimedPartsIsCountedWithoutATime) {
+  const auto dir = ni::test::temp_dir("asm_cpu");
+  const int n = 4;
+  std::string text = R"({"type":"meta","format":"nccl-inspector-log","format_version":1,"host":"h","pid":1})" "\n";
+  text += R"({"type":"comm","comm_id":1,"comm_hash":"0xa1","rank":1,"nranks":4,"nnodes":1})" "\n";
+  const std::int64_t t0 = 1700000000000000000;
+  for (int g = 1; g <= 4; ++g)
+    for (const char* f : {"Send", "Recv"})
+      for (int p = 0; p < n; ++p) {
+        const bool cpu = g > 1;
+        char b[512];
+        std::snprintf(b, sizeof b,
+                      R"({"type":"p2p","comm_id":1,"comm_hash":"0xa1","rank":1,"nranks":4,"seq":%d,"func":"%s",)"
+                      R"("peer":%d,"group":%d,"bytes":65536,"nchannels":1,"start_wall_ns":%lld,"dur_us":%.1f,)"
+                      R"("timing":"%s"%s})" "\n",
+                      g, f, p, g, static_cast<long long>(t0 + g * 1000000LL), 10.0 + p, cpu ? "enqueue_cpu" : "gpu",
+                      cpu ? R"(,"kernel_desync":true)" : R"(,"busbw_gbs":6.5)");
+        text += b;
+      }
+  ni::test::write_text(dir + "/h-pid1.jsonl", text);
+  const Cmd c = run(std::string(NI_CLI) + " summary --no-progress -f json " + dir);
+  ASSERT_EQ(c.rc, 0) << c.out;
+  const auto js = nlohmann::json::parse(c.out);
+  int gpu = 0, cpu = 0;
+  for (const auto& row : js["summary"]["rows"]) {
+    if (row["op"] != "AlltoAll") continue;
+    EXPECT_EQ(row["nranks"], n);
+    if (row["timing"] == "gpu") {
+      ++gpu;
+      EXPECT_EQ(row["count"], 1);
+      EXPECT_EQ(row["bytes"], 65536 * n);
+      EXPECT_DOUBLE_EQ(row["lat_p50_us"].get<double>(), 13.0);  // first part start to last part end
+      // nccl-tests: 262144 B / 13 us * 3/4
+      EXPECT_NEAR(row["busbw_p50_gbs"].get<double>(), 262144.0 / 13e3 * 0.75, 0.01);
+    } else {
+      ++cpu;
+      EXPECT_EQ(row["timing"], "cpu");
+      EXPECT_EQ(row["count"], 3);
+      EXPECT_EQ(row["bytes"], 3 * 65536 * n);
+      for (const char* col : {"lat_p50_us", "lat_p90_us", "lat_p99_us", "lat_max_us", "busbw_p50_gbs", "util_pct"})
+        EXPECT_TRUE(row[col].is_null()) << col << ": " << row.dump();
+    }
+  }
+  EXPECT_EQ(gpu, 1);
+  EXPECT_EQ(cpu, 1);
+  std::string notes;
+  for (const auto& note : js["summary"]["notes"]) notes += note.get<std::string>() + "\n";
+  EXPECT_NE(notes.find("4 calls assembled"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("3 of them from CPU-timed parts"), std::string::npos) << notes;
+  // The health table counts the 32 records, not the assembled calls.
+  int misattributed = -1;
+  for (const auto& h : js["health"]["rows"])
+    if (h["item"] == "GPU times NCCL misattributed") misattributed = h["value"].get<int>();
+  EXPECT_EQ(misattributed, 24);
+}
+
 // Copy-engine collectives timed with CUDA events on their stream (timing
 // "cuda_event", NCCL 2.29+ with a driver in the process) measure the copies:
 // they keep their bandwidth and count as GPU-timed.
@@ -1076,7 +1166,7 @@ TEST(Reader, OneGrammarForTheFastPathAndValidate) {
 // the ring of whichever thread completed it (launching or proxy thread). Here
 // 70 groups' Sends come before any of their Recvs, SendRecv groups (2 parts,
 // never an op) sit between them, and one AlltoAll part is CPU-timed (its
-// group is no op).
+// group is an op with its bytes and no time).
 struct AsmSink : ana::CollectSink {
   bool wants_assembled() const override { return true; }
   void merge(AsmSink&& o) { CollectSink::merge(std::move(o)); }
@@ -1122,13 +1212,18 @@ TEST(Assembly, AlltoAllFromPartsOfManyInterleavedGroups) {
     EXPECT_TRUE(got.emplace(op.seq, &op).second) << "group " << op.seq << " twice";
   }
   EXPECT_EQ(records, static_cast<std::size_t>(groups) * (2 * n + 2));
-  ASSERT_EQ(got.size(), static_cast<std::size_t>(groups - 1));  // all AlltoAlls but group 5
-  EXPECT_EQ(got.count(5), 0u);
+  ASSERT_EQ(got.size(), static_cast<std::size_t>(groups));  // every AlltoAll, none of the SendRecvs
   for (const auto& [g, op] : got) {
     EXPECT_EQ(g % 2, 1u);
     EXPECT_EQ(op->func, ana::Func::kAllToAll);
     EXPECT_EQ(op->bytes, 1024u * n);
     EXPECT_EQ(op->start_wall_ns, t0 + static_cast<std::int64_t>(g) * 1000000LL);
+    if (g == 5) {  // a CPU-timed part: the call is counted, its time and bandwidth are not known
+      EXPECT_EQ(op->timing, ana::Timing::kProxyCpu);
+      EXPECT_TRUE(std::isnan(op->dur_us) && std::isnan(op->busbw_gbs));
+      continue;
+    }
+    EXPECT_EQ(op->timing, ana::Timing::kGpu);
     EXPECT_NEAR(op->dur_us, 13.0, 1e-9) << "group " << g;
     EXPECT_EQ(op->rank, rank);
   }
@@ -1345,4 +1440,34 @@ TEST(Watch, AReaderBehindTheJobRedrawsAndCatchesUp) {
   EXPECT_EQ(w.ops_total(), 40000u);
   screen = w.render(t0);
   EXPECT_EQ(screen.find("reading behind"), std::string::npos) << screen;
+}
+
+// A poll that runs out of budget part-way through its files starts the next
+// poll where it stopped: with one 256 KiB read per poll, the second file is
+// read by the second poll, not after the first file has been read to its end.
+TEST(Watch, APollResumesWithTheFileItDidNotReach) {
+  const auto dir = ni::test::temp_dir("watch_resume");
+  const std::int64_t t0 = 1700000000000000000;
+  for (int h = 1; h <= 2; ++h) {
+    std::vector<std::string> lines = {R"({"type":"meta","format":"nccl-inspector-log","format_version":1,"host":"h)" +
+                                      std::to_string(h) + R"(","pid":7})"};
+    for (std::int64_t i = 0; i < 40000; ++i)
+      lines.push_back(R"({"type":"coll","comm_hash":"0x01","rank":0,"nranks":2,"seq":)" + std::to_string(i) +
+                      R"(,"func":"AllReduce","bytes":1048576,"start_wall_ns":)" + std::to_string(t0 + i * 1000000LL) +
+                      R"(,"dur_us":)" + std::to_string(100 + (i * 7919 + h) % 997) + "." +
+                      std::to_string((i * 104729) % 1000) + R"(,"timing":"gpu","busbw_gbs":10})");
+    ni::test::write_gz(dir + "/h" + std::to_string(h) + "-pid7.jsonl.gz", lines, 500);
+    ASSERT_GT(std::filesystem::file_size(dir + "/h" + std::to_string(h) + "-pid7.jsonl.gz"), std::size_t{600} << 10);
+  }
+  ana::WatchOptions o;
+  o.inputs = {dir};
+  o.max_poll_bytes = std::size_t{256} << 10;  // one read per poll
+  o.poll_budget_s = 3600;
+  ana::Watch w(o);
+  w.poll(1);
+  EXPECT_NE(w.render(t0).find("processes 1 on 1 host(s)"), std::string::npos) << w.render(t0);
+  w.poll(2);
+  EXPECT_NE(w.render(t0).find("processes 2 on 2 host(s)"), std::string::npos) << w.render(t0);
+  for (int i = 3; i < 200 && w.ops_total() < 80000; ++i) w.poll(i);
+  EXPECT_EQ(w.ops_total(), 80000u);
 }

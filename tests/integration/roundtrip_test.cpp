@@ -150,8 +150,8 @@ INSTANTIATE_TEST_SUITE_P(Releases, RoundTrip, ::testing::Values("2.23", "2.26", 
 // seeds: no record is GPU-timed with stamps that are not its own, every op
 // that got them is marked kernel_desync and CPU-timed, the self parts complete
 // at their stop, the ops before the first such call keep their GPU times, and
-// the reader assembles no AlltoAll/Gather/Scatter from parts whose times are
-// not the call's (reader.h, wants_assembled).
+// the reader assembles every AlltoAll/Gather/Scatter from its parts with its
+// bytes and no time (reader.h, wants_assembled).
 struct AssembledSink : ana::CollectSink {
   bool wants_assembled() const override { return true; }
   void merge(AssembledSink&& o) { CollectSink::merge(std::move(o)); }
@@ -284,7 +284,20 @@ TEST_P(KernelDesync, NoRecordCarriesAnotherWorksStamps) {
               "with their own stamps: the whole comm is marked, not only the channels that went out of step)\n",
               p.version, p.world, p.seed, r.ops.size(), gpu, flagged, shifted, flagged_own);
 
-  // Nothing assembled from parts whose times are not the call's.
+  // Every AlltoAll (each rank), Gather and Scatter (the root) is assembled
+  // from its CPU-timed parts: counted with its bytes (n times the part to
+  // itself), never with a time or a bandwidth from parts whose times are not
+  // the call's. The truth names them by their part to the rank itself.
+  using CallKey = std::tuple<uint64_t, int, std::string>;  // (comm, rank, func)
+  std::map<CallKey, std::multiset<uint64_t>> want, got;
+  for (const auto& [k, t] : truth) {
+    const auto& [hash, rank, kind, func, seq, peer] = k;
+    const std::string api = t.value("api_func", "");
+    if (!p.p2p || kind != "p2p" || peer != rank) continue;
+    if ((api == "AlltoAll" && func == "Send") || (api == "Gather" && func == "Send") ||
+        (api == "Scatter" && func == "Recv"))
+      want[{hash, rank, api}].insert(t["bytes"].get<uint64_t>() * t["nranks"].get<uint64_t>());
+  }
   ana::Discovery d = ana::discover_files({(dir / "logs").string()});
   ASSERT_TRUE(d.error.empty()) << d.error;
   ana::ReadResult res;
@@ -292,9 +305,17 @@ TEST_P(KernelDesync, NoRecordCarriesAnotherWorksStamps) {
   ro.progress = 0;
   auto sink = ana::read_merged<AssembledSink>(d.files, ro, 2, res);
   size_t assembled = 0;
-  for (const ana::Op& op : sink->ops) assembled += (op.flags & ana::kFlagAssembled) != 0;
-  EXPECT_EQ(assembled, 0u);
-  EXPECT_EQ(sink->ops.size(), r.ops.size());
+  for (const ana::Op& op : sink->ops) {
+    if (!(op.flags & ana::kFlagAssembled)) continue;
+    ++assembled;
+    EXPECT_TRUE(ana::cpu_timed(op.timing)) << func_name(op) << " rank " << op.rank;
+    EXPECT_TRUE(std::isnan(op.dur_us) && std::isnan(op.busbw_gbs)) << func_name(op) << " rank " << op.rank;
+    EXPECT_NE(op.flags & ana::kFlagKernelDesync, 0) << func_name(op) << " rank " << op.rank;
+    got[{op.comm_hash, op.rank, func_name(op)}].insert(op.bytes);
+  }
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(assembled > 0, p.p2p);
+  EXPECT_EQ(sink->ops.size(), r.ops.size() + assembled);
   if (!HasFailure()) fs::remove_all(dir);
 }
 
