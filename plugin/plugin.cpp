@@ -1,4 +1,4 @@
-// The exported NCCL profiler tables, ncclProfiler_v1 .. ncclProfiler_v6.
+// The exported NCCL profiler tables, ncclProfiler_v1 .. ncclProfiler_v7.
 //
 // Each table is built from static adapters named after the ABI version that
 // introduced their signature; later tables reuse an adapter when the signature
@@ -70,6 +70,9 @@ Result init_v5_abi5(void** c, uint64_t id, int* m, const char* n, int nn, int nr
 Result init_v5_abi6(void** c, uint64_t id, int* m, const char* n, int nn, int nr, int r, DebugLogger l) noexcept {
   return init_v5(c, id, m, n, nn, nr, r, l, 6);
 }
+Result init_v5_abi7(void** c, uint64_t id, int* m, const char* n, int nn, int nr, int r, DebugLogger l) noexcept {
+  return init_v5(c, id, m, n, nn, nr, r, l, 7);
+}
 
 Result finalize_v1(void* context) noexcept {
   core::comm_finalize(context);
@@ -80,7 +83,7 @@ Result stop_v1(void* handle) noexcept { return static_cast<Result>(core::stop(ha
 
 // ------------------------------------------------------------- shared helpers
 
-// Descriptor members common to v1..v6 with the same shape.
+// Descriptor members common to v1..v7 with the same shape.
 template <typename ProxyOpT>
 core::ProxyOpStart proxy_op_of(const ProxyOpT& p) noexcept {
   core::ProxyOpStart s;
@@ -416,8 +419,9 @@ Result start_v5(void* ctx, void** h, EventDescrV5* d) noexcept { return start_fa
 
 // --------------------------------------------------------------- v6 (2.29+)
 
-__attribute__((noinline)) void* start_v6_rest(void* ctx, const EventDescrV6* d) noexcept {
-  if (void* h; start_frequent(ctx, d, &h)) return h;
+// CE events: the same members from v6 on.
+template <typename D>
+void* start_v6_common(void* ctx, const D* d) noexcept {
   switch (d->type) {
     case kCeColl: {
       core::CeStart s;
@@ -434,7 +438,27 @@ __attribute__((noinline)) void* start_v6_rest(void* ctx, const EventDescrV6* d) 
     default: return start_v5_common(ctx, d, d->type);
   }
 }
+
+__attribute__((noinline)) void* start_v6_rest(void* ctx, const EventDescrV6* d) noexcept {
+  if (void* h; start_frequent(ctx, d, &h)) return h;
+  return start_v6_common(ctx, d);
+}
 Result start_v6(void* ctx, void** h, EventDescrV6* d) noexcept { return start_fast<EventDescrV6, start_v6_rest>(ctx, h, d); }
+
+// --------------------------------------------------------------- v7 (2.31+)
+
+// v7 keeps every v6 field where it was and appends (profiler-abi.md §13.1), so
+// the v6 members are read through the same code. The appended fields (user
+// tags, the symmetric-kernel id) are not read: RCCL's v7 lacks the tags, and
+// NCCL 2.31's descriptors are the only ones known to carry them. KernelPhase
+// events (bit 15) are never asked for; one that comes anyway (a mask NCCL
+// overrode) gets a NULL handle and is counted, and its stop state (31) on that
+// handle is ignored.
+__attribute__((noinline)) void* start_v7_rest(void* ctx, const EventDescrV7* d) noexcept {
+  if (void* h; start_frequent(ctx, d, &h)) return h;
+  return start_v6_common(ctx, d);
+}
+Result start_v7(void* ctx, void** h, EventDescrV7* d) noexcept { return start_fast<EventDescrV7, start_v7_rest>(ctx, h, d); }
 
 }  // namespace
 
@@ -487,6 +511,14 @@ NI_EXPORT ProfilerV6 ncclProfiler_v6 = {
     .name = "Inspector",
     .init = init_v5_abi6,
     .startEvent = start_v6,
+    .stopEvent = stop_v1,
+    .recordEventState = record_v4,
+    .finalize = finalize_v1,
+};
+NI_EXPORT ProfilerV7 ncclProfiler_v7 = {
+    .name = "Inspector",
+    .init = init_v5_abi7,
+    .startEvent = start_v7,
     .stopEvent = stop_v1,
     .recordEventState = record_v4,
     .finalize = finalize_v1,

@@ -56,6 +56,7 @@ enum EventType : uint64_t {
   kCeColl = 1u << 12,      // 2.29+
   kCeSync = 1u << 13,      // 2.29+
   kCeBatch = 1u << 14,     // 2.29+
+  kKernelPhase = 1u << 15, // 2.31+ (ABI v7)
 };
 inline constexpr int kApiEventBits = kGroupApi | kCollApi | kP2pApi | kKernelLaunch;
 inline constexpr int kCeEventBits = kCeColl | kCeSync | kCeBatch;
@@ -93,6 +94,7 @@ enum EventState : int {
   kCeSyncComplete = 28,
   kCeBatchStart = 29,
   kCeBatchComplete = 30,
+  kKernelPhaseStop = 31,        // 2.31+ (ABI v7): a KernelPhase's end, in kernelCh.pTimer
 };
 static_assert(sizeof(EventState) == 4);
 

@@ -1,3 +1,3 @@
-// Every NCCL profiler ABI version we implement, v1..v6.
+// Every NCCL profiler ABI version we implement, v1..v7.
 #pragma once
-#include "plugin/abi/v6.h"
+#include "plugin/abi/v7.h"

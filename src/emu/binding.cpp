@@ -22,6 +22,7 @@ PluginTables tables_from_dl(void* dl) {
   t.v4 = static_cast<const ProfilerV4*>(dlsym(dl, "ncclProfiler_v4"));
   t.v5 = static_cast<const ProfilerV5*>(dlsym(dl, "ncclProfiler_v5"));
   t.v6 = static_cast<const ProfilerV6*>(dlsym(dl, "ncclProfiler_v6"));
+  t.v7 = static_cast<const ProfilerV7*>(dlsym(dl, "ncclProfiler_v7"));
   t.mark = reinterpret_cast<int (*)(const char*)>(dlsym(dl, "ncclInspectorMark"));
   return t;
 }
@@ -29,7 +30,7 @@ PluginTables tables_from_dl(void* dl) {
 
 unsigned avail_mask_of(const PluginTables& t) {
   return (t.v1 ? 1u << 1 : 0) | (t.v2 ? 1u << 2 : 0) | (t.v3 ? 1u << 3 : 0) | (t.v4 ? 1u << 4 : 0) |
-         (t.v5 ? 1u << 5 : 0) | (t.v6 ? 1u << 6 : 0);
+         (t.v5 ? 1u << 5 : 0) | (t.v6 ? 1u << 6 : 0) | (t.v7 ? 1u << 7 : 0);
 }
 
 bool probe_plugin(const std::string& path, unsigned* avail, std::string* err) {
@@ -47,7 +48,7 @@ bool probe_plugin(const std::string& path, unsigned* avail, std::string* err) {
   *avail = avail_mask_of(tables_from_dl(dl));
   dlclose(dl);
   if (*avail == 0) {
-    *err = "plugin " + path + " exports no ncclProfiler_v1..v6 symbol; it is not an NCCL profiler plugin";
+    *err = "plugin " + path + " exports no ncclProfiler_v1..v7 symbol; it is not an NCCL profiler plugin";
     return false;
   }
   return true;
@@ -78,7 +79,7 @@ bool Loader::acquire(PluginTables* out, std::string* err) {
       loaded_ = tables_from_dl(dl_);
     }
     if (loaded_.empty()) {
-      *err = "plugin exports no ncclProfiler_v1..v6 symbol";
+      *err = "plugin exports no ncclProfiler_v1..v7 symbol";
       if (dl_ != nullptr) dlclose(dl_);
       dl_ = nullptr;
       return false;
@@ -126,6 +127,7 @@ const char* Binding::plugin_name() const {
     case 4: n = t_.v4->name; break;
     case 5: n = t_.v5->name; break;
     case 6: n = t_.v6->name; break;
+    case 7: n = t_.v7->name; break;
     default: break;
   }
   return n != nullptr ? n : "(unnamed)";
@@ -137,7 +139,8 @@ bool Binding::forwards(uint64_t type) const {
   if (bound_ <= 2) return (type & legacy) != 0;
   if (bound_ == 3) return (type & (legacy | kKernelCh | kNetPlugin)) != 0;
   if (bound_ == 4) return (type & (legacy | kKernelCh | kNetPlugin)) != 0;
-  if (bound_ == 5) return (type & kCeEventBits) == 0;
+  if (bound_ == 5) return (type & (kCeEventBits | kKernelPhase)) == 0;
+  if (bound_ == 6) return type != kKernelPhase;  // 2.31+: the v6 adapter drops KernelPhase
   return true;
 }
 
@@ -151,6 +154,7 @@ int Binding::init(void** ctx, int* mask, const CommInit& c) {
     case 4: r = t_.v4->init(ctx, mask, c.comm_name, c.comm_hash, c.nnodes, c.nranks, c.rank, c.logfn); break;
     case 5: r = t_.v5->init(ctx, c.comm_hash, mask, c.comm_name, c.nnodes, c.nranks, c.rank, c.logfn); break;
     case 6: r = t_.v6->init(ctx, c.comm_hash, mask, c.comm_name, c.nnodes, c.nranks, c.rank, c.logfn); break;
+    case 7: r = t_.v7->init(ctx, c.comm_hash, mask, c.comm_name, c.nnodes, c.nranks, c.rank, c.logfn); break;
     default: return kInternalError;
   }
   // 2.24-2.25: the v1-as-v2 adapter reports success whatever the plugin returned.
@@ -158,9 +162,14 @@ int Binding::init(void** ctx, int* mask, const CommInit& c) {
   // 2.29+: the v5 adapter clears the CE bits after a successful init. The
   // mask is NCCL's process-wide int; other threads read it through
   // atomic_ref (relaxed), so write it the same way.
-  if (r == kSuccess && bound_ == 5 && native_ == 6) {
+  if (r == kSuccess && bound_ == 5 && native_ >= 6) {
     std::atomic_ref<int> m(*mask);
-    m.store(m.load(std::memory_order_relaxed) & ~kCeEventBits, std::memory_order_relaxed);
+    m.store(m.load(std::memory_order_relaxed) & ~(kCeEventBits | kKernelPhase), std::memory_order_relaxed);
+  }
+  // 2.31+: the v6 adapter clears KernelPhase (bit 15) after a successful init.
+  if (r == kSuccess && bound_ == 6 && native_ >= 7) {
+    std::atomic_ref<int> m(*mask);
+    m.store(m.load(std::memory_order_relaxed) & ~static_cast<int>(kKernelPhase), std::memory_order_relaxed);
   }
   return r;
 }
@@ -174,6 +183,7 @@ void Binding::finalize(void* ctx) {
     case 4: t_.v4->finalize(ctx); break;
     case 5: t_.v5->finalize(ctx); break;
     case 6: t_.v6->finalize(ctx); break;
+    case 7: t_.v7->finalize(ctx); break;
     default: break;
   }
 }
@@ -188,6 +198,7 @@ void Binding::stop(uint64_t type, void* h) {
     case 4: t_.v4->stopEvent(h); break;
     case 5: t_.v5->stopEvent(h); break;
     case 6: t_.v6->stopEvent(h); break;
+    case 7: t_.v7->stopEvent(h); break;
     default: break;
   }
 }
@@ -218,6 +229,7 @@ void Binding::record(uint64_t type, void* h, int state, const St& s) {
   // v4..v6 args.
   if (bound_ == 4 && adapted && state >= kGroupStartApiStop) return;
   if (bound_ == 5 && adapted && state >= kCeCollStart) return;
+  if (bound_ == 6 && adapted && state >= kKernelPhaseStop) return;
   StateArgsV4 a;
   std::memset(&a, 0, sizeof a);
   StateArgsV4* p = &a;
@@ -241,7 +253,8 @@ void Binding::record(uint64_t type, void* h, int state, const St& s) {
   const auto st = static_cast<EventState>(state);
   if (bound_ == 4) t_.v4->recordEventState(h, st, p);
   else if (bound_ == 5) t_.v5->recordEventState(h, st, p);
-  else t_.v6->recordEventState(h, st, p);
+  else if (bound_ == 6) t_.v6->recordEventState(h, st, p);
+  else t_.v7->recordEventState(h, st, p);
 }
 
 void* Binding::start(void* ctx, const Ev& e) {
@@ -252,6 +265,7 @@ void* Binding::start(void* ctx, const Ev& e) {
     case 4: return start_v4(ctx, e);
     case 5: return start_v5(ctx, e);
     case 6: return start_v6(ctx, e);
+    case 7: return start_v7(ctx, e);
     default: return nullptr;
   }
 }
@@ -503,10 +517,10 @@ void* Binding::start_v5(void* ctx, const Ev& e) {
   return h;
 }
 
-void* Binding::start_v6(void* ctx, const Ev& e) {
-  void* h = nullptr;
-  EventDescrV6 d;
-  std::memset(&d, 0, sizeof d);
+namespace {
+// v6/v7 descriptors: the v6 members (and, for v7, the appended ones).
+template <typename D>
+void fill_v6(D& d, const Ev& e) {
   d.type = e.type;
   d.parentObj = e.parent;
   d.rank = e.rank;
@@ -540,8 +554,53 @@ void* Binding::start_v6(void* ctx, const Ev& e) {
       fill_v5_api(d, e);
       break;
   }
+}
+}  // namespace
+
+void* Binding::start_v6(void* ctx, const Ev& e) {
+  void* h = nullptr;
+  // 2.31+: the v6 adapter drops KernelPhase (a NULL handle) and copies the v6
+  // fields into a zero-initialised v6 descriptor (§13.2): the same bytes.
+  if (!forwards(e.type)) return nullptr;
+  EventDescrV6 d;
+  std::memset(&d, 0, sizeof d);
+  fill_v6(d, e);
   count_start(e.type);
   t_.v6->startEvent(ctx, &h, &d);
+  return h;
+}
+
+// 2.31+: the native descriptor, with the appended v7 fields (§13.1).
+void* Binding::start_v7(void* ctx, const Ev& e) {
+  void* h = nullptr;
+  EventDescrV7 d;
+  std::memset(&d, 0, sizeof d);
+  if (e.type == kKernelPhase) {
+    d.type = e.type;
+    d.parentObj = e.parent;
+    d.rank = e.rank;
+    static constexpr const char* kPhase[] = {"initial_sync", "compute", "final_sync"};
+    d.kernelPhase.channelId = e.channel;
+    d.kernelPhase.phaseId = e.phase_id;
+    d.kernelPhase.phaseName = e.phase_id < 3 ? kPhase[e.phase_id] : "unknown";
+    d.kernelPhase.pTimer = e.ptimer;
+  } else {
+    fill_v6(d, e);
+    switch (e.type) {
+      case kCollApi: d.collApi.userTag = e.user_tag; break;
+      case kP2pApi: d.p2pApi.userTag = e.user_tag; break;
+      case kColl:
+        d.coll.kernelVariant = nullptr;  // no symmetric-kernel plans emulated yet
+        d.coll.isSymColl = false;
+        d.coll.userTag = e.user_tag;
+        break;
+      case kP2p: d.p2p.userTag = e.user_tag; break;
+      case kCeColl: d.ceColl.userTag = e.user_tag; break;
+      default: break;
+    }
+  }
+  count_start(e.type);
+  t_.v7->startEvent(ctx, &h, &d);
   return h;
 }
 

@@ -23,10 +23,10 @@
 
 namespace ni::emu {
 
-// Index of an event-type bit (0..14), for counters.
+// Index of an event-type bit (0..15), for counters.
 int type_index(uint64_t type_bit);
 const char* type_name(uint64_t type_bit);
-inline constexpr int kNumTypes = 15;
+inline constexpr int kNumTypes = 16;
 
 // Static string tables (the literals NCCL puts in descriptors, §5).
 const char* func_name_of(int code);           // ncclFunc_t-ish code -> name
@@ -84,6 +84,10 @@ struct Ev {
   int ce_nranks = 0;
   uint32_t ce_numops = 0;
   uint64_t ce_total_bytes = 0;
+  // v7 (2.31+): the application's tag (API, Coll, P2p, CeColl); 0 = none
+  uint64_t user_tag = 0;
+  // kernelPhase
+  uint8_t phase_id = 0;
 };
 
 // Neutral state args. `null` = the native call passes a NULL args pointer.
@@ -175,6 +179,7 @@ class Binding {
   void* start_v4(void* ctx, const Ev& e);
   void* start_v5(void* ctx, const Ev& e);
   void* start_v6(void* ctx, const Ev& e);
+  void* start_v7(void* ctx, const Ev& e);
   void count_start(uint64_t type) { cnt_.start[type_index(type)].fetch_add(1, std::memory_order_relaxed); }
 
   NcclVersion v_;

@@ -1,5 +1,5 @@
 // nccl-emu: a GPU-free NCCL host that loads any NCCL profiler plugin and calls
-// it exactly as a chosen NCCL release (2.23 .. 2.30) would: symbol binding and
+// it exactly as a chosen NCCL release (2.23 .. 2.32) would: symbol binding and
 // adapter quirks (profiler-abi.md §0, §6), thread roles (§7), call sequences
 // (§8), and the fault cases of §12. It depends on plugin/abi headers only.
 //
@@ -31,11 +31,11 @@ namespace ni::emu {
 struct NcclVersion {
   int major = 2;
   int minor = 30;
-  // Accepts "2.23" .. "2.30" (also "2.28.9", "v2.28.9-1"). Returns nullopt otherwise.
+  // Accepts "2.23" .. "2.32" (also "2.28.9", "v2.28.9-1"). Returns nullopt otherwise.
   static std::optional<NcclVersion> parse(std::string_view s);
   std::string str() const;
   // The profiler ABI the release calls natively (§0): 2.23->1, 2.24/25->2,
-  // 2.26->3, 2.27->4, 2.28->5, 2.29/2.30->6.
+  // 2.26->3, 2.27->4, 2.28->5, 2.29/2.30->6, 2.31/2.32->7.
   int native_abi() const;
   bool at_least(int minor_) const { return minor >= minor_; }
 };
@@ -49,9 +49,10 @@ struct PluginTables {
   const ni::abi::ProfilerV4* v4 = nullptr;
   const ni::abi::ProfilerV5* v5 = nullptr;
   const ni::abi::ProfilerV6* v6 = nullptr;
+  const ni::abi::ProfilerV7* v7 = nullptr;
   // The plugin's ncclInspectorMark, if it has one (user code calls it, not NCCL).
   int (*mark)(const char*) = nullptr;
-  bool empty() const { return !v1 && !v2 && !v3 && !v4 && !v5 && !v6; }
+  bool empty() const { return !v1 && !v2 && !v3 && !v4 && !v5 && !v6 && !v7; }
 };
 
 // Which ABI a release binds for a plugin exporting `avail` (bit N set = vN
@@ -136,6 +137,7 @@ struct OpSpec {
   int nchannels = 0;    // 0 = model's choice
   bool ce = false;      // CE collective (2.29+, intra-node AllGather/AlltoAll/Gather/Scatter)
   int graph_replays = 0;// >0: captured in a CUDA graph and replayed this many times
+  uint64_t tag = 0;     // 2.31+: ncclCollConfig_t.userProfilerTag (0 = none; top bit reserved by NCCL)
 };
 
 // A step of the program: one op (standalone) or a ncclGroupStart/End block.
@@ -255,6 +257,7 @@ struct TruthOp {
   std::string kind;     // coll | p2p | ce
   std::string func;     // as the descriptor says (Send/Recv for AlltoAll parts)
   std::string api_func; // as the application called it
+  uint64_t user_tag = 0;// 2.31+: the tag its descriptors carry (0 = none)
   uint64_t seq = 0;     // NCCL seqNumber (coll), own per-(peer,direction) order (p2p)
   uint64_t count = 0;   // as the Coll/P2p descriptor carries it
   std::string dtype;    // as the descriptor carries it

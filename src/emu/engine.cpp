@@ -111,6 +111,7 @@ void host_stream_plan_task(Proc& P, const PlanP& plan) {
       e.algo = t.algo;
       e.proto = t.proto;
       e.peer = t.peer;
+      e.user_tag = t.user_tag;
       t.handle = P.start(c.ctx, e);
       t.started = true;
     }
@@ -161,6 +162,7 @@ void run_ce(Proc& P, const PlanP& plan) {
   e.dtype = t.api_dtype;
   e.root = t.root;
   e.stream = fake_stream(c);
+  e.user_tag = t.user_tag;
   e.sendbuff = reinterpret_cast<const void*>(static_cast<uintptr_t>(0x7e0000000000ull));
   e.recvbuff = reinterpret_cast<void*>(static_cast<uintptr_t>(0x7e8000000000ull));
   void* h = P.start(c.ctx, e);
@@ -262,6 +264,7 @@ void* api_op_event(Proc& P, Rank& R, Comm& c, const Task& t, int mask) {
   e.root = t.root;
   e.stream = fake_stream(c);
   e.graph_captured = R.api.graph;
+  e.user_tag = t.user_tag;
   void* h = P.start(c.ctx, e);
   if (h) P.stop(e.type, h);
   return h;

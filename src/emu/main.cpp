@@ -50,7 +50,7 @@ struct RunArgs {
 };
 
 void add_run_options(CLI::App& app, RunArgs& a) {
-  app.add_option("--nccl", a.nccl, "NCCL release to emulate, 2.23 .. 2.30")->capture_default_str();
+  app.add_option("--nccl", a.nccl, "NCCL release to emulate, 2.23 .. 2.32")->capture_default_str();
   app.add_option("--plugin", a.plugin, "profiler plugin .so to load (dlopen RTLD_NOW|RTLD_LOCAL)");
   app.add_option("--workload", a.workload, "workload spec (JSON); default: a small DP+TP training-like job");
   app.add_option("--truth", a.truth, "write the truth (JSON lines) here");
@@ -96,7 +96,7 @@ CLI::App* add_bench_command(CLI::App& app, BenchArgs& b) {
 int run_bench(const BenchArgs& b) {
   BenchOptions bo;
   auto v = NcclVersion::parse(b.nccl);
-  if (!v) return fail("unknown NCCL version '" + b.nccl + "' (supported: 2.23 .. 2.30)");
+  if (!v) return fail("unknown NCCL version '" + b.nccl + "' (supported: 2.23 .. 2.32)");
   bo.nccl = *v;
   bo.plugin_path = b.plugin;
   bo.channels = b.channels;
@@ -168,7 +168,7 @@ void print_summary(const RunResult& r) {
 int run_job(const RunArgs& a) {
   Options o;
   auto v = NcclVersion::parse(a.nccl);
-  if (!v) return fail("unknown NCCL version '" + a.nccl + "' (supported: 2.23 .. 2.30)");
+  if (!v) return fail("unknown NCCL version '" + a.nccl + "' (supported: 2.23 .. 2.32)");
   o.nccl = *v;
   if (a.plugin.empty()) return fail("--plugin PATH is required");
   o.plugin_path = a.plugin;
@@ -193,7 +193,7 @@ int run_job(const RunArgs& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"nccl-emu: a GPU-free NCCL that drives any NCCL profiler plugin as NCCL 2.23..2.30 would"};
+  CLI::App app{"nccl-emu: a GPU-free NCCL that drives any NCCL profiler plugin as NCCL 2.23..2.32 would"};
   app.require_subcommand(0, 1);
   RunArgs run_args;
   add_run_options(app, run_args);

@@ -1,4 +1,4 @@
-// libnccl-profiler-null.so: exports ncclProfiler_v1..v6 that do nothing but
+// libnccl-profiler-null.so: exports ncclProfiler_v1..v7 that do nothing but
 // return success and non-NULL handles. The floor for `nccl-emu bench`.
 #include "plugin/abi/all.h"
 
@@ -43,4 +43,5 @@ NULL_EXPORT ProfilerV3 ncclProfiler_v3 = {"null", init1, start<EventDescrV3>, st
 NULL_EXPORT ProfilerV4 ncclProfiler_v4 = {"null", init4, start<EventDescrV4>, stop, record<StateArgsV4>, fin};
 NULL_EXPORT ProfilerV5 ncclProfiler_v5 = {"null", init5, start<EventDescrV5>, stop, record<StateArgsV5>, fin};
 NULL_EXPORT ProfilerV6 ncclProfiler_v6 = {"null", init5, start<EventDescrV6>, stop, record<StateArgsV6>, fin};
+NULL_EXPORT ProfilerV7 ncclProfiler_v7 = {"null", init5, start<EventDescrV7>, stop, record<StateArgsV7>, fin};
 }  // extern "C"

@@ -29,6 +29,7 @@ void fill_truth(Proc& P, Rank& R, Comm& c, Task& t) {
   tr->count = t.count;
   tr->dtype = dtype_name_of(t.dtype);
   tr->bytes = t.bytes;
+  tr->user_tag = t.user_tag;
   if (t.type == kColl) {
     tr->algo = algo_name_of(t.algo);
     tr->proto = proto_name_of(t.proto);
@@ -148,6 +149,7 @@ void issue_coll(Proc& P, Rank& R, Comm& c, const OpSpec& op, int f, int dt, bool
   t->func = t->api_func = f;
   t->api_count = op.count;
   t->api_dtype = dt;
+  t->user_tag = P.minor >= 31 ? op.tag : 0;
   t->root = op.root;
   t->bytes = op.count * dtype_size(dt);
   t->op_index = c.op_index;
@@ -241,6 +243,7 @@ void issue_p2p(Proc& P, Rank& R, Comm& c, const OpSpec& op, int f, int dt, bool 
     t->api_func = f;
     t->count = t->api_count = op.count;
     t->dtype = t->api_dtype = dt;
+    t->user_tag = P.minor >= 31 ? op.tag : 0;
     t->peer = peer;
     t->bytes = op.count * tsz;
     t->op_index = c.op_index;

@@ -277,8 +277,8 @@ RunResult run_impl(const Options& o) {
   P.minor = o.nccl.minor;
   if (const char* agv = std::getenv("NCCL_ALLGATHERV_ENABLE"); agv != nullptr && *agv != '\0' && std::strtol(agv, nullptr, 0) == 0)
     P.bcast_as_allgatherv = false;
-  if (o.nccl.major != 2 || o.nccl.minor < 23 || o.nccl.minor > 30)
-    throw std::runtime_error("unsupported NCCL version " + o.nccl.str() + " (supported: 2.23 .. 2.30)");
+  if (o.nccl.major != 2 || o.nccl.minor < 23 || o.nccl.minor > 32)
+    throw std::runtime_error("unsupported NCCL version " + o.nccl.str() + " (supported: 2.23 .. 2.32)");
   unsigned avail = 0;
   if (!o.plugin_path.empty()) {
     std::string err;

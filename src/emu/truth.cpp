@@ -26,6 +26,7 @@ nlohmann::json op_json(const TruthOp& t) {
   j["kind"] = t.kind;
   j["func"] = t.func;
   j["api_func"] = t.api_func;
+  if (t.user_tag != 0) j["user_tag"] = t.user_tag;
   j["seq"] = t.seq;
   j["count"] = t.count;
   j["dtype"] = t.dtype;

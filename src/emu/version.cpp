@@ -21,7 +21,7 @@ std::optional<NcclVersion> NcclVersion::parse(std::string_view s) {
   const char* rest = r2.ptr;
   const char* end = s.data() + s.size();
   if (rest != end && *rest != '.' && *rest != '-') return std::nullopt;
-  if (ma != 2 || mi < 23 || mi > 30) return std::nullopt;
+  if (ma != 2 || mi < 23 || mi > 32) return std::nullopt;
   return NcclVersion{ma, mi};
 }
 
@@ -33,7 +33,8 @@ int NcclVersion::native_abi() const {
   if (minor == 26) return 3;
   if (minor == 27) return 4;
   if (minor == 28) return 5;
-  return 6;
+  if (minor <= 30) return 6;
+  return 7;
 }
 
 int select_abi(const NcclVersion& v, unsigned avail) {
@@ -92,7 +93,7 @@ int type_index(uint64_t t) {
 const char* type_name(uint64_t t) {
   static constexpr std::array<const char*, kNumTypes> n = {
       "Group",   "Coll",     "P2p",    "ProxyOp", "ProxyStep",    "ProxyCtrl", "KernelCh", "NetPlugin",
-      "GroupApi", "CollApi", "P2pApi", "KernelLaunch", "CeColl", "CeSync", "CeBatch"};
+      "GroupApi", "CollApi", "P2pApi", "KernelLaunch", "CeColl", "CeSync", "CeBatch", "KernelPhase"};
   return n[static_cast<size_t>(type_index(t))];
 }
 

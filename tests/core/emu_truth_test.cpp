@@ -22,6 +22,7 @@ extern ni::abi::ProfilerV3 ncclProfiler_v3;
 extern ni::abi::ProfilerV4 ncclProfiler_v4;
 extern ni::abi::ProfilerV5 ncclProfiler_v5;
 extern ni::abi::ProfilerV6 ncclProfiler_v6;
+extern ni::abi::ProfilerV7 ncclProfiler_v7;
 }
 
 namespace {
@@ -36,6 +37,7 @@ ni::emu::PluginTables our_tables() {
   t.v4 = &ncclProfiler_v4;
   t.v5 = &ncclProfiler_v5;
   t.v6 = &ncclProfiler_v6;
+  t.v7 = &ncclProfiler_v7;
   return t;
 }
 
@@ -172,7 +174,7 @@ TEST_P(EmuTruth, EveryVisibleOpIsCapturedOnceWithTheEmulatedTimes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Releases, EmuTruth,
-                         ::testing::Values("2.23", "2.24", "2.25", "2.26", "2.27", "2.28", "2.29", "2.30"),
+                         ::testing::Values("2.23", "2.24", "2.25", "2.26", "2.27", "2.28", "2.29", "2.30", "2.31", "2.32"),
                          [](const auto& p) {
                            std::string s = p.param;
                            std::replace(s.begin(), s.end(), '.', '_');

@@ -129,7 +129,7 @@ WORKLOAD = {
 # The hang is planted in the first op of dp, which spans the two nodes (its stuck op has network steps).
 HANG_WORKLOAD = dict(WORKLOAD, program=[{"comm": "dp", "func": "AllReduce", "bytes": 4194304}] + WORKLOAD["program"])
 del HANG_WORKLOAD["mark_every"]
-RELEASES = ["2.23", "2.24", "2.25", "2.26", "2.27", "2.28", "2.29", "2.30"]
+RELEASES = ["2.23", "2.24", "2.25", "2.26", "2.27", "2.28", "2.29", "2.30", "2.31", "2.32"]
 
 seen_types, seen_parts, lines_checked = set(), set(), 0
 temp_dirs = []

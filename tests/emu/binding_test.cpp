@@ -9,26 +9,32 @@ TEST(Version, ParsesSupportedReleasesOnly) {
   EXPECT_EQ(NcclVersion::parse("v2.28.9-1")->minor, 28);
   EXPECT_EQ(NcclVersion::parse("2.30.7")->minor, 30);
   EXPECT_FALSE(NcclVersion::parse("2.22"));
-  EXPECT_FALSE(NcclVersion::parse("2.31"));
+  EXPECT_EQ(NcclVersion::parse("2.31.2")->minor, 31);
+  EXPECT_EQ(NcclVersion::parse("2.32")->minor, 32);
+  EXPECT_FALSE(NcclVersion::parse("2.33"));
   EXPECT_FALSE(NcclVersion::parse("3.0"));
   EXPECT_FALSE(NcclVersion::parse("abc"));
   EXPECT_FALSE(NcclVersion::parse("2.28x"));
 }
 
 TEST(Version, SelectsNewestSymbolTheReleaseTries) {
-  const unsigned all = 0x7e;  // v1..v6
-  const std::map<int, int> want = {{23, 1}, {24, 2}, {25, 2}, {26, 3}, {27, 4}, {28, 5}, {29, 6}, {30, 6}};
+  const unsigned all = 0xfe;  // v1..v7
+  const std::map<int, int> want = {{23, 1}, {24, 2}, {25, 2}, {26, 3}, {27, 4}, {28, 5},
+                                   {29, 6}, {30, 6}, {31, 7}, {32, 7}};
   for (auto [minor, abi] : want) EXPECT_EQ(select_abi(NcclVersion{2, minor}, all), abi) << minor;
   EXPECT_EQ(select_abi(NcclVersion{2, 28}, 1u << 3), 3);  // an old v3-only plugin through the adapter
   EXPECT_EQ(select_abi(NcclVersion{2, 27}, 1u << 6), 0);  // v6 only: 2.27 cannot bind it
   EXPECT_EQ(select_abi(NcclVersion{2, 30}, (1u << 1) | (1u << 5)), 5);
+  EXPECT_EQ(select_abi(NcclVersion{2, 30}, 1u << 7), 0);  // v7 only: 2.30 cannot bind it
+  EXPECT_EQ(select_abi(NcclVersion{2, 31}, 0x7e), 6);     // a v1..v6 plugin on 2.31: v6 through the adapter
 }
 
 TEST_F(Emu, BoundVersionAndInitSignaturePerRelease) {
   Workload w = one_comm(2, 1);
   w.program.push_back(solo(op("AllReduce", 1 << 20)));
   const std::map<std::string, int> want = {{"2.23", 1}, {"2.24", 2}, {"2.26", 3}, {"2.27", 4},
-                                           {"2.28", 5}, {"2.29", 6}, {"2.30", 6}};
+                                           {"2.28", 5}, {"2.29", 6}, {"2.30", 6}, {"2.31", 7},
+                                           {"2.32", 7}};
   for (const auto& [ver, abi] : want) {
     ni::rec::reset();
     RunResult r = go(ver, w);
@@ -117,6 +123,86 @@ TEST_F(Emu, V5On230DropsCeAndClearsCeMaskBits) {
       EXPECT_FALSE(c.args_null);
       EXPECT_EQ(c.raw_args, 0xA5A5A5A5A5A5A5A5ull);
     }
+}
+
+// 2.31+ (v7): the application's tag (ncclCollConfig_t.userProfilerTag) rides
+// on CollApi, Coll, P2pApi and P2p; untagged calls carry 0; no symmetric
+// kernel is emulated, so kernelVariant is NULL and isSymColl false.
+TEST_F(Emu, V7On231CarriesTheUserTag) {
+  Workload w = one_comm(2, 1);
+  OpSpec ar = op("AllReduce", 1 << 20);
+  ar.tag = 0x1200000007ull;
+  w.program.push_back(solo(ar));
+  w.program.push_back(solo(op("AllGather", 1 << 16)));  // untagged
+  OpSpec s = op("Send", 1 << 20), rv = op("Recv", 1 << 20);
+  s.peer = rv.peer = 1;
+  s.tag = rv.tag = 42;
+  w.program.push_back(group({s, rv}));
+  RunResult r = go("2.31", w);
+  EXPECT_EQ(r.bound_abi, 7);
+  auto cs = ni::rec::calls();
+  std::map<std::string, uint64_t> coll_tag, api_tag;
+  for (const Call& c : starts(cs, kColl)) {
+    coll_tag[c.func] = c.user_tag;
+    EXPECT_FALSE(c.sym);
+    EXPECT_FALSE(c.kernel_variant);
+  }
+  for (const Call& c : starts(cs, kCollApi)) api_tag[c.func] = c.user_tag;
+  EXPECT_EQ(coll_tag["AllReduce"], 0x1200000007ull);
+  EXPECT_EQ(coll_tag["AllGather"], 0u);
+  EXPECT_EQ(api_tag["AllReduce"], 0x1200000007ull);
+  EXPECT_EQ(api_tag["AllGather"], 0u);
+  auto p2p = starts(cs, kP2p), p2p_api = starts(cs, kP2pApi);
+  ASSERT_EQ(p2p.size(), 2u);
+  ASSERT_EQ(p2p_api.size(), 2u);
+  for (const Call& c : p2p) EXPECT_EQ(c.user_tag, 42u) << c.func;
+  for (const Call& c : p2p_api) EXPECT_EQ(c.user_tag, 42u) << c.func;
+  EXPECT_TRUE(starts(cs, kKernelPhase).empty());  // no phases emulated yet
+}
+
+// A v1..v6 plugin on 2.31 binds v6 through NCCL's adapter: the same v6
+// fields (a zero-filled descriptor, so no garbage), no tag anywhere, and bit
+// 15 (KernelPhase) cleared from the mask after init.
+TEST_F(Emu, V6On231GoesThroughTheAdapter) {
+  PluginTables t = all_tables();
+  t.v7 = nullptr;
+  Workload w = one_comm(2, 1);
+  OpSpec ar = op("AllReduce", 1 << 20);
+  ar.tag = 99;
+  w.program.push_back(solo(ar));
+  RunResult r = go("2.31", w, t);
+  EXPECT_EQ(r.bound_abi, 6);
+  auto cs = ni::rec::calls();
+  for (const Call& c : cs) EXPECT_EQ(c.abi, 6);
+  ASSERT_EQ(starts(cs, kColl).size(), 1u);
+  EXPECT_EQ(starts(cs, kColl)[0].func, "AllReduce");
+  EXPECT_EQ(starts(cs, kColl)[0].user_tag, 0u);  // the v6 recorder never reads one
+  EXPECT_FALSE(starts(cs, kKernelCh).empty());
+  ASSERT_EQ(cs.back().kind, Kind::kFinalize);
+  EXPECT_EQ(cs.back().mask_seen & static_cast<int>(kKernelPhase), 0);
+  EXPECT_NE(cs.back().mask_seen & kKernelCh, 0);
+  // The same plugin bound natively (v7) keeps bit 15: NCCL clears it only for the adapter.
+  ni::rec::reset();
+  RunResult r7 = go("2.31", w);
+  EXPECT_EQ(r7.bound_abi, 7);
+  cs = ni::rec::calls();
+  ASSERT_EQ(cs.back().kind, Kind::kFinalize);
+  EXPECT_NE(cs.back().mask_seen & static_cast<int>(kKernelPhase), 0);
+}
+
+// Tags exist from 2.31: an older release never passes one, whatever the workload says.
+TEST_F(Emu, NoTagBefore231) {
+  Workload w = one_comm(2, 1);
+  OpSpec ar = op("AllReduce", 1 << 20);
+  ar.tag = 7;
+  w.program.push_back(solo(ar));
+  for (const char* ver : {"2.30", "2.31"}) {
+    ni::rec::reset();
+    RunResult r = go(ver, w);
+    ASSERT_FALSE(r.truth.empty());
+    for (const TruthOp& t : r.truth) EXPECT_EQ(t.user_tag, std::string(ver) == "2.31" ? 7u : 0u) << ver;
+    for (const Call& c : starts(ni::rec::calls(), kColl)) EXPECT_EQ(c.user_tag, std::string(ver) == "2.31" ? 7u : 0u);
+  }
 }
 
 TEST_F(Emu, V1InitFailureIgnoredOn224ButDisablesOn223) {

@@ -27,7 +27,8 @@ int sh(const std::string& cmd, std::string* out) {
 }
 
 TEST(EmuCli, BindsEachVersionOfTheRealPlugin) {
-  const std::pair<const char*, int> cases[] = {{"2.23", 1}, {"2.27", 4}, {"2.28", 5}, {"2.30", 6}};
+  const std::pair<const char*, int> cases[] = {{"2.23", 1}, {"2.27", 4}, {"2.28", 5}, {"2.30", 6},
+                                                {"2.31", 7}, {"2.32", 7}};
   for (auto [ver, abi] : cases) {
     std::string out;
     const int rc = sh(std::string("NCCL_DEBUG=INFO ") + NCCL_EMU + " --nccl " + ver + " --plugin " + INSPECTOR_SO +

@@ -26,6 +26,7 @@ inline PluginTables all_tables() {
   t.v4 = ni::rec::v4();
   t.v5 = ni::rec::v5();
   t.v6 = ni::rec::v6();
+  t.v7 = ni::rec::v7();
   return t;
 }
 

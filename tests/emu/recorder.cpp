@@ -17,7 +17,7 @@ namespace {
 std::mutex g_mu;               // guards g_log and g_order
 std::vector<Call> g_log;
 int g_order = 0;
-std::atomic<int> g_mask{0x7fff};          // knobs: written by the test before a run
+std::atomic<int> g_mask{0xffff};          // knobs: written by the test before a run
 std::atomic<int> g_init_result{0};
 std::atomic<uint64_t> g_null_types{0};
 std::atomic<uintptr_t> g_next_handle{0x10000};  // unique fake handles
@@ -79,6 +79,9 @@ Result init5(void** ctx, uint64_t id, int* mask, const char* n, int nn, int nr, 
 }
 Result init6(void** ctx, uint64_t id, int* mask, const char* n, int nn, int nr, int r, DebugLogger l) {
   return init_common(6, ctx, mask, id, n, nn, nr, r, l);
+}
+Result init7(void** ctx, uint64_t id, int* mask, const char* n, int nn, int nr, int r, DebugLogger l) {
+  return init_common(7, ctx, mask, id, n, nn, nr, r, l);
 }
 
 template <int Abi>
@@ -256,7 +259,7 @@ Result start456(void* ctx, void** h, D* d) {
       default: break;
     }
   }
-  if constexpr (Abi == 6) {
+  if constexpr (Abi >= 6) {
     switch (d->type) {
       case kCeColl:
         c.func = s(d->ceColl.func);
@@ -266,6 +269,20 @@ Result start456(void* ctx, void** h, D* d) {
         break;
       case kCeSync: c.ce_nranks = static_cast<int>(d->ceCollSync.nRanks); break;
       case kCeBatch: c.ce_total = d->ceCollBatch.totalBytes; break;
+      default: break;
+    }
+  }
+  if constexpr (Abi >= 7) {
+    switch (d->type) {
+      case kCollApi: c.user_tag = d->collApi.userTag; break;
+      case kP2pApi: c.user_tag = d->p2pApi.userTag; break;
+      case kColl:
+        c.user_tag = d->coll.userTag;
+        c.sym = d->coll.isSymColl;
+        c.kernel_variant = d->coll.kernelVariant != nullptr;
+        break;
+      case kP2p: c.user_tag = d->p2p.userTag; break;
+      case kCeColl: c.user_tag = d->ceColl.userTag; break;
       default: break;
     }
   }
@@ -321,6 +338,7 @@ ProfilerV3 t3 = {"rec", init3, start23<3, EventDescrV3>, stop<3>, record1<3>, fi
 ProfilerV4 t4 = {"rec", init4, start456<4, EventDescrV4>, stop<4>, record4<4>, fin<4>};
 ProfilerV5 t5 = {"rec", init5, start456<5, EventDescrV5>, stop<5>, record4<5>, fin<5>};
 ProfilerV6 t6 = {"rec", init6, start456<6, EventDescrV6>, stop<6>, record4<6>, fin<6>};
+ProfilerV7 t7 = {"rec", init7, start456<7, EventDescrV7>, stop<7>, record4<7>, fin<7>};
 
 }  // namespace
 
@@ -329,7 +347,7 @@ void reset() {
   g_log.clear();
   g_order = 0;
   g_mask_ptr = nullptr;
-  g_mask.store(0x7fff);
+  g_mask.store(0xffff);
   g_init_result.store(0);
   g_null_types.store(0);
 }
@@ -346,6 +364,7 @@ ProfilerV3* v3() { return &t3; }
 ProfilerV4* v4() { return &t4; }
 ProfilerV5* v5() { return &t5; }
 ProfilerV6* v6() { return &t6; }
+ProfilerV7* v7() { return &t7; }
 
 }  // namespace ni::rec
 
@@ -358,6 +377,7 @@ REC_API ni::abi::ProfilerV2 ncclProfiler_v2 = ni::rec::t2;
 REC_API ni::abi::ProfilerV4 ncclProfiler_v4 = ni::rec::t4;
 REC_API ni::abi::ProfilerV5 ncclProfiler_v5 = ni::rec::t5;
 REC_API ni::abi::ProfilerV6 ncclProfiler_v6 = ni::rec::t6;
+REC_API ni::abi::ProfilerV7 ncclProfiler_v7 = ni::rec::t7;
 #endif
 REC_API ni::abi::ProfilerV3 ncclProfiler_v3 = ni::rec::t3;
 }

@@ -53,6 +53,9 @@ struct Call {
   // ce
   int ce_nranks = 0;
   uint64_t ce_total = 0;
+  // v7
+  uint64_t user_tag = 0;
+  bool sym = false, kernel_variant = false;
   // init / finalize
   uint64_t comm_id = 0;
   std::string comm_name;
@@ -73,5 +76,6 @@ ni::abi::ProfilerV3* v3();
 ni::abi::ProfilerV4* v4();
 ni::abi::ProfilerV5* v5();
 ni::abi::ProfilerV6* v6();
+ni::abi::ProfilerV7* v7();
 
 }  // namespace ni::rec

@@ -1,6 +1,6 @@
 // Fuzz target: random but type-correct NCCL callback sequences (plus garbage
 // handles and contexts, which NCCL never sends but a bug elsewhere might)
-// through every exported table, ncclProfiler_v1 .. v6, against the real
+// through every exported table, ncclProfiler_v1 .. v7, against the real
 // adapters and core, in-process, from the main thread and from short-lived
 // other threads. Any crash, sanitizer report or broken invariant (the records
 // handed out + the counted drops != the ops completed) is a bug.
@@ -25,6 +25,7 @@ extern ni::abi::ProfilerV3 ncclProfiler_v3;
 extern ni::abi::ProfilerV4 ncclProfiler_v4;
 extern ni::abi::ProfilerV5 ncclProfiler_v5;
 extern ni::abi::ProfilerV6 ncclProfiler_v6;
+extern ni::abi::ProfilerV7 ncclProfiler_v7;
 int ncclInspectorMark(const char* label);
 }
 
@@ -85,7 +86,18 @@ struct Player {
                              in.u8() % 16, nullptr);
         break;
       case 5: ncclProfiler_v5.init(&n.ctx, in.u64(), &n.mask, nullptr, 1, 1 + in.u8() % 16, in.u8() % 16, nullptr); break;
-      default: ncclProfiler_v6.init(&n.ctx, in.u64(), &n.mask, "f", 1, 1 + in.u8() % 16, in.u8() % 16, nullptr); break;
+      default: {
+        // v6, or v7 when the comm id is odd (the same input bytes as before v7 existed).
+        const uint64_t id = in.u64();
+        const int nranks = 1 + in.u8() % 16, rank = in.u8() % 16;
+        if (id & 1) {
+          n.abi = 7;
+          ncclProfiler_v7.init(&n.ctx, id, &n.mask, "f", 1, nranks, rank, nullptr);
+        } else {
+          ncclProfiler_v6.init(&n.ctx, id, &n.mask, "f", 1, nranks, rank, nullptr);
+        }
+        break;
+      }
     }
     comms.push_back(n);
   }
@@ -97,7 +109,8 @@ struct Player {
       case 3: ncclProfiler_v3.finalize(c.ctx); break;
       case 4: ncclProfiler_v4.finalize(c.ctx); break;
       case 5: ncclProfiler_v5.finalize(c.ctx); break;
-      default: ncclProfiler_v6.finalize(c.ctx); break;
+      case 6: ncclProfiler_v6.finalize(c.ctx); break;
+      default: ncclProfiler_v7.finalize(c.ctx); break;
     }
   }
 
@@ -290,9 +303,73 @@ struct Player {
     handles.push_back(g);
   }
 
+  // v7: Coll/P2p with the appended fields (tag, symmetric-kernel id).
+  void start_op_v7(Comm* c, uint8_t op) {
+    void* h = nullptr;
+    EventDescrV7 d{};
+    d.type = op == 2 ? kColl : kP2p;
+    d.parentObj = pick();
+    if (op == 2) {
+      d.coll.func = kFuncs[in.u8() % 9];
+      d.coll.datatype = kTypes[in.u8() % 6];
+      d.coll.count = in.u64() >> (in.u8() % 64);
+      d.coll.nChannels = in.u8() % 70;
+      d.coll.seqNumber = in.u64();
+      d.coll.isSymColl = in.u8() & 1;
+      d.coll.kernelVariant = d.coll.isSymColl ? "AllReduce_RSxLD_AGxST" : nullptr;
+      d.coll.algo = d.coll.isSymColl ? "RSxLD_AGxST" : "RING";
+      d.coll.proto = d.coll.isSymColl ? "" : "SIMPLE";
+      d.coll.userTag = in.u64();
+    } else {
+      d.p2p.func = kFuncs[in.u8() % 9];
+      d.p2p.datatype = kTypes[in.u8() % 6];
+      d.p2p.count = in.u64() >> (in.u8() % 64);
+      d.p2p.nChannels = in.u8() % 70;
+      d.p2p.peer = static_cast<int>(in.u8()) - 8;
+      d.p2p.userTag = in.u64();
+    }
+    ncclProfiler_v7.startEvent(c->ctx, &h, &d);
+    handles.push_back(h);
+  }
+
+  // v7: API markers, CE events and KernelPhase (bit 15, under any parent) with tags.
+  void start_v7(Comm* c) {
+    void* h = nullptr;
+    EventDescrV7 d{};
+    d.type = 1ull << (8 + in.u8() % 8);
+    d.parentObj = pick();
+    if (d.type == kCeColl) {
+      d.ceColl.func = kFuncs[in.u8() % 9];
+      d.ceColl.datatype = kTypes[in.u8() % 6];
+      d.ceColl.count = in.u64() >> 40;
+      d.ceColl.userTag = in.u64();
+    } else if (d.type == kCollApi) {
+      d.collApi.func = kFuncs[in.u8() % 9];
+      d.collApi.graphCaptured = in.u8() & 1;
+      d.collApi.userTag = in.u64();
+    } else if (d.type == kP2pApi) {
+      d.p2pApi.func = kFuncs[in.u8() % 9];
+      d.p2pApi.userTag = in.u64();
+    } else if (d.type == kKernelPhase) {
+      d.kernelPhase.channelId = in.u8() % 72;
+      d.kernelPhase.phaseId = in.u8() % 4;
+      d.kernelPhase.phaseName = "initial_sync";
+      d.kernelPhase.pTimer = in.u64();
+    }
+    ncclProfiler_v7.startEvent(c->ctx, &h, &d);
+    handles.push_back(h);
+    if (d.type == kKernelPhase) {  // its stop state (31) with the end time, then its stop
+      StateArgsV7 a{};
+      a.kernelCh.pTimer = in.u64();
+      ncclProfiler_v7.recordEventState(h, kKernelPhaseStop, &a);
+      ncclProfiler_v7.stopEvent(h);
+    }
+  }
+
   // API markers and CE events on v6.
   void start_v6(Comm* c) {
     if (!c) return;
+    if (c->abi == 7) return start_v7(c);
     void* h = nullptr;
     EventDescrV6 d{};
     d.type = 1ull << (8 + in.u8() % 8);
@@ -326,6 +403,7 @@ struct Player {
           case 2: start_op_v2(c, op); break;
           case 3: start_op_v3(c, op); break;
           case 4: start_op_v4(c, op); break;
+          case 7: start_op_v7(c, op); break;
           default: start_op_v5(c, op); break;
         }
         break;

@@ -132,7 +132,7 @@ TEST_P(RoundTrip, EveryIssuedOpIsInTheLogExactlyOnce) {
   fs::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(Releases, RoundTrip, ::testing::Values("2.23", "2.26", "2.27", "2.28", "2.30"),
+INSTANTIATE_TEST_SUITE_P(Releases, RoundTrip, ::testing::Values("2.23", "2.26", "2.27", "2.28", "2.30", "2.31", "2.32"),
                          [](const auto& p) {
                            std::string s = p.param;
                            std::replace(s.begin(), s.end(), '.', '_');
@@ -323,7 +323,7 @@ INSTANTIATE_TEST_SUITE_P(Releases, KernelDesync,
                          ::testing::Values(DesyncCase{"2.27", 8, 2, 1}, DesyncCase{"2.28", 8, 2, 2},
                                            DesyncCase{"2.28", 16, 4, 3}, DesyncCase{"2.29", 16, 2, 6},
                                            DesyncCase{"2.30", 32, 4, 4}, DesyncCase{"2.30", 64, 8, 5},
-                                           DesyncCase{"2.28", 8, 2, 7, false}, DesyncCase{"2.30", 16, 4, 8, false}),
+                                           DesyncCase{"2.28", 8, 2, 7, false}, DesyncCase{"2.30", 16, 4, 8, false}, DesyncCase{"2.31", 16, 2, 9}),
                          [](const auto& p) {
                            std::string s = p.param.version;
                            std::replace(s.begin(), s.end(), '.', '_');
@@ -468,7 +468,7 @@ TEST_P(Burst4096, PastTheBoundsEveryDropIsCounted) {
 }
 
 // One release per profiler ABI: v1 .. v6.
-INSTANTIATE_TEST_SUITE_P(EveryAbi, Burst4096, ::testing::Values("2.23", "2.24", "2.26", "2.27", "2.28", "2.30"),
+INSTANTIATE_TEST_SUITE_P(EveryAbi, Burst4096, ::testing::Values("2.23", "2.24", "2.26", "2.27", "2.28", "2.30", "2.31"),
                          [](const auto& p) {
                            std::string s = p.param;
                            std::replace(s.begin(), s.end(), '.', '_');
