@@ -503,6 +503,9 @@ void advice_table(Report& r, const SummarySink& s) {
   std::map<std::tuple<Func, int, int, int>, std::vector<std::pair<const GroupKey*, const GroupAcc*>>> choices;
   for (const auto& [k, a] : s.advice) {
     if (k.algo == Algo::kUnknown && k.proto == Proto::kUnknown) continue;
+    // Only GPU times compare choices: a CPU time (the proxy's view, an enqueue,
+    // a comm whose kernel stamps were out of step) is not the transfer's.
+    if (k.timed != TimedBy::kGpu) continue;
     if (a.lat.count() < 5) continue;
     choices[{k.func, k.bucket, k.nranks, k.nnodes}].push_back({&k, &a});
   }

@@ -47,6 +47,9 @@ struct Comm {
   std::string name_storage;  // v4+ commName: NCCL keeps the user's pointer
   std::shared_ptr<Worker> progress;
   Comm* progress_owner = nullptr;  // the comm that created the (shared) proxy
+  // 2.31+: the dedicated profiler thread that delivers KernelCh (profiler-abi
+  // §13.3); one per comm, shared by comms that share the proxy (split children).
+  std::shared_ptr<Worker> profiler;
   std::unique_ptr<Worker> launcher;     // non-blocking comms
   std::unique_ptr<Worker> sock_helper;  // socket NetPlugin events of large transfers
   // seqNumber per function (5 collectives). Relaxed counters: on 2.23-2.25 they

@@ -92,11 +92,30 @@ class ProxyRun {
   void run() {
     for (const TaskP& t : plan_->tasks) add_subs(*t);
     append();
-    for (const TaskP& t : plan_->tasks) {
-      const std::vector<ChanTime> stamps = kernel_work(*t);
-      std::vector<void*> kh = kernel_starts(*t, stamps);
-      network(*t);
-      kernel_stops(*t, kh, stamps);
+    if (c_.profiler) {
+      // 2.31+: the device work counters still advance in plan order here; the
+      // KernelCh events come from the comm's profiler thread, concurrently
+      // with this thread's proxy events (profiler-abi §13.3).
+      std::vector<std::vector<ChanTime>> stamps;
+      for (const TaskP& t : plan_->tasks) stamps.push_back(kernel_work(*t));
+      Proc* pp = &P_;
+      PlanP plan = plan_;
+      c_.profiler->post([pp, plan, stamps = std::move(stamps)] {
+        ProxyRun k(*pp, plan);
+        for (size_t i = 0; i < plan->tasks.size(); ++i) {
+          Task& t = *plan->tasks[i];
+          const std::vector<void*> kh = k.kernel_starts(t, stamps[i]);
+          k.kernel_stops(t, kh, stamps[i]);
+        }
+      });
+      for (const TaskP& t : plan_->tasks) network(*t);
+    } else {
+      for (const TaskP& t : plan_->tasks) {
+        const std::vector<ChanTime> stamps = kernel_work(*t);
+        std::vector<void*> kh = kernel_starts(*t, stamps);
+        network(*t);
+        kernel_stops(*t, kh, stamps);
+      }
     }
     for (Sub& s : subs_)
       if (s.h && !has(*s.t, Fault::kProxyOpNeverStopped) && !stuck(s)) P_.stop(kProxyOp, s.h);

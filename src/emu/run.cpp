@@ -164,6 +164,7 @@ void start_workers(Proc& P, Comm& c) {
       if (o->spec->name == c.spec->share_progress_with) {
         c.progress = o->progress;
         c.progress_owner = o->progress_owner;
+        c.profiler = o->profiler;
       }
   }
   if (!c.progress) {
@@ -175,6 +176,8 @@ void start_workers(Proc& P, Comm& c) {
         "emu-prog-" + c.spec->name.substr(0, 4) + std::to_string(c.R->g),
         [pp, owner, ctrl](bool sleeping) { progress_idle(*pp, owner, sleeping, ctrl.get()); });
   }
+  if (P.minor >= 31 && !c.profiler)
+    c.profiler = std::make_shared<Worker>("emu-prof-" + c.spec->name.substr(0, 4) + std::to_string(c.R->g));
   if (!c.spec->blocking) c.launcher = std::make_unique<Worker>("emu-launch-r" + std::to_string(c.R->g));
   if (P.o->workload.net_profiler == NetProfiler::kSocket)
     c.sock_helper = std::make_unique<Worker>("emu-sock-r" + std::to_string(c.R->g));
@@ -187,6 +190,8 @@ void teardown_rank(Proc& P, Rank& R) {
     c->sock_helper.reset();
   }
   for (auto& c : R.comms) c->progress.reset();  // the last owner joins the progress thread
+  // 2.31+: the profiler thread finishes the pass in flight (its queue) before finalize.
+  for (auto& c : R.comms) c->profiler.reset();
   for (auto& c : R.comms) {
     if (!c->inited) continue;
     if (!P.live()) continue;  // 2.23-2.27 after an init failure: never finalized, never unloaded

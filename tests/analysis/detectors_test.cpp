@@ -244,6 +244,52 @@ TEST(Advice, BestAlgoProtoAndPinning) {
   EXPECT_GT(adv.table.rows[0][9].d, 2.0);
 }
 
+// Advice compares GPU times only: the CPU-timed records of the same (algo,
+// proto) (on real NCCL 2.28.9, a comm's collectives after its first AlltoAll,
+// kernel_desync) are no "other choice", however much slower they read.
+TEST(Advice, NeverComparesCpuTimedRecords) {
+  const auto dir = ni::test::temp_dir("advice_cpu");
+  std::string text = R"({"type":"meta","format":"nccl-inspector-log","format_version":1,"host":"h","pid":1})" "\n";
+  auto line = [&](int seq, const char* algo, const char* proto, double dur, bool gpu) {
+    text += R"({"type":"coll","comm_hash":"0x0a","rank":0,"nranks":2,"nnodes":2,"seq":)" + std::to_string(seq) +
+            R"(,"func":"AllReduce","bytes":1048576,"algo":")" + algo + R"(","proto":")" + proto +
+            R"(","dur_us":)" + std::to_string(dur) +
+            (gpu ? R"(,"timing":"gpu","busbw_gbs":1})" : R"(,"timing":"enqueue_cpu","kernel_desync":true})") + "\n";
+  };
+  int seq = 0;
+  for (int i = 0; i < 10; ++i) line(seq++, "RING", "SIMPLE", 4600 + i, true);
+  for (int i = 0; i < 10; ++i) line(seq++, "RING", "SIMPLE", 4900 + i, false);
+  for (int i = 0; i < 10; ++i) line(seq++, "TREE", "LL", 9000 + i, false);
+  ni::test::write_text(dir + "/h-pid1.jsonl", text);
+  ana::SummaryOptions so;
+  ana::ReadResult res;
+  ana::ReadOptions ro;
+  ro.progress = 0;
+  auto s = ana::read_merged<ana::SummarySink>(ana::discover_files({dir}).files, ro, 1, res, so);
+  ana::Report r;
+  ana::add_summary_sections(r, *s, res, so);
+  const auto& adv = r.sections.back();
+  ASSERT_EQ(adv.name, "advice");
+  EXPECT_TRUE(adv.table.rows.empty()) << adv.table.rows.size() << " rows; first: "
+                                      << (adv.table.rows.empty() ? "" : adv.table.rows[0][7].text());
+  // The same lines GPU-timed: TREE/LL is another choice, and slower.
+  std::string gpu_text;
+  for (std::size_t p = 0, q; (q = text.find('\n', p)) != std::string::npos; p = q + 1) {
+    std::string l = text.substr(p, q - p + 1);
+    if (const auto at = l.find(R"("timing":"enqueue_cpu","kernel_desync":true)"); at != std::string::npos)
+      l.replace(at, 43, R"("timing":"gpu","busbw_gbs":1)");
+    gpu_text += l;
+  }
+  ni::test::write_text(dir + "/h-pid1.jsonl", gpu_text);
+  ana::ReadResult res2;
+  s = ana::read_merged<ana::SummarySink>(ana::discover_files({dir}).files, ro, 1, res2, so);
+  ana::Report r2;
+  ana::add_summary_sections(r2, *s, res2, so);
+  ASSERT_EQ(r2.sections.back().table.rows.size(), 1u);
+  EXPECT_EQ(r2.sections.back().table.rows[0][4].text(), "RING/SIMPLE");
+  EXPECT_EQ(r2.sections.back().table.rows[0][7].text(), "TREE/LL");
+}
+
 TEST(Iterations, PerIterationFromMarks) {
   const auto dir = ni::test::temp_dir("marks");
   JobSpec js;

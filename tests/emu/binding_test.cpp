@@ -1,4 +1,6 @@
 // Version parsing, symbol selection (§0), loading errors, adapter quirks (§6).
+#include <set>
+
 #include "tests/emu/helpers.h"
 
 namespace ni::emu_test {
@@ -188,6 +190,38 @@ TEST_F(Emu, V6On231GoesThroughTheAdapter) {
   cs = ni::rec::calls();
   ASSERT_EQ(cs.back().kind, Kind::kFinalize);
   EXPECT_NE(cs.back().mask_seen & static_cast<int>(kKernelPhase), 0);
+}
+
+// 2.31+: KernelCh (start, state 22, stop) comes from the comm's dedicated
+// profiler thread, the proxy events still from its progress thread; before
+// 2.31 both from the progress thread (profiler-abi §13.3). Every KernelCh of
+// an op still comes from one thread (the plugin's channel bookkeeping relies
+// on it), and every op gets exactly its channels' KernelCh.
+TEST_F(Emu, KernelChFromTheProfilerThreadFrom231) {
+  Workload w = one_comm(2, 2, 4);
+  w.program.push_back(solo(op("AllReduce", 1 << 20)));
+  w.program.push_back(solo(op("AllGather", 1 << 22)));
+  for (const char* ver : {"2.30", "2.31", "2.32"}) {
+    ni::rec::reset();
+    RunResult r = go(ver, w);
+    const auto cs = ni::rec::calls();
+    const std::string want = std::string(ver) >= "2.31" ? "emu-prof-" : "emu-prog-";
+    const auto kc = starts(cs, kKernelCh);
+    ASSERT_FALSE(kc.empty()) << ver;
+    std::map<void*, std::set<std::string>> threads_of_op;
+    for (const Call& k : kc) {
+      EXPECT_EQ(k.thread.rfind(want, 0), 0u) << ver << ": " << k.thread;
+      threads_of_op[k.parent].insert(k.thread);
+      for (const Call& c : on(cs, k.handle)) EXPECT_EQ(c.thread, k.thread) << ver;
+    }
+    for (const auto& [op, th] : threads_of_op) EXPECT_EQ(th.size(), 1u) << ver;
+    size_t channels = 0;
+    for (const Call& c : starts(cs, kColl)) channels += static_cast<size_t>(c.nchannels);
+    EXPECT_EQ(kc.size(), channels) << ver;
+    const auto po = starts(cs, kProxyOp);
+    ASSERT_FALSE(po.empty()) << ver;
+    for (const Call& p : po) EXPECT_EQ(p.thread.rfind("emu-prog-", 0), 0u) << ver << ": " << p.thread;
+  }
 }
 
 // Tags exist from 2.31: an older release never passes one, whatever the workload says.
