@@ -211,19 +211,21 @@ void launch_plan(Proc& P, const PlanP& plan, const std::vector<PlanP>& replays) 
     if (void* h = P.start(c.ctx, e)) P.stop(kKernelLaunch, h);
   }
   if (plan->graph) {
-    if (plan->has_proxy) {
+    if (plan->host_task) {
       // A host-callback node was captured: every replay runs hostStreamPlanTask
       // on the CUDA driver thread with the capture-time API handles.
       for (const PlanP& rp : replays)
         if (rp->comm == plan->comm) P.cudacb->post([&P, rp] { host_stream_plan_task(P, rp); });
     } else {
       for (const TaskP& t : plan->tasks)
-        if (t->truth) t->truth->why = "graph without proxy ops: events only at capture";
+        if (t->truth)
+          t->truth->why = P.minor >= 31 ? "graph without proxy or profiler ops: events only at capture"
+                                        : "graph without proxy ops: events only at capture";
       host_stream_plan_task(P, plan);  // once, at capture; replays emit nothing
     }
     return;
   }
-  if (plan->has_proxy && c.spec->host_callback) {
+  if (plan->host_task && c.spec->host_callback) {
     P.cudacb->post([&P, plan] { host_stream_plan_task(P, plan); });
     return;
   }
@@ -322,6 +324,10 @@ void group_end(Proc& P, Rank& R) {
       if (P.minor <= 25)  // the task mask is decided at plan time; be conservative
         for (const TaskP& t : p->tasks)
           if (t->net) p->has_proxy = true;
+      p->host_task = p->has_proxy;
+      if (P.minor >= 31)
+        for (const TaskP& t : p->tasks)
+          if (t->mask & (kColl | kP2p)) p->host_task = true;
     }
     plans.insert(plans.end(), mine.begin(), mine.end());
   }

@@ -123,6 +123,11 @@ struct Plan {
   Comm* comm = nullptr;
   std::vector<TaskP> tasks;
   bool has_proxy = false;
+  // Its host task may be deferred to the CUDA callback thread (a captured
+  // graph replays it; a busy host stream runs it there): when it has proxy
+  // ops, and from 2.31 also when it has profiler ops (Coll/P2p events), so
+  // intra-node plans too get their events on every replay (profiler-abi §13.3).
+  bool host_task = false;
   bool ce = false;
   bool graph = false;
   void* group_api = nullptr;  // GroupApi handle (KernelLaunch parent)

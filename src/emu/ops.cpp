@@ -311,7 +311,7 @@ std::vector<PlanP> make_replays(Proc& P, Rank& R, const std::vector<PlanP>& plan
   const int n = R.api.n_replays > 0 ? R.api.n_replays : P.o->graph_replays;
   for (const PlanP& p : plans) {
     if (p->ce) continue;
-    if (!p->has_proxy) continue;
+    if (!p->host_task) continue;
     for (const TaskP& t : p->tasks)
       if (t->truth) t->truth->why = "graph capture: events come with each replay";
     for (int i = 0; i < n; ++i) {

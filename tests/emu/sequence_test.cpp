@@ -381,6 +381,38 @@ TEST_F(Emu, GraphReplayOnCudaCallbackThread) {
   EXPECT_EQ(replays, 3);
 }
 
+// A captured intra-node plan with Coll events but no proxy ops (no network,
+// no KernelCh asked for): before 2.31 its events come once, at capture, and
+// replays emit nothing; from 2.31 its host task has profiler ops, so every
+// replay runs it on the CUDA callback thread (profiler-abi §13.3).
+TEST_F(Emu, GraphReplayOfAPlanWithoutProxyOps) {
+  Workload w = one_comm(2, 1);
+  OpSpec o = op("AllReduce", 1 << 20);
+  o.graph_replays = 3;
+  w.program.push_back(solo(o));
+  for (const char* ver : {"2.30", "2.31"}) {
+    ni::rec::reset();
+    ni::rec::set_mask(kColl);
+    RunResult r = go(ver, w);
+    auto cs = ni::rec::calls();
+    auto colls = starts(cs, kColl);
+    const bool v231 = std::string(ver) == "2.31";
+    ASSERT_EQ(colls.size(), v231 ? 3u : 1u) << ver;
+    EXPECT_TRUE(starts(cs, kKernelCh).empty()) << ver;
+    for (const Call& c : colls) {
+      if (v231) EXPECT_EQ(c.thread, "emu-cudacb");
+      else EXPECT_TRUE(is_app(c)) << c.thread;
+    }
+    int replays = 0, visible = 0;
+    for (const TruthOp& t : r.truth) {
+      replays += t.graph_replay >= 0;
+      visible += t.visible;
+    }
+    EXPECT_EQ(replays, v231 ? 3 : 0) << ver;
+    EXPECT_EQ(visible, v231 ? 3 : 1) << ver;
+  }
+}
+
 TEST_F(Emu, NonBlockingCommLaunchesOnItsOwnThread) {
   Workload w = one_comm(2, 1);
   w.comms[0].blocking = false;
