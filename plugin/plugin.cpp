@@ -7,6 +7,10 @@
 // version's descriptor to another's. Every entry point is noexcept and returns
 // ncclSuccess (profiler-abi.md §4: NCCL ignores the codes, and failing init is
 // unreliable across versions, §6).
+#include <dlfcn.h>
+
+#include <atomic>
+#include <cstring>
 #include <type_traits>
 
 #include "plugin/abi/all.h"
@@ -70,8 +74,41 @@ Result init_v5_abi5(void** c, uint64_t id, int* m, const char* n, int nn, int nr
 Result init_v5_abi6(void** c, uint64_t id, int* m, const char* n, int nn, int nr, int r, DebugLogger l) noexcept {
   return init_v5(c, id, m, n, nn, nr, r, l, 6);
 }
-Result init_v5_abi7(void** c, uint64_t id, int* m, const char* n, int nn, int nr, int r, DebugLogger l) noexcept {
+
+// Whether the v7 descriptors of this process carry user tags. NVIDIA's v7
+// appends userTag to the API, Coll, P2p and CeColl members; RCCL's port of v7
+// has no tag fields, so its descriptors are shorter and reading a tag would
+// run past them (profiler-abi.md §13.4). Decided at each v7 init from who
+// called it: a library named like RCCL, or a process with AMD's HIP runtime
+// loaded, means no tags. Relaxed store and loads (start_v7_rest and the
+// others): NCCL's own synchronisation orders a comm's init before its events.
+std::atomic<bool> g_v7_tags{false};
+
+bool v7_has_tags(const void* caller) noexcept {
+  Dl_info info{};
+  if (caller != nullptr && dladdr(caller, &info) != 0 && info.dli_fname != nullptr) {
+    const char* slash = std::strrchr(info.dli_fname, '/');
+    if (std::strstr(slash != nullptr ? slash + 1 : info.dli_fname, "rccl") != nullptr) return false;
+  }
+  for (const char* hip : {"libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.7"}) {
+    if (void* h = dlopen(hip, RTLD_LAZY | RTLD_NOLOAD)) {
+      dlclose(h);
+      return false;
+    }
+  }
+  return true;
+}
+
+// Not inlined: the return address is the caller's (NCCL's library).
+__attribute__((noinline)) Result init_v5_abi7(void** c, uint64_t id, int* m, const char* n, int nn, int nr, int r,
+                                              DebugLogger l) noexcept {
+  g_v7_tags.store(v7_has_tags(__builtin_return_address(0)), std::memory_order_relaxed);  // see g_v7_tags
   return init_v5(c, id, m, n, nn, nr, r, l, 7);
+}
+// The tag field, read only when the descriptor has one (a pointer, not a
+// reference: nothing lets the compiler load it before the check).
+inline uint64_t v7_tag(const uint64_t* field) noexcept {
+  return g_v7_tags.load(std::memory_order_relaxed) ? *field : 0;  // see g_v7_tags
 }
 
 Result finalize_v1(void* context) noexcept {
@@ -448,15 +485,50 @@ Result start_v6(void* ctx, void** h, EventDescrV6* d) noexcept { return start_fa
 // --------------------------------------------------------------- v7 (2.31+)
 
 // v7 keeps every v6 field where it was and appends (profiler-abi.md §13.1), so
-// the v6 members are read through the same code. The appended fields (user
-// tags, the symmetric-kernel id) are not read: RCCL's v7 lacks the tags, and
-// NCCL 2.31's descriptors are the only ones known to carry them. KernelPhase
-// events (bit 15) are never asked for; one that comes anyway (a mask NCCL
-// overrode) gets a NULL handle and is counted, and its stop state (31) on that
-// handle is ignored.
+// the v6 members are read through the same code, and the user tag (when this
+// NCCL's descriptors have one, g_v7_tags) is added to the op. The
+// symmetric-kernel id is not read yet. KernelPhase events (bit 15) are never
+// asked for; one that comes anyway (a mask NCCL overrode) gets a NULL handle
+// and is counted, and its stop state (31) on that handle is ignored.
+__attribute__((noinline, flatten)) void* start_coll_v7(void* ctx, const EventDescrV7* d) noexcept {
+  core::CollStart s = coll_v4(d);
+  s.user_tag = v7_tag(&d->coll.userTag);
+  return core::start_coll(ctx, d->parentObj, d->rank, s);
+}
 __attribute__((noinline)) void* start_v7_rest(void* ctx, const EventDescrV7* d) noexcept {
-  if (void* h; start_frequent(ctx, d, &h)) return h;
-  return start_v6_common(ctx, d);
+  switch (d->type) {
+    case kColl: return start_coll_v7(ctx, d);
+    case kGroup: return core::start_group(ctx);
+    case kP2p: {
+      core::P2pStart s = p2p_v4(d);
+      s.user_tag = v7_tag(&d->p2p.userTag);
+      return core::start_p2p(ctx, d->parentObj, d->rank, s);
+    }
+    case kCollApi: {
+      core::CollApiStart a;
+      a.func = d->collApi.func != nullptr ? ni::func_from_nccl(d->collApi.func) : ni::Func::kUnknown;
+      a.graph_captured = d->collApi.graphCaptured != 0;
+      if (a.func == ni::Func::kBroadcast) [[unlikely]] {  // the one call that may be an op of its own
+        a.count = d->collApi.count;
+        a.dtype = ni::dtype_from_nccl(d->collApi.datatype);
+        a.root = d->collApi.root;
+        a.user_tag = v7_tag(&d->collApi.userTag);
+      }
+      return core::start_coll_api(ctx, a);
+    }
+    case kCeColl: {
+      core::CeStart s;
+      s.seq = d->ceColl.seqNumber;
+      s.count = d->ceColl.count;
+      s.func = ni::func_from_nccl(d->ceColl.func);
+      s.dtype = ni::dtype_from_nccl(d->ceColl.datatype);
+      s.root = d->ceColl.root;
+      s.stream = d->ceColl.stream;
+      s.user_tag = v7_tag(&d->ceColl.userTag);
+      return core::start_ce_coll(ctx, d->parentObj, d->rank, s);
+    }
+    default: return start_v6_common(ctx, d);
+  }
 }
 Result start_v7(void* ctx, void** h, EventDescrV7* d) noexcept { return start_fast<EventDescrV7, start_v7_rest>(ctx, h, d); }
 

@@ -76,6 +76,7 @@ inline constexpr std::string_view kBytes = "bytes";        // integer message si
 inline constexpr std::string_view kRoot = "root";          // integer (rooted collectives only)
 inline constexpr std::string_view kPeer = "peer";          // integer (p2p only)
 inline constexpr std::string_view kGroupNo = "group";      // integer (p2p): the launch group it ran in (ops of one ncclGroup share it)
+inline constexpr std::string_view kUserTag = "user_tag";   // integer (coll/p2p/ce, NCCL 2.31+): the application's tag for the call
 inline constexpr std::string_view kAlgo = "algo";          // "RING", "TREE", ..., "unknown"
 inline constexpr std::string_view kProto = "proto";        // "LL", "LL128", "SIMPLE", "unknown"
 inline constexpr std::string_view kNchannels = "nchannels";// integer, as NCCL reported

@@ -33,6 +33,7 @@ struct OpsSink : ana::OpSink {
     Detail x;
     if (d != nullptr) {
       x.net_send = d->net_send_bytes;
+      x.user_tag = d->user_tag;
       x.net_recv = d->net_recv_bytes;
       x.net_wait_us = d->net_wait_us;
       x.slow_ch = d->slow_ch;
@@ -47,7 +48,7 @@ struct OpsSink : ana::OpSink {
     detail.insert(detail.end(), std::make_move_iterator(o.detail.begin()), std::make_move_iterator(o.detail.end()));
   }
   struct Detail {
-    std::uint64_t net_send = 0, net_recv = 0;
+    std::uint64_t net_send = 0, net_recv = 0, user_tag = 0;
     double net_wait_us = ana::kNaN, slow_us = ana::kNaN, median_us = ana::kNaN;
     int slow_ch = -1;
     std::vector<ana::HcaUse> hcas;
@@ -92,7 +93,7 @@ py::dict read_ops(const std::vector<std::string>& inputs, int threads) {
   const std::size_t n = s->ops.size();
   std::vector<std::int64_t> start(n), seq(n), bytes(n), rank(n), nranks(n), nnodes(n), peer(n), nch(n), slow_ch(n),
       net_send(n), net_recv(n), file(n);
-  std::vector<std::uint64_t> hash(n);
+  std::vector<std::uint64_t> hash(n), user_tag(n);
   std::vector<double> dur(n), busbw(n), algbw(n), bal(n), net_wait(n), slow_us(n), median_us(n);
   std::vector<bool> has_start(n), reclaimed(n), partial(n), graph(n), api_only(n), kernel_desync(n);
   py::list kind, func, algo, proto, timing, transport, comm_name, role, comm_hash, host, pid;
@@ -121,6 +122,7 @@ py::dict read_ops(const std::vector<std::string>& inputs, int threads) {
     median_us[i] = d.median_us;
     net_send[i] = static_cast<std::int64_t>(d.net_send);
     net_recv[i] = static_cast<std::int64_t>(d.net_recv);
+    user_tag[i] = d.user_tag;
     file[i] = o.file_idx;
     reclaimed[i] = (o.flags & ana::kFlagReclaimed) != 0;
     partial[i] = (o.flags & ana::kFlagPartial) != 0;
@@ -186,6 +188,7 @@ py::dict read_ops(const std::vector<std::string>& inputs, int threads) {
   c["graph"] = bools(graph);
   c["api_only"] = bools(api_only);
   c["kernel_desync"] = bools(kernel_desync);
+  c["user_tag"] = column(user_tag);  // uint64: 0 = no tag (NCCL before 2.31, or an untagged call)
   c["net_send_bytes"] = column(net_send);
   c["net_recv_bytes"] = column(net_recv);
   c["net_wait_us"] = column(net_wait);

@@ -133,12 +133,14 @@ struct OpDetail {
   double slow_us = 0, median_us = 0;
   double net_wait_us = kNaN;
   std::uint64_t net_send_bytes = 0, net_recv_bytes = 0;  // "net" object (network events), 0 when absent
+  std::uint64_t user_tag = 0;  // the application's tag for the call (NCCL 2.31+), 0 when absent
   void clear() {
     hcas.clear();
     ch_times.clear();
     slow_ch = -1;
     net_wait_us = kNaN;
     net_send_bytes = net_recv_bytes = 0;
+    user_tag = 0;
   }
 };
 

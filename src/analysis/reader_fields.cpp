@@ -67,6 +67,7 @@ Field field_id(std::string_view k) {
       {sc::kPartial, Field::kPartial},
       {sc::kApiOnly, Field::kApiOnly},
       {sc::kKernelDesync, Field::kKernelDesync},
+      {sc::kUserTag, Field::kUserTag},
       {sc::kGroupNo, Field::kGroupNo},
       {up::kP2pPerf, Field::kP2pPerf},
       {sc::kRank, Field::kRank},

@@ -331,6 +331,7 @@ template <class V>
     case Field::kApiOnly: if (get_bool(v, b)) L.api_only = b; break;
     case Field::kKernelDesync: if (get_bool(v, b)) L.kernel_desync = b; break;
     case Field::kGroupNo: get_i64(v, L.group); break;
+    case Field::kUserTag: get_u64(v, L.user_tag); break;
     case Field::kP2pPerf: upstream_op(v, true); break;
     case Field::kRank: get_i64(v, L.rank); break;
     case Field::kReclaimed: if (get_bool(v, b)) L.reclaimed = b; break;
@@ -858,6 +859,7 @@ void RecordReader::on_op(RecType rt) {
   fill_op(rt, op);
   if (validate_) validate_op(op);
   ++info_.ops;
+  if (want_detail_) detail_.user_tag = L.user_tag;
   sink_.on_op(op, want_detail_ ? &detail_ : nullptr, info_);
   if (want_detail_) detail_.clear();
   if (want_assembled_ && rt == RecType::kOpP2p && L.group > 0) add_to_group(op, L.group);

@@ -66,6 +66,7 @@ __attribute__((always_inline)) inline void free_op(Context& c, uint32_t slot, Op
   s.stopped_mask.store(0, std::memory_order_relaxed);
   s.ch_lo.store(UINT64_MAX, std::memory_order_relaxed);
   s.ch_mode.store(kChOpen, std::memory_order_relaxed);
+  s.user_tag.store(0, std::memory_order_relaxed);  // as above
   c.ops.free(slot);
 }
 
@@ -143,10 +144,10 @@ __attribute__((always_inline)) inline void write_header(OpRecord& r, const OpSlo
   // Relaxed: written before the handle was published (see start_coll()).
   // Collectives: the issue index; P2P: the group number (start_p2p).
   if (r.kind != static_cast<uint8_t>(OpKind::kCe)) r.issue = s.issue.load(std::memory_order_relaxed);
-  if (reclaimed) {
-    r.flags |= kFlagReclaimed;
-    r.complete_ns = clk::now_ns();
-  }
+  if (reclaimed) r.flags |= kFlagReclaimed;
+  // Relaxed: written before the handle was published (start_coll() and the
+  // others); a line the completer reads anyway (the channel masks).
+  r.user_tag = s.user_tag.load(std::memory_order_relaxed);
 }
 
 // The channels' times. v4+: GPU pTimer ns; v3: ticks observed by the proxy.

@@ -53,6 +53,7 @@ struct CollStart {
   uint8_t n_channels = 0;   // as NCCL reported
   uint8_t n_warps = 0;
   bool channels_exact = false;  // n_channels is the number of channels that will run
+  uint64_t user_tag = 0;        // v7: the call's tag (0 none)
 };
 
 struct P2pStart {
@@ -64,6 +65,7 @@ struct P2pStart {
   int peer = -1;
   uint8_t n_channels = 0;
   bool channels_exact = false;
+  uint64_t user_tag = 0;  // v7: the call's tag (0 none)
 };
 
 struct CeStart {
@@ -73,6 +75,7 @@ struct CeStart {
   DType dtype = DType::kUnknown;
   int root = 0;
   void* stream = nullptr;  // ceColl.stream (cudaStream_t): where the copies are enqueued
+  uint64_t user_tag = 0;   // v7: the call's tag (0 none)
 };
 
 struct ProxyOpStart {
@@ -132,6 +135,7 @@ struct CollApiStart {
   DType dtype = DType::kUnknown;
   int root = 0;
   bool graph_captured = false;
+  uint64_t user_tag = 0;  // v7: the call's tag (0 none)
 };
 void* start_coll_api(void* ctx, const CollApiStart& a) noexcept;
 // Any other type bit (a newer NCCL): counted, NULL handle.

@@ -145,7 +145,7 @@ struct OpRecord {
   uint64_t end_ns;        // latest channel stop, same clock as start_ns
   uint64_t channel_mask;  // real channel ids used (bit i = channel i)
   uint64_t busy_ns;       // sum over channels of per-channel time
-  uint64_t complete_ns;   // CPU monotonic ns of completion, set for reclaimed ops only (0 otherwise)
+  uint64_t user_tag;      // the application's tag for the call (ABI v7, ncclCollConfig_t.userProfilerTag); 0 none
   // network (ProxyOp / ProxyStep)
   uint64_t net_send_bytes;
   uint64_t net_recv_bytes;

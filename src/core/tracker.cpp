@@ -358,6 +358,8 @@ void* start_coll(void* ctx, void* parent, int rank, const CollStart& d) noexcept
   // Relaxed: published with the handle. Rare (v3 P2P, or no channel count):
   // the KernelCh line is otherwise left to the progress thread.
   if (!d.channels_exact || d.n_channels == 0) s->ch_mode.store(kChGate, std::memory_order_relaxed);
+  // Relaxed: published with the handle (OpSlotFields::user_tag).
+  if (d.user_tag != 0) [[unlikely]] s->user_tag.store(d.user_tag, std::memory_order_relaxed);
   OpStart& r = s->start;
   show(r.seq, d.seq);
   r.algo = static_cast<uint8_t>(d.algo);
@@ -402,6 +404,8 @@ void* start_p2p(void* ctx, void* parent, int rank, const P2pStart& d) noexcept {
   // Relaxed: published with the handle. Rare (v3 P2P, or no channel count):
   // the KernelCh line is otherwise left to the progress thread.
   if (!d.channels_exact || d.n_channels == 0) s->ch_mode.store(kChGate, std::memory_order_relaxed);
+  // Relaxed: published with the handle (OpSlotFields::user_tag).
+  if (d.user_tag != 0) [[unlikely]] s->user_tag.store(d.user_tag, std::memory_order_relaxed);
   OpStart& r = s->start;
   // Own sequence: the k-th send to a peer matches the peer's k-th recv from us.
   if (c->p2p_seq_n != 0 && d.peer >= 0) {
@@ -433,6 +437,7 @@ void* start_ce_coll(void* ctx, void* parent, int rank, const CeStart& d) noexcep
   OpSlot* s = begin_op(rt, c, OpKind::kCe, rank, parent, d.func, d.dtype, d.count, 1, &slot, &h);
   if (s == nullptr) return h;
   s->ch_mode.store(kChGate, std::memory_order_relaxed);  // no channel count (relaxed: published with the handle)
+  if (d.user_tag != 0) s->user_tag.store(d.user_tag, std::memory_order_relaxed);  // as above
 
   OpStart& r = s->start;
   show(r.seq, d.seq);
@@ -807,6 +812,7 @@ __attribute__((noinline, cold)) void* start_api_only(Runtime* rt, Context* c, co
   OpSlot* s = begin_op(rt, c, OpKind::kColl, -1, nullptr, a.func, a.dtype, a.count, 1, &slot, &h);
   if (s == nullptr) return h;
   s->ch_mode.store(kChGate, std::memory_order_relaxed);  // no channels (relaxed: published with the handle)
+  if (a.user_tag != 0) s->user_tag.store(a.user_tag, std::memory_order_relaxed);  // as above
   // No place in the issue order; the progress snapshot shows the field (release: as show()).
   if constexpr (kInflightState) s->issue.store(UINT32_MAX, std::memory_order_release);
   OpStart& r = s->start;

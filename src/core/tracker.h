@@ -210,6 +210,10 @@ struct OpSlotFields {
   std::atomic<uint64_t> stopped_mask{0};
   std::atomic<uint64_t> ch_lo{UINT64_MAX};  // earliest start stamp of the started channels
   std::atomic<uint8_t> ch_mode{kChOpen};    // ChMode
+  // ABI v7: the call's user tag. Written at start only when nonzero (rare, as
+  // ch_mode above: untagged ops leave this line to the progress thread); the
+  // completer moves it into the record and free_op() zeroes it.
+  std::atomic<uint64_t> user_tag{0};
   alignas(kCacheLine) std::atomic<uint64_t> ch_start[ni::abi::kMaxChannels];
   std::atomic<uint64_t> ch_stop[ni::abi::kMaxChannels];
   // network

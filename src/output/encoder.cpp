@@ -233,7 +233,7 @@ OpTiming op_timing(const OpRecord& r, int nranks) {
 
 void Encoder::mark(Buf& b, const OpRecord& r) const {
   begin(b, sc::kTypeMark);
-  uint64_t t = r.enqueue_ns != 0 ? r.enqueue_ns : r.complete_ns != 0 ? r.complete_ns : r.start_ns;
+  uint64_t t = r.enqueue_ns != 0 ? r.enqueue_ns : r.start_ns;
   if (t != 0) kv_int(b, sc::kWallNs, mono_to_wall(t));
   const char* label = reinterpret_cast<const char*>(r.channels);
   size_t n = 0;
@@ -289,6 +289,7 @@ void Encoder::op_identity(Buf& b, const OpRecord& r, const CommInfo* comm, int n
     kv_int(b, sc::kPeer, r.peer);
     if (r.issue != 0) kv_int(b, sc::kGroupNo, r.issue);
   }
+  if (r.user_tag != 0) kv_int(b, sc::kUserTag, r.user_tag);
   kv_str(b, sc::kDtype, dtype_name(enum_or(r.dtype, DType::kCount_, DType::kUnknown)));
   kv_int(b, sc::kCount, r.count);
   kv_int(b, sc::kBytes, r.bytes);

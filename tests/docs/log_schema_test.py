@@ -7,8 +7,8 @@
 2. every example line of docs/log-format.md validates (docs_test.cpp checks they are the encoder's real lines);
 3. the logs the real plugin writes for emulated jobs of every supported NCCL release validate, line by line, and
    those jobs between them write every record type and every optional part (network, HCAs, verbose channel
-   times, graph, reclaimed, partial, kernel_desync, marks, progress and alive lines), so no part of the schema goes
-   untested;
+   times, graph, reclaimed, partial, kernel_desync, user tags (2.31+), marks, progress and alive lines), so no part
+   of the schema goes untested;
 4. the schema rejects what the format forbids (an unknown field, a missing one, a CPU-timed bandwidth, a
    number-typed comm hash, an unknown function).
 
@@ -115,10 +115,10 @@ WORKLOAD = {
     "comms": [{"name": "tp", "nranks": 4, "layout": "contiguous", "nchannels": 4},
               {"name": "dp", "nranks": 2, "layout": "strided", "nchannels": 2}],
     "program": [
-        {"comm": "tp", "func": "AllReduce", "bytes": 1048576},
-        {"comm": "tp", "func": "Broadcast", "bytes": 262144},
-        {"comm": "dp", "func": "SendRecv", "bytes": 1048576, "shift": 1},
-        {"comm": "tp", "func": "AllGather", "bytes": 4194304, "ce": True},
+        {"comm": "tp", "func": "AllReduce", "bytes": 1048576, "tag": 4611686018427387905},
+        {"comm": "tp", "func": "Broadcast", "bytes": 262144, "tag": 3},
+        {"comm": "dp", "func": "SendRecv", "bytes": 1048576, "shift": 1, "tag": 2},
+        {"comm": "tp", "func": "AllGather", "bytes": 4194304, "ce": True, "tag": 1},
         {"comm": "tp", "func": "AllReduce", "bytes": 8388608, "graph_replays": 2},
         {"comm": "dp", "func": "AlltoAll", "bytes": 65536},
     ],
@@ -133,7 +133,7 @@ RELEASES = ["2.23", "2.24", "2.25", "2.26", "2.27", "2.28", "2.29", "2.30", "2.3
 
 seen_types, seen_parts, lines_checked = set(), set(), 0
 temp_dirs = []
-PARTS = ["api_only", "kernel_desync", "group", "net", "hcas", "ch_times", "ch_slow", "root", "graph", "reclaimed", "partial", "algbw_gbs", "instance",
+PARTS = ["api_only", "kernel_desync", "user_tag", "group", "net", "hcas", "ch_times", "ch_slow", "root", "graph", "reclaimed", "partial", "algbw_gbs", "instance",
          "stuck", "stuck.net", "api_issued", "job.global_rank"]
 
 

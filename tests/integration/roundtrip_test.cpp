@@ -333,6 +333,93 @@ INSTANTIATE_TEST_SUITE_P(Releases, KernelDesync,
 
 // A burst of one million collectives through a deliberately tiny ring: the
 // plugin keeps up or drops, and every op is either in the log or counted.
+// NCCL 2.31+ (ABI v7): every record carries the tag of the call it belongs
+// to (collectives, each Send/Recv part, copy-engine collectives, the API-only
+// Broadcast), compared with the emulator's truth; before 2.31 none does.
+std::vector<json> log_ops(const fs::path& dir) {
+  std::vector<json> out;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (e.path().string().find(".jsonl.gz") == std::string::npos) continue;
+    gzFile f = gzopen(e.path().c_str(), "rb");
+    std::string text;
+    char buf[65536];
+    int n = 0;
+    while ((n = gzread(f, buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
+    gzclose(f);
+    size_t p = 0;
+    for (size_t q; (q = text.find('\n', p)) != std::string::npos; p = q + 1) {
+      json j = json::parse(text.substr(p, q - p));
+      const std::string type = j.value("type", "");
+      if (type == "coll" || type == "p2p" || type == "ce") out.push_back(std::move(j));
+    }
+  }
+  return out;
+}
+
+class UserTags : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(UserTags, EveryRecordCarriesItsCallsTag) {
+  const std::string version = GetParam();
+  const bool tagged = version >= "2.31";
+  fs::path dir = temp_dir("tags" + version);
+  fs::create_directories(dir);
+  {
+    std::ofstream w(dir / "w.json");
+    w << R"({"world": 8, "nodes": 2,
+      "comms": [{"name": "tp", "nranks": 4, "layout": "contiguous", "nchannels": 4},
+                {"name": "dp", "nranks": 2, "layout": "strided", "nchannels": 2}],
+      "program": [{"comm": "tp", "func": "AllReduce", "bytes": 1048576, "tag": 4611686018427387905},
+                  {"comm": "dp", "func": "AllReduce", "bytes": 65536},
+                  {"comm": "dp", "func": "SendRecv", "bytes": 65536, "tag": 12},
+                  {"comm": "tp", "func": "AllGather", "bytes": 1048576, "ce": true, "tag": 13},
+                  {"comm": "tp", "func": "AlltoAll", "bytes": 65536, "tag": 14},
+                  {"comm": "tp", "func": "Broadcast", "bytes": 65536, "tag": 15}],
+      "iterations": 1})";
+  }
+  const std::string cmd = "NCCL_INSPECTOR_DUMP_DIR=" + (dir / "logs").string() +
+                          " NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES=0 NCCL_DEBUG=WARN " + NI_EMU_PATH + " --plugin " +
+                          NI_PLUGIN_PATH + " --nccl " + version + " --pace none --quiet --workload " +
+                          (dir / "w.json").string() + " --truth " + (dir / "truth.jsonl").string() + " > " +
+                          (dir / "emu.log").string() + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  // (comm, rank, func, tag) of every visible op of the truth, and of every record.
+  using Key = std::tuple<uint64_t, int, std::string, uint64_t>;
+  std::multiset<Key> want, got;
+  std::ifstream tf(dir / "truth.jsonl");
+  std::string line;
+  while (std::getline(tf, line)) {
+    json t = json::parse(line);
+    if (t.value("type", "") != "op" || !t.value("visible", false)) continue;
+    uint64_t hash = 0;
+    ASSERT_TRUE(ana::parse_hash(t["comm_hash"].get<std::string>(), hash));
+    want.insert({hash, t["rank"].get<int>(), t["func"].get<std::string>(), t.value("user_tag", uint64_t{0})});
+  }
+  size_t api_only = 0, tags = 0;
+  for (const json& r : log_ops(dir / "logs")) {
+    const uint64_t tag = r.value("user_tag", uint64_t{0});
+    tags += tag != 0;
+    if (r.value("api_only", false)) {  // a 2.29+ Broadcast, recorded from its CollApi (no truth op)
+      ++api_only;
+      EXPECT_EQ(tag, tagged ? 15u : 0u) << r.dump();
+      continue;
+    }
+    uint64_t hash = 0;
+    ASSERT_TRUE(ana::parse_hash(r["comm_hash"].get<std::string>(), hash));
+    got.insert({hash, r["rank"].get<int>(), r["func"].get<std::string>(), tag});
+  }
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(api_only, version >= "2.29" ? 8u : 0u);
+  EXPECT_EQ(tags > 0, tagged);
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Releases, UserTags, ::testing::Values("2.30", "2.31", "2.32"),
+                         [](const auto& p) {
+                           std::string s = p.param;
+                           std::replace(s.begin(), s.end(), '.', '_');
+                           return "nccl_" + s;
+                         });
+
 TEST(Burst, MillionOpsThroughATinyRingAreWrittenOrCounted) {
   fs::path dir = temp_dir("burst");
   setenv("NCCL_INSPECTOR_DUMP_DIR", (dir / "logs").c_str(), 1);

@@ -105,7 +105,6 @@ std::vector<OpRecord> make_mix(size_t n) {
     uint64_t start_mono = t + 5000 + rng() % 3000;
     r.start_ns = start_mono - gpu_off;  // pTimer
     r.end_ns = r.start_ns + span;
-    r.complete_ns = start_mono + span + 3000;
     if (!p2p) t = start_mono + span;  // the stream serializes collectives
     uint64_t busy = 0;
     uint32_t mx = 0, mn = UINT32_MAX;

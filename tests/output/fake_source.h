@@ -141,7 +141,6 @@ inline OpRecord make_coll(uint32_t comm_id, uint64_t seq, Func f = Func::kAllRed
   r.enqueue_ns = t0 - 5000;
   r.start_ns = t0;
   r.end_ns = t0 + 100000;
-  r.complete_ns = t0 + 120000;
   r.channels[0] = {0, 100000};
   r.channels[1] = {1000, 90000};
   r.max_channel_ns = 100000;

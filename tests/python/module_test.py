@@ -140,6 +140,14 @@ for f in glob.glob(os.path.join(dump, "*.jsonl.gz")):
         marked += sum('"kernel_desync":true' in line for line in fh)
 check(str(ops.kernel_desync.dtype) == "bool" and int(ops.kernel_desync.sum()) == marked > 0,
       f"kernel_desync: {int(ops.kernel_desync.sum())} marked ops, the logs' {marked}")
+check(str(ops.user_tag.dtype) == "uint64" and (ops.user_tag == 0).all(), "user_tag: uint64, 0 (NCCL 2.30 has no tags)")
+# NCCL 2.31: the tags of the calls, exactly (one is past 2^53, where a float64 would lose it).
+tagged = LogProcessor(os.path.join(emulate("tagged", "2.31", {
+    "world": 4, "nodes": 1, "comms": [{"name": "tp", "nranks": 4, "layout": "contiguous", "nchannels": 2}],
+    "program": [{"comm": "tp", "func": "AllReduce", "bytes": 1048576, "tag": 9007199254740993},
+                {"comm": "tp", "func": "AllGather", "bytes": 1048576}], "iterations": 1}), "dump")).ops()
+tags = dict(tagged.groupby("func", observed=True).user_tag.agg(lambda v: sorted(set(int(x) for x in v))))
+check(tags == {"AllReduce": [9007199254740993], "AllGather": [0]}, f"user_tag from NCCL 2.31: {tags}")
 
 same_table("summary()", lp.summary(), cli_csv("summary", dump))
 same_table("summary(per_rank=True)", lp.tables("summary", per_rank=True)["summary"], cli_csv("summary", dump, "--per-rank"))
