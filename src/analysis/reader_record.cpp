@@ -193,12 +193,13 @@ class RecordReader final : public ChunkSink {
     Timing cpu = Timing::kGpu;  // a CPU-timed part's timing (kGpu: every part GPU-timed)
     bool desync = false;        // a part was CPU-timed because NCCL's stamps were out of step
     bool all_start = true;      // every part has its start
+    std::uint64_t user_tag = 0; // the call's tag (its first part's; NCCL gives every part the call's)
     std::vector<Part> parts;
   };
   using GroupKey = std::pair<std::uint64_t, std::int32_t>;  // (comm, rank)
   // Bounds on what is held open, over all (comm, rank) of the file: ~2.5 MB.
   static constexpr std::size_t kOpenGroups = 4096, kOpenParts = 65536;
-  void add_to_group(const Op& op, std::int64_t group);
+  void add_to_group(const Op& op, std::int64_t group, std::uint64_t user_tag);
   void assemble(std::uint64_t comm_hash, std::int32_t rank, std::int64_t group, const P2pGroup& g);
   void evict_oldest(const GroupKey& prefer, std::int64_t keep);
   void validate_op(const Op& op);
@@ -862,16 +863,17 @@ void RecordReader::on_op(RecType rt) {
   if (want_detail_) detail_.user_tag = L.user_tag;
   sink_.on_op(op, want_detail_ ? &detail_ : nullptr, info_);
   if (want_detail_) detail_.clear();
-  if (want_assembled_ && rt == RecType::kOpP2p && L.group > 0) add_to_group(op, L.group);
+  if (want_assembled_ && rt == RecType::kOpP2p && L.group > 0) add_to_group(op, L.group, L.user_tag);
 }
 
-void RecordReader::add_to_group(const Op& op, std::int64_t group) {
+void RecordReader::add_to_group(const Op& op, std::int64_t group, std::uint64_t user_tag) {
   const GroupKey key{op.comm_hash, op.rank};
   auto [it, added] = p2p_groups_[key].try_emplace(group);
   P2pGroup& g = it->second;
   if (added) {
     g.nranks = op.nranks;
     g.nnodes = op.nnodes;
+    g.user_tag = user_tag;
     ++open_groups_;
   }
   // Bounded: an AlltoAll has 2 n parts; a group with more is no such op.
@@ -1014,7 +1016,13 @@ void RecordReader::assemble(std::uint64_t comm_hash, std::int32_t r, std::int64_
   a.flags = kFlagAssembled;
   if (timed || g.all_start) a.flags |= kFlagHasStart;
   if (g.desync) a.flags |= kFlagKernelDesync;
-  sink_.on_op(a, nullptr, info_);
+  if (want_detail_) {
+    OpDetail d;
+    d.user_tag = g.user_tag;
+    sink_.on_op(a, &d, info_);
+  } else {
+    sink_.on_op(a, nullptr, info_);
+  }
 }
 
 // The Op of the current line; rank and sizes the line lacks come from its

@@ -3,6 +3,7 @@
 #include "src/analysis/locate.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -97,7 +98,44 @@ bool parse_peak(const std::string& s, std::map<std::string, double>& out) {
   return true;
 }
 
-void SummarySink::on_op(const Op& op, const OpDetail*, const FileInfo& file) {
+bool load_tag_map(const std::string& path, std::map<std::uint64_t, std::string>& out, std::string& err) {
+  std::ifstream in(path);
+  if (!in) {
+    err = "cannot read tag map " + path;
+    return false;
+  }
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (auto h = line.find('#'); h != std::string::npos) line.resize(h);
+    const auto b = line.find_first_not_of(" \t\r");
+    if (b == std::string::npos) continue;
+    const auto e = line.find_first_of(" \t", b);
+    const std::string tag = line.substr(b, e == std::string::npos ? std::string::npos : e - b);
+    std::string name = e == std::string::npos ? "" : line.substr(e);
+    name.erase(0, name.find_first_not_of(" \t"));
+    name.erase(name.find_last_not_of(" \t\r") + 1);
+    std::uint64_t v = 0;
+    const bool hex = tag.size() > 2 && tag[0] == '0' && (tag[1] == 'x' || tag[1] == 'X');
+    const char* first = tag.data() + (hex ? 2 : 0);
+    const auto [p, ec] = std::from_chars(first, tag.data() + tag.size(), v, hex ? 16 : 10);
+    if (ec != std::errc() || p != tag.data() + tag.size() || v == 0 || name.empty()) {
+      err = path + ":" + std::to_string(n) + ": expected \"tag name\" (a tag is a number from 1, decimal or 0x hex), got \"" +
+            line + "\"";
+      return false;
+    }
+    if (auto [it, fresh] = out.emplace(v, name); !fresh && it->second != name) {
+      err = path + ":" + std::to_string(n) + ": tag " + tag + " is named " + it->second + " already";
+      return false;
+    }
+  }
+  if (out.empty()) {
+    err = "tag map " + path + " names no tag";
+    return false;
+  }
+  return true;
+}
+
+void SummarySink::on_op(const Op& op, const OpDetail* d, const FileInfo& file) {
   if (op.flags & kFlagAssembled) {
     ++assembled;  // not a record: the health section counts records
     assembled_cpu += std::isnan(op.dur_us);
@@ -107,6 +145,14 @@ void SummarySink::on_op(const Op& op, const OpDetail*, const FileInfo& file) {
   GroupKey k;
   if (opt_->group_by == GroupBy::kComm) {
     k.group = op.comm_hash;
+  } else if (opt_->group_by == GroupBy::kTag) {
+    k.group = d != nullptr ? d->user_tag : 0;
+    if (!labels.count(k.group)) {
+      auto it = opt_->tag_names.find(k.group);
+      labels.emplace(k.group, it != opt_->tag_names.end() ? it->second
+                              : k.group == 0          ? std::string("(untagged)")
+                                                      : std::to_string(k.group));
+    }
   } else {
     if (op.file_idx != last_file_) {
       std::string label = file.host.empty() ? "(unknown host)" : file.host;
@@ -436,7 +482,10 @@ void summary_table(Report& r, const SummarySink& s, const ReadResult& res, const
     double& b = best[{k.func, k.nranks, k.nnodes}];
     b = std::max(b, a.bw.quantile(0.5));
   }
-  const char* group_col = o.group_by == GroupBy::kComm ? "comm" : o.group_by == GroupBy::kHost ? "host" : "rack";
+  const char* group_col = o.group_by == GroupBy::kComm   ? "comm"
+                          : o.group_by == GroupBy::kHost ? "host"
+                          : o.group_by == GroupBy::kRack ? "rack"
+                                                         : "tag";
   Section& sec = r.add("summary", "Summary");
   sec.table.columns = {group_col, "op", "algo", "proto", "size", "nranks", "nnodes"};
   if (o.per_rank) sec.table.columns.push_back("rank");
@@ -563,8 +612,10 @@ class SummaryAnalysis : public Analysis {
   Input input() const override { return Input::kFiles; }
   void options(std::vector<OptionSpec>& o) override {
     o.push_back({"--per-rank", "one row per rank", &opt_.per_rank});
-    o.push_back({"--group-by", "comm | host | rack (with --host-map)", &group_by_, true});
+    o.push_back({"--group-by", "comm | host | rack (with --host-map) | tag (the calls' user tags, NCCL 2.31+)",
+                 &group_by_, true});
     o.push_back({"--host-map", "file of 'host rack' lines for --group-by rack", &host_map_});
+    o.push_back({"--tag-map", "file of 'tag name' lines naming the user tags for --group-by tag", &tag_map_});
     o.push_back({"--peak-busbw",
                  "peak busbw in GB/s for utilisation: 300, AllReduce=300, network=25 or intra_node=300 (repeatable)",
                  &peaks_});
@@ -574,7 +625,12 @@ class SummaryAnalysis : public Analysis {
     if (group_by_ == "comm") opt_.group_by = GroupBy::kComm;
     else if (group_by_ == "host") opt_.group_by = GroupBy::kHost;
     else if (group_by_ == "rack") opt_.group_by = GroupBy::kRack;
-    else return "--group-by must be comm, host or rack";
+    else if (group_by_ == "tag") opt_.group_by = GroupBy::kTag;
+    else return "--group-by must be comm, host, rack or tag";
+    if (!tag_map_.empty()) {
+      if (opt_.group_by != GroupBy::kTag) return "--tag-map goes with --group-by tag";
+      if (std::string err; !load_tag_map(tag_map_, opt_.tag_names, err)) return err;
+    }
     if (opt_.group_by == GroupBy::kRack && host_map_.empty()) return "--group-by rack needs --host-map FILE";
     std::string err;
     HostMap m;
@@ -608,7 +664,7 @@ class SummaryAnalysis : public Analysis {
 
  private:
   SummaryOptions opt_;
-  std::string group_by_ = "comm", host_map_;
+  std::string group_by_ = "comm", host_map_, tag_map_;
   std::vector<std::string> peaks_;
   bool no_advice_ = false;
 };

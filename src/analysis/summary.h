@@ -15,21 +15,26 @@
 
 namespace ni::analysis {
 
-enum class GroupBy { kComm, kHost, kRack };
+enum class GroupBy { kComm, kHost, kRack, kTag };
 
 struct SummaryOptions {
   GroupBy group_by = GroupBy::kComm;
   std::map<std::string, std::string> host_map;  // host -> rack/switch (GroupBy::kRack)
+  std::map<std::uint64_t, std::string> tag_names;  // user tag -> name (GroupBy::kTag, --tag-map)
   bool per_rank = false;
   std::map<std::string, double> peak_busbw;      // func name, "network", "intra_node" or "*" -> GB/s
   bool advice = true;
 };
 
+// Reads a --tag-map file: "tag name" lines (tag decimal or 0x hex; the name is
+// the rest of the line; '#' comments). False + err on a bad line or no tag.
+bool load_tag_map(const std::string& path, std::map<std::uint64_t, std::string>& out, std::string& err);
+
 // Parses "300", "AllReduce=300" or "network=25" / "intra_node=300" into the map.
 bool parse_peak(const std::string& s, std::map<std::string, double>& out);
 
 struct GroupKey {
-  std::uint64_t group = 0;  // comm hash or hash of the host/rack label
+  std::uint64_t group = 0;  // comm hash, hash of the host/rack label, or the user tag
   std::int32_t nranks = 0;
   std::int32_t rank = -1;
   std::uint16_t nnodes = 0;
@@ -74,6 +79,7 @@ class SummarySink : public OpSink {
   explicit SummarySink(const SummaryOptions& o) : opt_(&o) {}
   void on_op(const Op& op, const OpDetail*, const FileInfo& file) override;
   std::uint32_t op_fields() const override { return 0; }  // no seq, channels or balance
+  bool wants_detail() const override { return opt_->group_by == GroupBy::kTag; }  // the op's user tag
   bool wants_assembled() const override { return true; }   // AlltoAll/Gather/Scatter rows (reader.h)
   void merge(SummarySink&& o);
 

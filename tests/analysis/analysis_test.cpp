@@ -1023,6 +1023,50 @@ TEST(Summary, AlltoAllOfCpuTimedPartsIsCountedWithoutATime) {
   EXPECT_EQ(misattributed, 24);
 }
 
+// --group-by tag: one group per user tag (NCCL 2.31+), named from --tag-map,
+// the number itself when the map has no name, "(untagged)" for calls without
+// one; an AlltoAll assembled from its parts is in its call's tag's group.
+TEST(Summary, GroupByTagNamesTheTagsFromTheMap) {
+  const auto dir = ni::test::temp_dir("by_tag");
+  std::string text = R"({"type":"meta","format":"nccl-inspector-log","format_version":1,"host":"h","pid":1})" "\n";
+  auto coll = [&](int seq, const char* tag) {
+    text += R"({"type":"coll","comm_hash":"0x0a","rank":0,"nranks":4,"nnodes":1,"seq":)" + std::to_string(seq) +
+            R"(,"func":"AllReduce","bytes":1048576,"dur_us":100,"timing":"gpu","busbw_gbs":10)" +
+            (tag != nullptr ? std::string(R"(,"user_tag":)") + tag : std::string()) + "}\n";
+  };
+  for (int i = 0; i < 5; ++i) coll(i, "12");
+  for (int i = 5; i < 8; ++i) coll(i, "9007199254740993");
+  for (int i = 8; i < 10; ++i) coll(i, nullptr);
+  for (const char* f : {"Send", "Recv"})
+    for (int p = 0; p < 4; ++p)
+      text += std::string(R"({"type":"p2p","comm_hash":"0x0a","rank":0,"nranks":4,"seq":1,"func":")") + f +
+              R"(","peer":)" + std::to_string(p) +
+              R"(,"group":7,"bytes":65536,"start_wall_ns":1700000000000000000,"dur_us":10,"timing":"gpu",)"
+              R"("busbw_gbs":6.5,"user_tag":12})" "\n";
+  ni::test::write_text(dir + "/h-pid1.jsonl", text);
+  ni::test::write_text(dir + ".tags", "# tag name\n12 layer 12 forward, TP AllReduce\n0x5 unused\n");
+  const Cmd c = run(std::string(NI_CLI) + " summary --no-progress -f json --group-by tag --tag-map " + dir + ".tags " +
+                    dir);
+  ASSERT_EQ(c.rc, 0) << c.out;
+  const auto js = nlohmann::json::parse(c.out);
+  std::map<std::pair<std::string, std::string>, int> count;  // (tag, op) -> count
+  for (const auto& row : js["summary"]["rows"]) count[{row["tag"], row["op"]}] += row["count"].get<int>();
+  const std::map<std::pair<std::string, std::string>, int> want = {
+      {{"layer 12 forward, TP AllReduce", "AllReduce"}, 5}, {{"layer 12 forward, TP AllReduce", "AlltoAll"}, 1},
+      {{"layer 12 forward, TP AllReduce", "Send"}, 4},      {{"layer 12 forward, TP AllReduce", "Recv"}, 4},
+      {{"9007199254740993", "AllReduce"}, 3},              {{"(untagged)", "AllReduce"}, 2}};
+  EXPECT_EQ(count, want);
+  // A bad map line is a usage error that names it.
+  ni::test::write_text(dir + ".bad", "12 layer12\nx13 nope\n");
+  const Cmd bad =
+      run("sh -c '" + std::string(NI_CLI) + " summary --no-progress --group-by tag --tag-map " + dir + ".bad " + dir + " 2>&1'");
+  EXPECT_NE(bad.rc, 0);
+  EXPECT_NE(bad.out.find(":2: expected \"tag name\""), std::string::npos) << bad.out;
+  const Cmd alone = run("sh -c '" + std::string(NI_CLI) + " summary --no-progress --tag-map " + dir + ".tags " + dir + " 2>&1'");
+  EXPECT_NE(alone.rc, 0);
+  EXPECT_NE(alone.out.find("--tag-map goes with --group-by tag"), std::string::npos) << alone.out;
+}
+
 // Copy-engine collectives timed with CUDA events on their stream (timing
 // "cuda_event", NCCL 2.29+ with a driver in the process) measure the copies:
 // they keep their bandwidth and count as GPU-timed.
