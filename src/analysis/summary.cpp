@@ -379,7 +379,8 @@ void op_rows(const HealthRows& row, const OpHealth& ops, const DropTotals& d) {
     row("GPU times NCCL misattributed", ops.kernel_desync,
         "CPU-timed instead: after a Send/Recv to itself (AlltoAll, Gather, Scatter) or a Broadcast on NCCL 2.29+, "
         "NCCL hands a communicator's kernel events another op's GPU stamps (its host and device work counters "
-        "fall out of step; NVIDIA/nccl PR #2369); see troubleshooting.md");
+        "fall out of step; NVIDIA/nccl PR #2369), or an op's stamps ended before they started; see "
+        "troubleshooting.md");
   std::string ts;
   for (int i = 0; i < static_cast<int>(Timing::kCount_); ++i)
     if (ops.by_timing[i])

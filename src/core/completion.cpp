@@ -74,9 +74,11 @@ inline uint32_t sat32(uint64_t v) noexcept { return v > UINT32_MAX ? UINT32_MAX 
 
 // Per-channel times for v3 (proxy-observed ticks) and for ops with more
 // channels than a record lists.
-__attribute__((noinline)) void channel_times_slow(OpRecord& r, OpSlot& s, uint64_t mask, bool gpu) noexcept {
+__attribute__((noinline)) bool channel_times_slow(OpRecord& r, OpSlot& s, uint64_t mask, uint64_t stopped,
+                                                  bool gpu) noexcept {
   uint64_t lo = UINT64_MAX, hi = 0, busy = 0;
   uint32_t maxd = 0, mind = UINT32_MAX;
+  bool backwards = false;
   int i = 0;
   for (uint64_t m = mask; m != 0; m &= m - 1) {
     const int ch = std::countr_zero(m);
@@ -87,6 +89,7 @@ __attribute__((noinline)) void channel_times_slow(OpRecord& r, OpSlot& s, uint64
       a = clk::ticks_to_ns(a);
       b = b ? clk::ticks_to_ns(b) : 0;
     }
+    backwards |= gpu && ((stopped >> ch) & 1) != 0 && b != 0 && b < a;  // see write_channel_times()
     if (b < a) b = a;  // never stopped (or no stop stamp): zero length
     lo = a < lo ? a : lo;
     hi = b > hi ? b : hi;
@@ -109,6 +112,7 @@ __attribute__((noinline)) void channel_times_slow(OpRecord& r, OpSlot& s, uint64
   r.min_channel_ns = mind == UINT32_MAX ? 0 : mind;
   r.timing = static_cast<uint8_t>(gpu ? TimingSource::kGpu : TimingSource::kProxyCpu);
   if (std::popcount(mask) > kRecordChannels) r.flags |= kFlagChannelsTruncated;
+  return !backwards;
 }
 
 // Zeroes the record from the end of its first line to its channel list (the
@@ -150,16 +154,31 @@ __attribute__((always_inline)) inline void write_header(OpRecord& r, const OpSlo
   r.user_tag = s.user_tag.load(std::memory_order_relaxed);
 }
 
+// Whether a stopped channel's stop stamp is before its start (one that ended
+// without a stamp, 0, is not: it has no length). Off the common path: only
+// ops with a channel never stopped or stopped without a stamp get here.
+__attribute__((noinline, cold)) bool stamps_backwards(const OpSlot& s, uint64_t stopped) noexcept {
+  for (uint64_t m = stopped; m != 0; m &= m - 1) {
+    const int ch = std::countr_zero(m);
+    // Relaxed: as the masks in complete_body().
+    const uint64_t b = s.ch_stop[ch].load(std::memory_order_relaxed);
+    if (b != 0 && b < s.ch_start[ch].load(std::memory_order_relaxed)) return true;  // as above
+  }
+  return false;
+}
+
 // The channels' times. v4+: GPU pTimer ns; v3: ticks observed by the proxy.
-__attribute__((always_inline)) inline void write_channel_times(OpRecord& r, const Context& c, OpSlot& s,
+// False when a channel's GPU stop stamp is before its start: NCCL handed the
+// op stamps that are not its own (NCCL 2.29+'s Broadcast-on-AllGatherV bug
+// does it, seconds apart, NVIDIA/nccl PR #2369); the caller times it by the
+// CPU instead.
+__attribute__((always_inline)) inline bool write_channel_times(OpRecord& r, const Context& c, OpSlot& s,
                                                                uint64_t mask, uint64_t stopped,
                                                                bool reclaimed) noexcept {
   const bool gpu = c.abi >= 4;
   const int n = std::popcount(mask);
-  if (!(gpu && n <= kRecordChannels && !reclaimed)) [[unlikely]] {
-    channel_times_slow(r, s, mask, gpu);
-    return;
-  }
+  if (!(gpu && n <= kRecordChannels && !reclaimed)) [[unlikely]]
+    return channel_times_slow(r, s, mask, stopped, gpu);
   // Each channel's offset from the earliest start (kept by the KernelCh
   // starts) and its length; the counts, sums and extremes are left to the
   // consumer (finish_record(), kFlagChannelSums), with the stopped channels
@@ -171,17 +190,31 @@ __attribute__((always_inline)) inline void write_channel_times(OpRecord& r, cons
   ChannelTime* out_ch = r.channels;
   const std::atomic<uint64_t>* starts = s.ch_start;
   const std::atomic<uint64_t>* stops = s.ch_stop;
+  uint64_t diffs = 0;  // OR of (stop - start): the top bit says a stop stamp is before its start, or none
   for (uint64_t m = mask; m != 0; m &= m - 1, ++out_ch) {
     const size_t ch = static_cast<size_t>(__builtin_ctzll(m));
     const uint64_t a = starts[ch].load(std::memory_order_relaxed);  // as above
-    uint64_t b = stops[ch].load(std::memory_order_relaxed);         // as above
-    b = b < a ? a : b;  // never stopped (or no stop stamp): zero length
+    const uint64_t b = stops[ch].load(std::memory_order_relaxed);   // as above
+    const uint64_t d = b - a;  // wraps when the stop is before the start (never stopped: 0)
+    diffs |= d;
+    const uint64_t len = static_cast<int64_t>(d) < 0 ? 0 : d;  // such a channel has no length
     out_ch->start_off_ns = static_cast<uint32_t>(a - lo);
-    out_ch->dur_ns = static_cast<uint32_t>(b - a > UINT32_MAX ? UINT32_MAX : b - a);
+    out_ch->dur_ns = static_cast<uint32_t>(len > UINT32_MAX ? UINT32_MAX : len);
   }
+  if (static_cast<int64_t>(diffs) < 0 && stamps_backwards(s, mask & stopped)) [[unlikely]] return false;
   r.start_ns = lo;
   r.flags |= kFlagChannelSums;
   r.timing = static_cast<uint8_t>(TimingSource::kGpu);
+  return true;
+}
+
+// An op whose GPU stamps ran backwards: from now on the comm's KernelCh stamps
+// are not trusted (Context::desync_ticks), as after a Send/Recv to itself. A
+// CAS (relaxed: desync_ticks orders nothing else): the completing thread is not
+// the comm's issuing thread, which sets it with a plain store at such a call.
+__attribute__((noinline, cold)) void note_backwards_stamps(Context& c) noexcept {
+  uint64_t none = UINT64_MAX;
+  c.desync_ticks.compare_exchange_strong(none, clk::read_ticks(), std::memory_order_relaxed);
 }
 
 // An op without channels: its network time (first ProxyOp start to last
@@ -308,9 +341,17 @@ __attribute__((always_inline)) inline bool complete_body(Context& c, uint32_t sl
   const uint64_t stopped = s.stopped_mask.load(std::memory_order_relaxed);
   const uint64_t mask = started | stopped;
   r.channel_mask = mask;
+  bool gpu_timed = false;
   if (mask != 0 && !desynced(c, s, r)) [[likely]] {
-    write_channel_times(r, c, s, mask, stopped, reclaimed);
-  } else {
+    gpu_timed = write_channel_times(r, c, s, mask, stopped, reclaimed);
+    if (!gpu_timed) [[unlikely]] {
+      note_backwards_stamps(c);
+      r.busy_ns = 0;  // no channel sums or extremes from stamps that are not its own
+      r.max_channel_ns = r.min_channel_ns = 0;
+      r.flags = static_cast<uint16_t>(r.flags & ~kFlagChannelsTruncated);
+    }
+  }
+  if (!gpu_timed) [[unlikely]] {
     if (mask != 0) r.flags |= kFlagKernelDesync;  // the stamps are another work's: CPU times instead
     write_cpu_times(r, c, s);
   }

@@ -380,7 +380,8 @@ void comm_finalize(void* ctx) noexcept {
     if (c->desync_ticks.load(std::memory_order_relaxed) != UINT64_MAX)
       logf(rt, ni::abi::kLogInfo,
            "NCCL Inspector: comm %u: NCCL's KernelCh timestamps fell out of step with its work (a Send/Recv to "
-           "itself or a Broadcast); its ops after that are CPU-timed (kernel_desync)", c->id);
+           "itself, a Broadcast, or stamps that ended before they started); its ops after that are CPU-timed "
+           "(kernel_desync)", c->id);
     c->live.store(0, std::memory_order_release);  // late callbacks are counted, not followed
     rt->recycled.push_back(c->id);
     if (rt->sink) rt->sink->comm_removed(c->id);

@@ -77,7 +77,9 @@ int select_abi(const NcclVersion& v, unsigned avail_mask);
   X(kGraphReplay, "graph-replay", "some ops are CUDA-graph captured and replayed")                                    \
   X(kKernelChNeverStopped, "kernelch-never-stopped", "one KernelCh of an op is never stopped")                          \
   X(kKernelChDoubleStop, "kernelch-double-stop",                                                                        \
-    "one KernelCh's end (2.27+: its KernelChStop state and stop) delivered twice")
+    "one KernelCh's end (2.27+: its KernelChStop state and stop) delivered twice")                                      \
+  X(kKernelStampsBackwards, "kernel-stamps-backwards",                                                                  \
+    "2.27+: one op's KernelCh stop stamps are 2 s before its starts (NCCL 2.29+'s Broadcast-on-AllGatherV bug, #2369)")
 
 enum class Fault : int {
 #define NI_EMU_FAULT_ID(id, name, what) id,

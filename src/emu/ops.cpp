@@ -82,6 +82,7 @@ void assign_faults(Proc& P, Comm& c, Task& t) {
   maybe(Fault::kPxn, t.net);
   maybe(Fault::kKernelChNeverStopped, !t.chans.empty());
   maybe(Fault::kKernelChDoubleStop, !t.chans.empty());
+  maybe(Fault::kKernelStampsBackwards, !t.chans.empty() && P.minor >= 27);
 }
 
 void set_channels(Task& t, const std::vector<int>& ids) {

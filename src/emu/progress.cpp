@@ -213,6 +213,10 @@ class ProxyRun {
       ct.stop_ns = k.stop_ns[h % 64];
       if (k.counter[h % 64] != d && t.truth) t.truth->kernel_stamps_shifted = true;
     }
+    if (has(t, Fault::kKernelStampsBackwards)) {  // NCCL hands stamps that end before they start
+      for (ChanTime& ct : out) ct.stop_ns = ct.start_ns > 2'000'000'000 ? ct.start_ns - 2'000'000'000 : ct.start_ns / 2;
+      if (t.truth) t.truth->kernel_stamps_shifted = true;
+    }
     return out;
   }
 

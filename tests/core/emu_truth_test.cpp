@@ -197,8 +197,11 @@ TEST_P(EmuFaults, RunsWithoutCrashAndCounts) {
   ASSERT_TRUE(r.result.ok) << r.result.error;
   const ni::CoreStats& s = r.stats;
   const bool v4plus = r.result.bound_abi >= 4;
-  size_t graph = 0;
-  for (const auto& rec : r.records) graph += (rec.flags & ni::kFlagGraphCaptured) != 0;
+  size_t graph = 0, desync = 0;
+  for (const auto& rec : r.records) {
+    graph += (rec.flags & ni::kFlagGraphCaptured) != 0;
+    desync += (rec.flags & ni::kFlagKernelDesync) != 0;
+  }
   switch (fault) {
     case ni::emu::Fault::kKernelChDoubleStop: EXPECT_GE(s.fault_double_stop, 1u); break;
     case ni::emu::Fault::kKernelChNeverStopped: EXPECT_GE(s.reclaimed, 1u); break;
@@ -210,6 +213,19 @@ TEST_P(EmuFaults, RunsWithoutCrashAndCounts) {
         EXPECT_GE(graph, 1u);
       }
       break;
+    case ni::emu::Fault::kKernelStampsBackwards: {
+      // The op whose stamps end before they start, and every later op of its
+      // comm, are CPU-timed and flagged: no GPU time from them.
+      size_t shifted = 0;
+      for (const auto& t : r.result.truth) shifted += t.kernel_stamps_shifted;
+      EXPECT_EQ(shifted > 0, v4plus);
+      EXPECT_GE(desync, shifted);
+      size_t gpu_flagged = 0;
+      for (const auto& rec : r.records)
+        gpu_flagged += (rec.flags & ni::kFlagKernelDesync) && rec.timing == static_cast<uint8_t>(ni::TimingSource::kGpu);
+      EXPECT_EQ(gpu_flagged, 0u);
+      break;
+    }
     default: break;
   }
   if (fault != ni::emu::Fault::kReload) {
@@ -230,7 +246,8 @@ INSTANTIATE_TEST_SUITE_P(
                                          ni::emu::Fault::kMaskChange, ni::emu::Fault::kConcurrentInit,
                                          ni::emu::Fault::kReload, ni::emu::Fault::kGraphReplay,
                                          ni::emu::Fault::kKernelChNeverStopped,
-                                         ni::emu::Fault::kKernelChDoubleStop)),
+                                         ni::emu::Fault::kKernelChDoubleStop,
+                                         ni::emu::Fault::kKernelStampsBackwards)),
     [](const auto& p) {
       std::string s = std::get<0>(p.param);
       std::replace(s.begin(), s.end(), '.', '_');
