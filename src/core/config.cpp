@@ -82,6 +82,13 @@ const std::vector<Entry>& table() {
         "Ask NCCL for ProxyOp, ProxyStep and NetPlugin events: network bytes, step time split and "
         "per-HCA traffic. Costs progress-thread time."},
        NI_BOOL(enable_net)},
+      {{"NCCL_INSPECTOR_KERNEL_TIMING", SettingType::kBool, "1", 0, 1,
+        "Ask NCCL 2.26+ for KernelCh events: each op's GPU time per channel (timing `gpu`, bandwidth). On NCCL "
+        "2.31.2 turning KernelCh on also turns on NCCL's device-side kernel-phase instrumentation, measured at "
+        "4.3-13.3 % slower 128 KB-4 MB AllReduce on 8xA100 (NVIDIA/nccl #2355; 0.1-1.1 % on 2.29.7). 0: no "
+        "KernelCh, so that cost is gone and ops are CPU-timed (`enqueue_cpu`, or `net_cpu` with network events), "
+        "with no bandwidth."},
+       NI_BOOL(kernel_timing)},
       {{"NCCL_INSPECTOR_ENABLE_CE", SettingType::kBool, "1", 0, 1,
         "Record copy-engine collectives (ABI v6, NCCL 2.29+)."},
        NI_BOOL(enable_ce)},

@@ -167,7 +167,7 @@ int compute_mask(const Runtime& rt, int abi) {
   // With KernelCh, P2p even when P2P ops are not recorded: a Send/Recv to
   // itself puts NCCL's kernel stamps out of step (Context::desync_ticks) and
   // only its P2p event shows it; start_p2p() filters the rest at once.
-  if (abi >= 3) m |= static_cast<int>(ni::abi::kKernelCh) | ni::abi::kP2p;
+  if (abi >= 3 && rt.cfg.kernel_timing) m |= static_cast<int>(ni::abi::kKernelCh) | ni::abi::kP2p;
   if (rt.cfg.enable_net) m |= ni::abi::kProxyOp | ni::abi::kProxyStep | (abi >= 3 ? static_cast<int>(ni::abi::kNetPlugin) : 0);
   if (abi >= 6 && rt.cfg.enable_ce) m |= ni::abi::kCeColl | ni::abi::kCeSync | ni::abi::kCeBatch;
   return m;
@@ -239,7 +239,7 @@ void reset_context(Context& c, const Runtime& rt, const InitArgs& a) {
   // relaxed: published by the release store of live (comm_init)
   c.comm_hash.store(a.comm_hash, std::memory_order_relaxed);
   c.rank.store(a.rank, std::memory_order_relaxed);  // as above
-  c.kernel_ch = a.abi >= 3;
+  c.kernel_ch = a.abi >= 3 && rt.cfg.kernel_timing;
   c.net = rt.cfg.enable_net;
   c.quiet_transport = static_cast<uint8_t>(c.net || c.nnodes == 1 ? Transport::kIntraNode : Transport::kUnknown);
   c.sample_counter.store(0, std::memory_order_relaxed);  // as above

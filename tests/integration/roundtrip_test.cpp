@@ -420,6 +420,43 @@ INSTANTIATE_TEST_SUITE_P(Releases, UserTags, ::testing::Values("2.30", "2.31", "
                            return "nccl_" + s;
                          });
 
+// NCCL_INSPECTOR_KERNEL_TIMING=0 (NCCL 2.31.2 makes KernelCh cost the job
+// time): the plugin asks for no KernelCh, the emulated NCCL sends none, and
+// every op is still recorded, CPU-timed, without bandwidth.
+TEST(KernelTiming, OffMeansNoKernelEventsAndEveryOpCpuTimed) {
+  for (const char* version : {"2.28", "2.31"}) {
+    fs::path dir = temp_dir(std::string("nokernel") + version);
+    const std::string cmd = "NCCL_INSPECTOR_DUMP_DIR=" + (dir / "logs").string() +
+                            " NCCL_INSPECTOR_KERNEL_TIMING=0 NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES=0 NCCL_DEBUG=WARN " +
+                            NI_EMU_PATH + " --plugin " + NI_PLUGIN_PATH + " --nccl " + version +
+                            " --pace none --iters 20 --truth " + (dir / "truth.jsonl").string() + " > " +
+                            (dir / "emu.log").string() + " 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    std::ifstream el(dir / "emu.log");
+    const std::string emu_log((std::istreambuf_iterator<char>(el)), std::istreambuf_iterator<char>());
+    EXPECT_NE(emu_log.find("callbacks:"), std::string::npos) << emu_log;
+    EXPECT_EQ(emu_log.find("KernelCh.start"), std::string::npos) << version << ": " << emu_log;
+    size_t visible = 0;
+    std::ifstream tf(dir / "truth.jsonl");
+    std::string line;
+    while (std::getline(tf, line)) {
+      json t = json::parse(line);
+      visible += t.value("type", "") == "op" && t.value("visible", false);
+    }
+    Read r = read_dir(dir / "logs");
+    size_t api_only = 0;
+    for (const ana::Op& op : r.ops) {
+      api_only += (op.flags & ana::kFlagApiOnly) != 0;
+      EXPECT_TRUE(ana::cpu_timed(op.timing)) << version << " " << func_name(op);
+      EXPECT_TRUE(std::isnan(op.busbw_gbs)) << version << " " << func_name(op);
+      EXPECT_EQ(op.flags & ana::kFlagKernelDesync, 0) << version;
+    }
+    EXPECT_GT(visible, 0u);
+    EXPECT_EQ(r.ops.size(), visible + api_only) << version;
+    if (!HasFailure()) fs::remove_all(dir);
+  }
+}
+
 TEST(Burst, MillionOpsThroughATinyRingAreWrittenOrCounted) {
   fs::path dir = temp_dir("burst");
   setenv("NCCL_INSPECTOR_DUMP_DIR", (dir / "logs").c_str(), 1);
