@@ -65,6 +65,13 @@ CompareResult compare_runs(const std::vector<std::string>& base, const std::vect
     }
     const GroupAcc& a = mb.at(k);
     const GroupAcc& b = mr.at(k);
+    if (a.lat.count() == 0 && b.lat.count() == 0) {
+      // Counted without a time on both sides (an AlltoAll assembled from
+      // CPU-timed parts): nothing to compare but the counts.
+      row.insert(row.end(), {"-", a.count, b.count, Cell(kNaN), Cell(kNaN), Cell(kNaN), Cell(kNaN), "not timed"});
+      s.table.rows.push_back(std::move(row));
+      continue;
+    }
     const bool bw = a.bw.count() >= o.min_count && b.bw.count() >= o.min_count;
     const QuantileSketch& qa = bw ? a.bw : a.lat;
     const QuantileSketch& qb = bw ? b.bw : b.lat;
@@ -98,6 +105,8 @@ CompareResult compare_runs(const std::vector<std::string>& base, const std::vect
                     "% and by more than noise_pct (3 standard errors of the medians, sigma from the IQR)");
   s.notes.push_back("lat_us_cpu_timed: latency as the CPU saw it (no GPU timer, or a copy-engine collective's "
                     "enqueue), compared only with the same in the other run");
+  s.notes.push_back("not timed: calls counted without a time in both runs (AlltoAll, Gather, Scatter assembled from "
+                    "CPU-timed parts, docs/analysis.md): only their counts are shown");
   s.notes.push_back(std::to_string(cr.regressions) + " regressions, " + std::to_string(cr.improvements) +
                     " improvements in " + std::to_string(cr.compared) + " compared groups");
   return cr;

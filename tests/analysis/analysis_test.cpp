@@ -1021,6 +1021,18 @@ TEST(Summary, AlltoAllOfCpuTimedPartsIsCountedWithoutATime) {
   for (const auto& h : js["health"]["rows"])
     if (h["item"] == "GPU times NCCL misattributed") misattributed = h["value"].get<int>();
   EXPECT_EQ(misattributed, 24);
+  // compare: such calls are "not timed" (counted on both sides), never "too few ops".
+  const Cmd cmp = run(std::string(NI_CLI) + " compare --no-progress -f json " + dir + " " + dir);
+  const auto cj = nlohmann::json::parse(cmp.out);
+  int not_timed = 0;
+  for (const auto& row : cj["compare"]["rows"]) {
+    if (row["op"] != "AlltoAll" || row["base_n"] == 1) continue;  // (the one GPU-timed call: too few ops)
+    EXPECT_EQ(row["verdict"], "not timed") << row.dump();
+    EXPECT_EQ(row["base_n"], 3);
+    EXPECT_EQ(row["run_n"], 3);
+    ++not_timed;
+  }
+  EXPECT_EQ(not_timed, 1);
 }
 
 // --group-by tag: one group per user tag (NCCL 2.31+), named from --tag-map,
