@@ -486,13 +486,18 @@ Result start_v6(void* ctx, void** h, EventDescrV6* d) noexcept { return start_fa
 
 // v7 keeps every v6 field where it was and appends (profiler-abi.md §13.1), so
 // the v6 members are read through the same code, and the user tag (when this
-// NCCL's descriptors have one, g_v7_tags) is added to the op. The
-// symmetric-kernel id is not read yet. KernelPhase events (bit 15) are never
+// NCCL's descriptors have one, g_v7_tags) is added to the op, and so is a
+// symmetric-kernel plan's variant (kernelVariant and isSymColl come before the
+// tag: RCCL's shorter v7 has them at the same offsets). KernelPhase events (bit 15) are never
 // asked for; one that comes anyway (a mask NCCL overrode) gets a NULL handle
 // and is counted, and its stop state (31) on that handle is ignored.
 __attribute__((noinline, flatten)) void* start_coll_v7(void* ctx, const EventDescrV7* d) noexcept {
   core::CollStart s = coll_v4(d);
   s.user_tag = v7_tag(&d->coll.userTag);
+  if (d->coll.isSymColl) [[unlikely]] {
+    s.sym = true;
+    s.kernel_variant = ni::variant_id(d->coll.kernelVariant);
+  }
   return core::start_coll(ctx, d->parentObj, d->rank, s);
 }
 __attribute__((noinline)) void* start_v7_rest(void* ctx, const EventDescrV7* d) noexcept {

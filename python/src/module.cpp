@@ -96,7 +96,7 @@ py::dict read_ops(const std::vector<std::string>& inputs, int threads) {
   std::vector<std::uint64_t> hash(n), user_tag(n);
   std::vector<double> dur(n), busbw(n), algbw(n), bal(n), net_wait(n), slow_us(n), median_us(n);
   std::vector<bool> has_start(n), reclaimed(n), partial(n), graph(n), api_only(n), kernel_desync(n);
-  py::list kind, func, algo, proto, timing, transport, comm_name, role, comm_hash, host, pid;
+  py::list kind, func, algo, proto, kernel_variant, timing, transport, comm_name, role, comm_hash, host, pid;
   std::map<std::string, std::vector<double>> hca_bytes, hca_wire;
   for (std::size_t i = 0; i < n; ++i) {
     const ana::Op& o = s->ops[i];
@@ -132,6 +132,9 @@ py::dict read_ops(const std::vector<std::string>& inputs, int threads) {
     kind.append(std::string(ana::to_string(o.kind)));
     func.append(std::string(ana::to_string(o.func)));
     algo.append(o.algo == ana::Algo::kUnknown ? py::object(py::none()) : py::str(std::string(ana::to_string(o.algo))));
+    kernel_variant.append(ana::is_sym(o.algo) && !ana::sym_variant(o.algo).empty()
+                              ? py::object(py::str(std::string(ana::sym_variant(o.algo))))
+                              : py::object(py::none()));
     proto.append(o.proto == ana::Proto::kUnknown ? py::object(py::none()) : py::str(std::string(ana::to_string(o.proto))));
     timing.append(std::string(ana::to_string(o.timing)));
     transport.append(o.transport == 1 ? py::object(py::str("intra_node"))
@@ -174,6 +177,7 @@ py::dict read_ops(const std::vector<std::string>& inputs, int threads) {
   c["bytes"] = column(bytes);
   c["algo"] = algo;
   c["proto"] = proto;
+  c["kernel_variant"] = kernel_variant;
   c["nchannels"] = column(nch);
   c["start_wall_ns"] = column(start);
   c["has_start"] = bools(has_start);

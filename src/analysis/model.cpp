@@ -1,6 +1,9 @@
 #include "src/analysis/model.h"
 
+#include <array>
 #include <cstdio>
+#include <mutex>
+#include <string>
 
 #include "include/nccl_inspector/names.h"
 
@@ -39,7 +42,43 @@ std::string_view to_string(Func f) {
   const auto i = static_cast<size_t>(f);
   return i < std::size(kFuncCode) ? names::kFunc[kFuncCode[i]] : kFuncOther;
 }
+namespace {
+struct SymRegistry {
+  std::mutex mu;
+  int n = 0;                                        // guarded by mu
+  std::array<std::string, kMaxSym> variant, label;  // entry i written once, under mu, before its id is handed out
+};
+SymRegistry& sym_registry() {
+  static SymRegistry r;
+  return r;
+}
+}  // namespace
+
+Algo sym_algo(std::string_view v) {
+  SymRegistry& r = sym_registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  for (int i = 0; i < r.n; ++i)
+    if (r.variant[i] == v) return static_cast<Algo>(kSymBase + i);
+  if (r.n >= kMaxSym) return Algo::kUnknown;
+  const int i = r.n++;
+  r.variant[i] = std::string(v);
+  const std::size_t u = v.find('_');
+  r.label[i] = v.empty() ? "sym" : "sym:" + std::string(u == std::string_view::npos ? v : v.substr(u + 1));
+  return static_cast<Algo>(kSymBase + i);
+}
+
+// An id came from sym_algo(), which wrote its entry first (and whoever passed
+// the Op on synchronised with that thread): no lock to read it.
+std::string_view sym_variant(Algo a) {
+  const int i = static_cast<int>(a) - kSymBase;
+  return i >= 0 && i < kMaxSym ? std::string_view(sym_registry().variant[i]) : std::string_view();
+}
+
 std::string_view to_string(Algo a) {
+  if (is_sym(a)) {
+    const int i = static_cast<int>(a) - kSymBase;
+    return i < kMaxSym ? std::string_view(sym_registry().label[i]) : names::kUnknown;
+  }
   const auto i = static_cast<size_t>(a);
   return i < std::size(kAlgoCode) ? names::kAlgo[kAlgoCode[i]] : names::kUnknown;
 }

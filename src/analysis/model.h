@@ -67,6 +67,18 @@ std::string_view to_string(Algo a);
 std::string_view to_string(Proto p);
 std::string_view to_string(Timing t);
 std::string_view to_string(OpKind k);
+// Symmetric-kernel plans (NCCL 2.31+: a record with sym, and its
+// kernel_variant): each variant is an Algo value of its own from kSymBase on,
+// registered process-wide on first sight (thread-safe), so grouping by algo
+// keeps variants apart. to_string gives "sym:" and NCCL's algo for it, the
+// variant after its first '_' ("AllReduce_AGxLL_R" -> "sym:AGxLL_R"; "sym"
+// when the record named none). kUnknown once kMaxSym variants are registered.
+inline constexpr std::uint8_t kSymBase = 32;
+inline constexpr int kMaxSym = 255 - kSymBase;
+Algo sym_algo(std::string_view variant);
+constexpr bool is_sym(Algo a) { return static_cast<std::uint8_t>(a) >= kSymBase; }
+std::string_view sym_variant(Algo a);  // the variant's full name; "" when not one
+
 Func parse_func(std::string_view s);
 Algo parse_algo(std::string_view s);
 Proto parse_proto(std::string_view s);

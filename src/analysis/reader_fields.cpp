@@ -68,6 +68,8 @@ Field field_id(std::string_view k) {
       {sc::kApiOnly, Field::kApiOnly},
       {sc::kKernelDesync, Field::kKernelDesync},
       {sc::kUserTag, Field::kUserTag},
+      {sc::kSym, Field::kSym},
+      {sc::kKernelVariant, Field::kKernelVariant},
       {sc::kGroupNo, Field::kGroupNo},
       {up::kP2pPerf, Field::kP2pPerf},
       {sc::kRank, Field::kRank},

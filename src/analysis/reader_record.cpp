@@ -250,6 +250,18 @@ class RecordReader final : public ChunkSink {
   ValueCache<Proto> proto_cache_;
   ValueCache<Timing> timing_cache_;
   ValueCache<std::uint8_t> transport_cache_;
+  // The last symmetric-kernel variant seen and its Algo (model.h sym_algo takes a lock).
+  std::string last_variant_;
+  Algo last_variant_algo_ = Algo::kUnknown;
+  bool has_last_variant_ = false;
+  Algo sym_algo_of(std::string_view variant) {
+    if (!has_last_variant_ || variant != last_variant_) {
+      last_variant_.assign(variant);
+      last_variant_algo_ = sym_algo(variant);
+      has_last_variant_ = true;
+    }
+    return last_variant_algo_;
+  }
 };
 
 void RecordReader::parse_line(const char* p, std::size_t len, bool last) {
@@ -333,6 +345,8 @@ template <class V>
     case Field::kKernelDesync: if (get_bool(v, b)) L.kernel_desync = b; break;
     case Field::kGroupNo: get_i64(v, L.group); break;
     case Field::kUserTag: get_u64(v, L.user_tag); break;
+    case Field::kSym: if (get_bool(v, b)) L.sym = b; break;
+    case Field::kKernelVariant: get_str(v, L.kernel_variant); break;
     case Field::kP2pPerf: upstream_op(v, true); break;
     case Field::kRank: get_i64(v, L.rank); break;
     case Field::kReclaimed: if (get_bool(v, b)) L.reclaimed = b; break;
@@ -1033,6 +1047,7 @@ void RecordReader::fill_op(RecType rt, Op& op) {
   op.kind = rt == RecType::kOpColl ? OpKind::kColl : rt == RecType::kOpP2p ? OpKind::kP2p : OpKind::kCe;
   op.func = cached(func_cache_, L.func, parse_func);
   op.algo = cached(algo_cache_, L.algo, parse_algo);
+  if (L.sym) [[unlikely]] op.algo = sym_algo_of(L.kernel_variant);
   op.proto = cached(proto_cache_, L.proto, parse_proto);
   op.timing = cached(timing_cache_, L.timing, timing_of);
   op.bytes = L.bytes;

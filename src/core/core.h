@@ -54,6 +54,8 @@ struct CollStart {
   uint8_t n_warps = 0;
   bool channels_exact = false;  // n_channels is the number of channels that will run
   uint64_t user_tag = 0;        // v7: the call's tag (0 none)
+  bool sym = false;             // v7: a symmetric-kernel plan (isSymColl)
+  uint8_t kernel_variant = 0;   // v7: its kernel's id string, interned (names.h variant_id)
 };
 
 struct P2pStart {

@@ -1,5 +1,6 @@
 #include "src/core/names.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 
@@ -116,6 +117,75 @@ Algo algo_from_code(uint8_t c) noexcept {
 }
 Proto proto_from_code(uint8_t c) noexcept {
   return c < static_cast<uint8_t>(Proto::kUnknown) ? static_cast<Proto>(c) : Proto::kUnknown;
+}
+
+namespace {
+struct VariantTable {
+  std::atomic<const char*> ptr[kMaxVariants]{};  // NCCL's pointer for the entry (the fast path)
+  std::atomic<uint8_t> ready[kMaxVariants]{};    // 1 once text is written
+  std::atomic<uint32_t> claimed{0};              // entries handed out (may pass kMaxVariants)
+  char text[kMaxVariants][kVariantChars]{};
+};
+VariantTable g_variants;
+
+size_t bounded_len(const char* s) noexcept {
+  size_t n = 0;
+  while (n < kVariantChars - 1 && s[n] != '\0') ++n;
+  return n;
+}
+// Kept as written when it is a name character, '?' otherwise: the text goes
+// into JSON and Prometheus labels unescaped.
+char name_char(char c) noexcept {
+  const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+                  c == '-' || c == '.';
+  return ok ? c : '?';
+}
+bool same_text(const char* stored, const char* s, size_t len) noexcept {
+  for (size_t k = 0; k < len; ++k)
+    if (stored[k] != name_char(s[k])) return false;
+  return stored[len] == '\0';
+}
+}  // namespace
+
+uint8_t variant_id(const char* s) noexcept {
+  if (s == nullptr || s[0] == '\0') return 0;
+  VariantTable& t = g_variants;
+  // Relaxed: pairs with the relaxed fetch_add below; it only bounds the scan,
+  // each entry's ready flag orders its text.
+  const uint32_t n = std::min<uint32_t>(t.claimed.load(std::memory_order_relaxed), kMaxVariants);
+  for (uint32_t i = 0; i < n; ++i)
+    // Acquire: pairs with the release store of ready below (the entry's ptr and text).
+    if (t.ready[i].load(std::memory_order_acquire) != 0 && t.ptr[i].load(std::memory_order_relaxed) == s)
+      return static_cast<uint8_t>(i + 1);
+  const size_t len = bounded_len(s);
+  for (uint32_t i = 0; i < n; ++i)
+    // Acquire: as above. Another pointer to the same text is the same variant.
+    if (t.ready[i].load(std::memory_order_acquire) != 0 && same_text(t.text[i], s, len))
+      return static_cast<uint8_t>(i + 1);
+  if (n >= kMaxVariants) return 0;
+  // Relaxed: the claim only hands out an index; the entry is published by
+  // its ready flag. Two threads meeting one new name may both claim: two ids
+  // with the same text, which a reader of the log cannot tell apart.
+  const uint32_t i = t.claimed.fetch_add(1, std::memory_order_relaxed);
+  if (i >= kMaxVariants) return 0;
+  for (size_t k = 0; k < len; ++k) t.text[i][k] = name_char(s[k]);
+  t.text[i][len] = '\0';
+  t.ptr[i].store(s, std::memory_order_relaxed);  // published by the release below
+  // Release: pairs with the acquire loads of ready in variant_id() and variant_name().
+  t.ready[i].store(1, std::memory_order_release);
+  return static_cast<uint8_t>(i + 1);
+}
+
+std::string_view variant_name(uint8_t id) noexcept {
+  if (id == 0 || id > kMaxVariants) return {};
+  // Acquire: pairs with the release store in variant_id() (the text).
+  if (g_variants.ready[id - 1].load(std::memory_order_acquire) == 0) return {};
+  return std::string_view(g_variants.text[id - 1]);
+}
+
+std::string_view variant_algo(std::string_view v) noexcept {
+  const size_t u = v.find('_');
+  return u == std::string_view::npos ? v : v.substr(u + 1);
 }
 
 double busbw_factor(Func f, OpKind k, int nranks) noexcept {

@@ -93,6 +93,7 @@ enum OpFlag : uint16_t {
                                     // timed by the API call, seq our own count of such calls
   kFlagKernelDesync = 1u << 9,      // its KernelCh stamps are not its own (NCCL's host and device work
                                     // counters fell out of step on this comm): CPU-timed instead
+  kFlagSymKernel = 1u << 10,        // ran a symmetric kernel (ABI v7 isSymColl); kernel_variant names it
   // Internal, never seen by a sink (the capture core's consumer side derives
   // what they stand for and clears them before handing a record on):
   kFlagEnqueueTicks = 1u << 14,  // enqueue_ns holds CPU clock ticks
@@ -139,7 +140,8 @@ struct OpRecord {
   uint8_t n_channels;     // as NCCL reported it (nChannels / nMaxChannels)
   uint8_t n_warps;
   uint8_t abi_version;
-  uint8_t reserved_[2];   // zero (the capture core uses them while the op is in flight)
+  uint8_t kernel_variant; // kFlagSymKernel: the kernel's id string, interned (names.h variant_name); 0 unknown
+  uint8_t reserved_;      // zero
   // --- filled at completion
   uint64_t start_ns;      // earliest channel start (GPU pTimer ns for kGpu; CPU monotonic ns otherwise)
   uint64_t end_ns;        // latest channel stop, same clock as start_ns

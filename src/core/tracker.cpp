@@ -134,7 +134,8 @@ __attribute__((always_inline)) inline void reset_slot(Context& c, OpSlot& s, OpK
   show(r.n_channels, uint8_t{0});
   r.n_warps = 0;
   r.abi_version = static_cast<uint8_t>(c.abi);
-  r.pad_[0] = r.pad_[1] = 0;
+  r.kernel_variant = 0;
+  r.pad_ = 0;
   const uint64_t t = clk::read_ticks();
   // Relaxed: everything below is published by open_op()'s release store of `claim`.
   s.start_ticks.store(t, std::memory_order_relaxed);
@@ -368,6 +369,10 @@ void* start_coll(void* ctx, void* parent, int rank, const CollStart& d) noexcept
   r.n_warps = d.n_warps;
   if (d.func == Func::kBroadcast || d.func == Func::kReduce) show(r.peer, d.root);
   if (d.func == Func::kAllGather || d.func == Func::kBroadcast) r.flags |= kFlagCountIsBytes;
+  if (d.sym) [[unlikely]] {
+    r.flags |= kFlagSymKernel;
+    r.kernel_variant = d.kernel_variant;
+  }
   // A Broadcast with its Coll on ABI v6+ although NCCL_ALLGATHERV_ENABLE was not 0 when the plugin
   // started (set later, or a release that behaves otherwise): its CollApi calls are markers from now
   // on (start_coll_api). Relaxed: a one-way flag.

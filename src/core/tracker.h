@@ -122,7 +122,8 @@ struct alignas(kCacheLine) OpStart {
   int32_t peer;
   uint16_t flags;  // OpFlag
   uint8_t kind, func, dtype, algo, proto, n_channels, n_warps, abi_version;
-  uint8_t pad_[2];  // the record's reserved_
+  uint8_t kernel_variant;  // symmetric-kernel plans (names.h variant_id); 0 otherwise
+  uint8_t pad_;            // the record's reserved_
 };
 static_assert(sizeof(OpStart) == kCacheLine);
 
@@ -162,6 +163,7 @@ NI_SAME_OFFSET(proto);
 NI_SAME_OFFSET(n_channels);
 NI_SAME_OFFSET(n_warps);
 NI_SAME_OFFSET(abi_version);
+NI_SAME_OFFSET(kernel_variant);
 #undef NI_SAME_OFFSET
 
 // Where an op's kernel side stands (OpSlotFields::ch_mode). With a known

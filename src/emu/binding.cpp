@@ -351,8 +351,16 @@ void fill_v4_common(D& d, const Ev& e, bool copy_p2p_nchannels) {
       d.coll.datatype = dtype_name_of(e.dtype);
       d.coll.nChannels = e.nchannels;
       d.coll.nWarps = e.nwarps;
-      d.coll.algo = algo_name_of(e.algo);
-      d.coll.proto = proto_name_of(e.proto);
+      if (e.kernel_variant != nullptr) {
+        // A symmetric kernel: NCCL names the algorithm by the variant after
+        // its first '_' and gives no protocol (profiler-abi.md §13.1).
+        const char* u = std::strchr(e.kernel_variant, '_');
+        d.coll.algo = u != nullptr ? u + 1 : e.kernel_variant;
+        d.coll.proto = "";
+      } else {
+        d.coll.algo = algo_name_of(e.algo);
+        d.coll.proto = proto_name_of(e.proto);
+      }
       break;
     case kP2p:
       d.p2p.func = func_name_of(e.func);
@@ -590,8 +598,8 @@ void* Binding::start_v7(void* ctx, const Ev& e) {
       case kCollApi: d.collApi.userTag = e.user_tag; break;
       case kP2pApi: d.p2pApi.userTag = e.user_tag; break;
       case kColl:
-        d.coll.kernelVariant = nullptr;  // no symmetric-kernel plans emulated yet
-        d.coll.isSymColl = false;
+        d.coll.kernelVariant = e.kernel_variant;
+        d.coll.isSymColl = e.kernel_variant != nullptr;
         d.coll.userTag = e.user_tag;
         break;
       case kP2p: d.p2p.userTag = e.user_tag; break;

@@ -86,6 +86,8 @@ struct Ev {
   uint64_t ce_total_bytes = 0;
   // v7 (2.31+): the application's tag (API, Coll, P2p, CeColl); 0 = none
   uint64_t user_tag = 0;
+  // v7 (2.31+) Coll: a symmetric-kernel plan's variant (a string that lives as long as the process), else NULL
+  const char* kernel_variant = nullptr;
   // kernelPhase
   uint8_t phase_id = 0;
 };

@@ -140,6 +140,9 @@ struct OpSpec {
   bool ce = false;      // CE collective (2.29+, intra-node AllGather/AlltoAll/Gather/Scatter)
   int graph_replays = 0;// >0: captured in a CUDA graph and replayed this many times
   uint64_t tag = 0;     // 2.31+: ncclCollConfig_t.userProfilerTag (0 = none; top bit reserved by NCCL)
+  // 2.31+ kernel collectives: run as a symmetric-kernel plan with this variant
+  // ("AllReduce_AGxLL_R"); empty = the tuner's algo/proto
+  std::string kernel_variant;
 };
 
 // A step of the program: one op (standalone) or a ncclGroupStart/End block.
@@ -260,6 +263,7 @@ struct TruthOp {
   std::string func;     // as the descriptor says (Send/Recv for AlltoAll parts)
   std::string api_func; // as the application called it
   uint64_t user_tag = 0;// 2.31+: the tag its descriptors carry (0 = none)
+  std::string kernel_variant;  // 2.31+: the symmetric kernel's variant (algo its suffix, proto ""), empty none
   uint64_t seq = 0;     // NCCL seqNumber (coll), own per-(peer,direction) order (p2p)
   uint64_t count = 0;   // as the Coll/P2p descriptor carries it
   std::string dtype;    // as the descriptor carries it

@@ -112,6 +112,7 @@ void host_stream_plan_task(Proc& P, const PlanP& plan) {
       e.proto = t.proto;
       e.peer = t.peer;
       e.user_tag = t.user_tag;
+      e.kernel_variant = t.kernel_variant;
       t.handle = P.start(c.ctx, e);
       t.started = true;
     }

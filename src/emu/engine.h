@@ -92,6 +92,7 @@ struct Task {
   int algo = 1, proto = 2, nwarps = 16;
   uint32_t redop = 0;
   uint64_t user_tag = 0;  // 2.31+: the call's tag (OpSpec::tag); older releases never pass it
+  const char* kernel_variant = nullptr;  // 2.31+: a symmetric-kernel plan's variant (interned), else NULL
   std::vector<ChanTime> chans;
   uint64_t seq = 0;
   int mask = 0;               // activation-mask snapshot the task carries

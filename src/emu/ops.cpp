@@ -2,6 +2,9 @@
 // Gather, Scatter, SendRecv into Send/Recv parts), count/datatype rules,
 // seqNumber rules, channel assignment, model times, faults and truth.
 #include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <set>
 
 #include "src/emu/engine_internal.h"
 
@@ -10,6 +13,15 @@ namespace ni::emu {
 using namespace ni::abi;
 
 namespace {
+
+// Symmetric-kernel variants named by workloads, kept for the process's life:
+// NCCL passes pointers to its static name table, and so does the emulator.
+const char* intern_variant(const std::string& v) {
+  static std::mutex mu;
+  static std::set<std::string> names;
+  std::lock_guard<std::mutex> lock(mu);
+  return names.insert(v).first->c_str();
+}
 
 constexpr uint64_t kPaceLeadNs = 300000;  // the app enqueues up to 300 us ahead of the GPU
 
@@ -30,7 +42,12 @@ void fill_truth(Proc& P, Rank& R, Comm& c, Task& t) {
   tr->dtype = dtype_name_of(t.dtype);
   tr->bytes = t.bytes;
   tr->user_tag = t.user_tag;
-  if (t.type == kColl) {
+  if (t.type == kColl && t.kernel_variant != nullptr) {
+    tr->kernel_variant = t.kernel_variant;
+    const char* u = std::strchr(t.kernel_variant, '_');
+    tr->algo = u != nullptr ? u + 1 : t.kernel_variant;
+    tr->proto = "";
+  } else if (t.type == kColl) {
     tr->algo = algo_name_of(t.algo);
     tr->proto = proto_name_of(t.proto);
   }
@@ -151,6 +168,7 @@ void issue_coll(Proc& P, Rank& R, Comm& c, const OpSpec& op, int f, int dt, bool
   t->api_count = op.count;
   t->api_dtype = dt;
   t->user_tag = P.minor >= 31 ? op.tag : 0;
+  if (P.minor >= 31 && !ce && !op.kernel_variant.empty()) t->kernel_variant = intern_variant(op.kernel_variant);
   t->root = op.root;
   t->bytes = op.count * dtype_size(dt);
   t->op_index = c.op_index;

@@ -27,6 +27,7 @@ nlohmann::json op_json(const TruthOp& t) {
   j["func"] = t.func;
   j["api_func"] = t.api_func;
   if (t.user_tag != 0) j["user_tag"] = t.user_tag;
+  if (!t.kernel_variant.empty()) j["kernel_variant"] = t.kernel_variant;
   j["seq"] = t.seq;
   j["count"] = t.count;
   j["dtype"] = t.dtype;

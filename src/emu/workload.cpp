@@ -33,7 +33,7 @@ std::map<int, double> int_map(const json& j) {
 OpSpec parse_op(const json& j) {
   check_keys(j,
              {"comm", "func", "dtype", "count", "bytes", "root", "peer", "shift", "ranks", "algo", "proto", "nchannels", "ce",
-              "graph_replays", "tag"},
+              "graph_replays", "tag", "kernel_variant"},
              "op");
   OpSpec o;
   get(j, "comm", o.comm);
@@ -55,6 +55,7 @@ OpSpec parse_op(const json& j) {
   get(j, "ce", o.ce);
   get(j, "graph_replays", o.graph_replays);
   get(j, "tag", o.tag);
+  get(j, "kernel_variant", o.kernel_variant);
   if (o.tag >> 63) throw std::runtime_error("op: tag " + std::to_string(o.tag) + " has the top bit set (reserved by NCCL)");
   return o;
 }

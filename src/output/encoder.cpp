@@ -294,7 +294,14 @@ void Encoder::op_identity(Buf& b, const OpRecord& r, const CommInfo* comm, int n
   kv_int(b, sc::kCount, r.count);
   kv_int(b, sc::kBytes, r.bytes);
   if (kind != OpKind::kP2p && is_rooted(func) && r.peer >= 0) kv_int(b, sc::kRoot, r.peer);
-  if (kind == OpKind::kColl) {
+  if (kind == OpKind::kColl && (r.flags & kFlagSymKernel) != 0) {
+    // As NCCL describes a symmetric kernel: algo from the variant, no protocol.
+    const std::string_view v = variant_name(r.kernel_variant);
+    kv_str(b, sc::kAlgo, v.empty() ? algo_name(Algo::kUnknown) : variant_algo(v));
+    kv_str(b, sc::kProto, "");
+    flag(b, sc::kSym);
+    if (!v.empty()) kv_str(b, sc::kKernelVariant, v);
+  } else if (kind == OpKind::kColl) {
     kv_str(b, sc::kAlgo, algo_name(enum_or(r.algo, Algo::kCount_, Algo::kUnknown)));
     kv_str(b, sc::kProto, proto_name(enum_or(r.proto, Proto::kCount_, Proto::kUnknown)));
   }

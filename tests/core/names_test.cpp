@@ -1,5 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
 #include "src/core/names.h"
 
 namespace {
@@ -47,4 +53,69 @@ TEST(Names, LogNames) {
   EXPECT_EQ(ni::func_name(static_cast<Func>(250)), "Unknown");
 }
 
+}  // namespace
+
+namespace {
+// Symmetric-kernel variants (ABI v7 kernelVariant) interned to a one-byte id.
+TEST(Variants, SameNameSameIdByPointerOrText) {
+  static const char kA[] = "AllReduce_AGxLL_R";
+  char copy[sizeof kA];
+  std::memcpy(copy, kA, sizeof kA);
+  const uint8_t a = ni::variant_id(kA);
+  ASSERT_NE(a, 0);
+  EXPECT_EQ(ni::variant_id(kA), a) << "NCCL's pointer again";
+  EXPECT_EQ(ni::variant_id(copy), a) << "another pointer to the same text";
+  const uint8_t b = ni::variant_id("AllGather_STMC");
+  EXPECT_NE(b, 0);
+  EXPECT_NE(b, a);
+  EXPECT_EQ(ni::variant_name(a), "AllReduce_AGxLL_R");
+  EXPECT_EQ(ni::variant_name(b), "AllGather_STMC");
+  EXPECT_EQ(ni::variant_id(nullptr), 0);
+  EXPECT_EQ(ni::variant_id(""), 0);
+  EXPECT_EQ(ni::variant_name(0), "");
+  EXPECT_EQ(ni::variant_name(ni::kMaxVariants + 1), "");
+  EXPECT_EQ(ni::variant_algo("AllReduce_RSxLD_AGxST"), "RSxLD_AGxST");
+  EXPECT_EQ(ni::variant_algo("Plain"), "Plain");
+}
+
+TEST(Variants, OddCharactersAndLongNamesAreKeptSafeForJson) {
+  const uint8_t q = ni::variant_id("Bad\"Name\\\n");
+  ASSERT_NE(q, 0);
+  EXPECT_EQ(ni::variant_name(q), "Bad?Name??");
+  EXPECT_EQ(ni::variant_id("Bad\"Name\\\n"), q) << "the same raw text finds its sanitised entry";
+  const std::string long_name(200, 'x');
+  const uint8_t l = ni::variant_id(long_name.c_str());
+  ASSERT_NE(l, 0);
+  EXPECT_EQ(ni::variant_name(l), std::string(ni::kVariantChars - 1, 'x'));
+}
+
+// A full table gives 0 (the op still says it ran a symmetric kernel) and keeps
+// the names it has. In a child: the table is process-wide.
+[[noreturn]] void fill_the_table_and_exit() {
+  std::vector<std::string> names;
+  for (int i = 0; i < ni::kMaxVariants + 5; ++i) names.push_back("Variant_" + std::to_string(i));
+  int zero = 0;
+  for (const std::string& n : names) zero += ni::variant_id(n.c_str()) == 0;
+  const bool kept = ni::variant_name(ni::variant_id(names[0].c_str())) == names[0];
+  std::exit(zero >= 5 && kept ? 0 : 1);
+}
+TEST(Variants, AFullTableGivesZeroAndKeepsItsNames) {
+  EXPECT_EXIT(fill_the_table_and_exit(), ::testing::ExitedWithCode(0), "");
+}
+
+// Threads meeting the same new names at once: every id they get names the text they asked for.
+TEST(Variants, ConcurrentInternsAgree) {
+  std::vector<std::string> names;
+  for (int i = 0; i < 8; ++i) names.push_back("Concurrent_" + std::to_string(i));
+  std::atomic<int> bad{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 4; ++t)
+    ts.emplace_back([&] {
+      for (int rep = 0; rep < 50; ++rep)
+        for (const std::string& n : names)
+          if (ni::variant_name(ni::variant_id(n.c_str())) != n) bad.fetch_add(1);  // read after the joins below
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(bad.load(), 0);
+}
 }  // namespace

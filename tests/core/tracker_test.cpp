@@ -229,7 +229,8 @@ TEST_F(Tracker, ChannelTimesAreRelativeToTheEarliestStart) {
   EXPECT_EQ(r.max_channel_ns, 700u);
   EXPECT_EQ(r.min_channel_ns, 0u);
   EXPECT_EQ(r.flags & ni::kFlagChannelSums, 0) << "the internal flag never reaches a sink";
-  EXPECT_EQ(r.reserved_[0], 0);
+  EXPECT_EQ(r.reserved_, 0);
+  EXPECT_EQ(r.kernel_variant, 0) << "no symmetric kernel";
 }
 
 // ABI v4+: the KernelChStop state ends a channel; the stop that NCCL always

@@ -116,6 +116,7 @@ WORKLOAD = {
               {"name": "dp", "nranks": 2, "layout": "strided", "nchannels": 2}],
     "program": [
         {"comm": "tp", "func": "AllReduce", "bytes": 1048576, "tag": 4611686018427387905},
+        {"comm": "tp", "func": "AllReduce", "bytes": 1048576, "kernel_variant": "AllReduce_RSxLD_AGxST"},
         {"comm": "tp", "func": "Broadcast", "bytes": 262144, "tag": 3},
         {"comm": "dp", "func": "SendRecv", "bytes": 1048576, "shift": 1, "tag": 2},
         {"comm": "tp", "func": "AllGather", "bytes": 4194304, "ce": True, "tag": 1},
@@ -133,7 +134,7 @@ RELEASES = ["2.23", "2.24", "2.25", "2.26", "2.27", "2.28", "2.29", "2.30", "2.3
 
 seen_types, seen_parts, lines_checked = set(), set(), 0
 temp_dirs = []
-PARTS = ["api_only", "kernel_desync", "user_tag", "group", "net", "hcas", "ch_times", "ch_slow", "root", "graph", "reclaimed", "partial", "algbw_gbs", "instance",
+PARTS = ["api_only", "kernel_desync", "user_tag", "sym", "kernel_variant", "group", "net", "hcas", "ch_times", "ch_slow", "root", "graph", "reclaimed", "partial", "algbw_gbs", "instance",
          "stuck", "stuck.net", "api_issued", "job.global_rank"]
 
 
@@ -212,6 +213,10 @@ def api_only(r, keep_issue_off=False):
 
 
 ok = copy.deepcopy(coll)
+ok.update(sym=True, algo="AGxLL_R", proto="", kernel_variant="AllReduce_AGxLL_R")
+if errors(ok):
+    fail(f"a symmetric-kernel coll record does not validate: {errors(ok)}")
+ok = copy.deepcopy(coll)
 api_only(ok)
 if errors(ok):
     fail(f"an API-only coll record does not validate: {errors(ok)}")
@@ -225,6 +230,9 @@ bad = {
     "a p2p field on a coll": lambda r: r.update(peer=3),
     "api_only with an issue_off": lambda r: api_only(r, keep_issue_off=True),
     "an upper-case comm hash": lambda r: r.update(comm_hash=r["comm_hash"].upper().replace("0X", "0x")),
+    "an empty proto without sym": lambda r: r.update(proto=""),
+    "a kernel_variant without sym": lambda r: r.update(kernel_variant="AllReduce_AGxLL_R"),
+    "a symmetric kernel with a proto": lambda r: r.update(sym=True, algo="AGxLL_R", kernel_variant="AllReduce_AGxLL_R"),
 }
 if errors(coll):
     fail(f"the example coll record does not validate: {errors(coll)}")

@@ -420,6 +420,95 @@ INSTANTIATE_TEST_SUITE_P(Releases, UserTags, ::testing::Values("2.30", "2.31", "
                            return "nccl_" + s;
                          });
 
+// Symmetric-kernel plans (NCCL 2.31+, ABI v7 isSymColl/kernelVariant): every
+// record of one says sym and names its variant, with NCCL's algo (the variant
+// after its first '_') and an empty proto, exactly where the truth has one;
+// the reader gives each variant an algo of its own ("sym:AGxLL_R"). Before
+// 2.31 (or through the v6 adapter) no record has them.
+class SymmetricKernels : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(SymmetricKernels, EveryRecordNamesItsVariantAsTheTruthDoes) {
+  const std::string version = GetParam();
+  const bool sym = version >= "2.31";
+  fs::path dir = temp_dir("sym" + version);
+  fs::create_directories(dir);
+  {
+    std::ofstream w(dir / "w.json");
+    w << R"({"world": 8, "nodes": 2,
+      "comms": [{"name": "tp", "nranks": 4, "layout": "contiguous", "nchannels": 4},
+                {"name": "dp", "nranks": 2, "layout": "strided", "nchannels": 2}],
+      "program": [{"comm": "tp", "func": "AllReduce", "bytes": 262144, "kernel_variant": "AllReduce_AGxLL_R", "tag": 9},
+                  {"comm": "tp", "func": "AllReduce", "bytes": 1048576},
+                  {"comm": "tp", "func": "AllGather", "bytes": 1048576, "kernel_variant": "AllGather_ST"},
+                  {"comm": "dp", "func": "ReduceScatter", "bytes": 1048576, "kernel_variant": "ReduceScatter_LD"},
+                  {"comm": "tp", "func": "AllReduce", "bytes": 4194304, "kernel_variant": "AllReduce_RSxLD_AGxST"},
+                  {"comm": "dp", "func": "SendRecv", "bytes": 65536, "shift": 1}],
+      "iterations": 1})";
+  }
+  const std::string cmd = "NCCL_INSPECTOR_DUMP_DIR=" + (dir / "logs").string() +
+                          " NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES=0 NCCL_DEBUG=WARN " + NI_EMU_PATH + " --plugin " +
+                          NI_PLUGIN_PATH + " --nccl " + version + " --pace none --quiet --workload " +
+                          (dir / "w.json").string() + " --truth " + (dir / "truth.jsonl").string() + " > " +
+                          (dir / "emu.log").string() + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  // (comm, rank, seq, func, algo, proto, variant) of every visible collective of the truth, and of every record.
+  using Key = std::tuple<uint64_t, int, uint64_t, std::string, std::string, std::string, std::string>;
+  std::multiset<Key> want, got;
+  std::ifstream tf(dir / "truth.jsonl");
+  std::string line;
+  size_t want_sym = 0;
+  while (std::getline(tf, line)) {
+    json t = json::parse(line);
+    if (t.value("type", "") != "op" || !t.value("visible", false) || t["kind"] != "coll") continue;
+    uint64_t hash = 0;
+    ASSERT_TRUE(ana::parse_hash(t["comm_hash"].get<std::string>(), hash));
+    const std::string v = t.value("kernel_variant", "");
+    want_sym += !v.empty();
+    want.insert({hash, t["rank"].get<int>(), t["seq"].get<uint64_t>(), t["func"].get<std::string>(),
+                 t["algo"].get<std::string>(), t["proto"].get<std::string>(), v});
+  }
+  EXPECT_EQ(want_sym, sym ? 4u * 8 : 0u) << "4 symmetric ops, each on all 8 ranks (2 tp comms of 4, 4 dp comms of 2)";
+  for (const json& r : log_ops(dir / "logs")) {
+    if (r["type"] != "coll") continue;
+    uint64_t hash = 0;
+    ASSERT_TRUE(ana::parse_hash(r["comm_hash"].get<std::string>(), hash));
+    const std::string v = r.value("kernel_variant", "");
+    EXPECT_EQ(r.value("sym", false), !v.empty()) << r.dump();
+    got.insert({hash, r["rank"].get<int>(), r["seq"].get<uint64_t>(), r["func"].get<std::string>(),
+                r["algo"].get<std::string>(), r["proto"].get<std::string>(), v});
+  }
+  EXPECT_EQ(got, want);
+  // The reader: one algo per variant, named as summary prints it.
+  ana::ReadOptions ro;
+  ro.progress = 0;
+  ana::ReadResult res;
+  auto ops = ana::read_merged<ana::CollectSink>(ana::discover_files({(dir / "logs").string()}).files, ro, 1, res, false);
+  std::map<std::string, size_t> by_algo;
+  for (const ana::Op& op : ops->ops)
+    if (op.kind == ana::OpKind::kColl) ++by_algo[std::string(ana::to_string(op.algo))];
+  if (sym) {
+    EXPECT_EQ(by_algo["sym:AGxLL_R"], 8u);
+    EXPECT_EQ(by_algo["sym:ST"], 8u);
+    EXPECT_EQ(by_algo["sym:LD"], 8u);
+    EXPECT_EQ(by_algo["sym:RSxLD_AGxST"], 8u);
+    for (const ana::Op& op : ops->ops) {
+      if (ana::is_sym(op.algo)) {
+        EXPECT_EQ(ana::sym_variant(op.algo).substr(0, 9) == "AllReduce", op.func == ana::Func::kAllReduce);
+      }
+    }
+  } else {
+    for (const auto& [algo, n] : by_algo) EXPECT_EQ(algo.rfind("sym", 0), std::string::npos) << algo;
+  }
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Releases, SymmetricKernels, ::testing::Values("2.30", "2.31", "2.32"),
+                         [](const auto& p) {
+                           std::string s = p.param;
+                           std::replace(s.begin(), s.end(), '.', '_');
+                           return "nccl_" + s;
+                         });
+
 // NCCL_INSPECTOR_KERNEL_TIMING=0 (NCCL 2.31.2 makes KernelCh cost the job
 // time): the plugin asks for no KernelCh, the emulated NCCL sends none, and
 // every op is still recorded, CPU-timed, without bandwidth.

@@ -145,9 +145,16 @@ check(str(ops.user_tag.dtype) == "uint64" and (ops.user_tag == 0).all(), "user_t
 tagged = LogProcessor(os.path.join(emulate("tagged", "2.31", {
     "world": 4, "nodes": 1, "comms": [{"name": "tp", "nranks": 4, "layout": "contiguous", "nchannels": 2}],
     "program": [{"comm": "tp", "func": "AllReduce", "bytes": 1048576, "tag": 9007199254740993},
-                {"comm": "tp", "func": "AllGather", "bytes": 1048576}], "iterations": 1}), "dump")).ops()
+                {"comm": "tp", "func": "AllGather", "bytes": 1048576, "kernel_variant": "AllGather_STMC"}],
+    "iterations": 1}), "dump")).ops()
 tags = dict(tagged.groupby("func", observed=True).user_tag.agg(lambda v: sorted(set(int(x) for x in v))))
 check(tags == {"AllReduce": [9007199254740993], "AllGather": [0]}, f"user_tag from NCCL 2.31: {tags}")
+# A symmetric kernel: its algo is the variant's ("sym:" and NCCL's algo), kernel_variant names it, no proto.
+ag, ar = tagged[tagged.func == "AllGather"], tagged[tagged.func == "AllReduce"]
+check(len(ag) == 4 and (ag.algo == "sym:STMC").all() and (ag.kernel_variant == "AllGather_STMC").all()
+      and ag.proto.isna().all(), f"a symmetric AllGather: {ag[['algo', 'proto', 'kernel_variant']].drop_duplicates()}")
+check(len(ar) == 4 and ar.kernel_variant.isna().all() and (ar.algo != "").all() and not ar.algo.str.startswith("sym").any(),
+      "the tuner's AllReduce has no kernel_variant")
 
 same_table("summary()", lp.summary(), cli_csv("summary", dump))
 same_table("summary(per_rank=True)", lp.tables("summary", per_rank=True)["summary"], cli_csv("summary", dump, "--per-rank"))
