@@ -322,6 +322,7 @@ __attribute__((noinline)) Result record_v4_rest(void* h, EventState state, State
         a.has_trans_size = true;
         break;
       case kKernelChStop:
+      case kKernelPhaseStop:  // v7: the phase's end, in the same member
         a.ptimer = args->kernelCh.pTimer;
         a.has_ptimer = true;
         break;
@@ -488,9 +489,10 @@ Result start_v6(void* ctx, void** h, EventDescrV6* d) noexcept { return start_fa
 // the v6 members are read through the same code, and the user tag (when this
 // NCCL's descriptors have one, g_v7_tags) is added to the op, and so is a
 // symmetric-kernel plan's variant (kernelVariant and isSymColl come before the
-// tag: RCCL's shorter v7 has them at the same offsets). KernelPhase events (bit 15) are never
-// asked for; one that comes anyway (a mask NCCL overrode) gets a NULL handle
-// and is counted, and its stop state (31) on that handle is ignored.
+// tag: RCCL's shorter v7 has them at the same offsets). KernelPhase events (bit
+// 15) are asked for only with NCCL_INSPECTOR_ENABLE_PHASES; those that come
+// (asked for, or forced by a mask NCCL overrode) are kept per op
+// (core::start_kernel_phase, and their state 31 through record_state()).
 __attribute__((noinline, flatten)) void* start_coll_v7(void* ctx, const EventDescrV7* d) noexcept {
   core::CollStart s = coll_v4(d);
   s.user_tag = v7_tag(&d->coll.userTag);
@@ -504,6 +506,7 @@ __attribute__((noinline)) void* start_v7_rest(void* ctx, const EventDescrV7* d) 
   switch (d->type) {
     case kColl: return start_coll_v7(ctx, d);
     case kGroup: return core::start_group(ctx);
+    case kKernelPhase: return core::start_kernel_phase(d->parentObj, d->kernelPhase.phaseId, d->kernelPhase.pTimer);
     case kP2p: {
       core::P2pStart s = p2p_v4(d);
       s.user_tag = v7_tag(&d->p2p.userTag);

@@ -81,6 +81,11 @@ inline constexpr std::string_view kAlgo = "algo";          // "RING", "TREE", ..
 inline constexpr std::string_view kProto = "proto";        // "LL", "LL128", "SIMPLE", "unknown"; "" for symmetric kernels
 inline constexpr std::string_view kSym = "sym";            // bool (coll, NCCL 2.31+), present only when true: a symmetric kernel ran it
 inline constexpr std::string_view kKernelVariant = "kernel_variant";  // string (with sym): NCCL's id of that kernel
+inline constexpr std::string_view kPhases = "phases";      // object (NCCL 2.31+, NCCL_INSPECTOR_ENABLE_PHASES): per phase [min us, median us, max us, channels]
+inline constexpr std::string_view kPhaseInitialSync = "initial_sync";  // phases members, NCCL's phase names
+inline constexpr std::string_view kPhaseCompute = "compute";
+inline constexpr std::string_view kPhaseFinalSync = "final_sync";
+inline constexpr std::string_view kPhasesTruncated = "truncated";     // phases: true when channels >= 32 were left out
 inline constexpr std::string_view kNchannels = "nchannels";// integer, as NCCL reported
 inline constexpr std::string_view kNwarps = "nwarps";      // integer
 inline constexpr std::string_view kChannels = "channels";  // array of integers: real channel ids that ran

@@ -17,6 +17,7 @@
 // Hot path (docs/architecture.md): no locks, no allocation; complete_body()
 // and its writers are compiled into complete_from_handle(), whose common path
 // makes no call (the ring's publishing is inline, ring.h).
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <functional>
@@ -314,6 +315,39 @@ __attribute__((always_inline)) inline void write_network(OpRecord& r, const Cont
   write_hcas(r, c, s);
 }
 
+// ABI v7 kernel phases (opt-in, so off the common path): per phase, the
+// shortest, median and longest channel time; and the phase bookkeeping back
+// to zero, as the KernelCh line must be for the slot's next op. Only GPU-timed
+// ops keep them: an op whose stamps are not its own has phases that are not either.
+__attribute__((noinline, cold)) void clear_phases(OpSlot& s) noexcept {
+  // Relaxed: published to the slot's next owner as free_op()'s stores.
+  for (auto& d : s.ph_done) d.store(0, std::memory_order_relaxed);
+  s.ph_truncated.store(0, std::memory_order_relaxed);  // as above
+  s.ph_any.store(0, std::memory_order_relaxed);        // as above
+}
+__attribute__((noinline, cold)) void write_phases(OpRecord& r, OpSlot& s, bool keep) noexcept {
+  PhaseTimes& out = r.phases;
+  bool any = false;
+  for (int p = 0; p < kPhases; ++p) {
+    // Relaxed: as the masks in complete_body().
+    const uint32_t done = s.ph_done[p].load(std::memory_order_relaxed);
+    uint32_t v[kPhaseChannels];
+    int n = 0;
+    for (uint32_t m = done; m != 0; m &= m - 1)
+      v[n++] = s.ph_ns[p][std::countr_zero(m)].load(std::memory_order_relaxed);  // as above
+    std::sort(v, v + n);
+    out.channels[p] = static_cast<uint8_t>(n);
+    out.min_ns[p] = n > 0 ? v[0] : 0;
+    out.max_ns[p] = n > 0 ? v[n - 1] : 0;
+    out.med_ns[p] = n == 0 ? 0 : n % 2 == 1 ? v[n / 2] : static_cast<uint32_t>((uint64_t{v[n / 2 - 1]} + v[n / 2]) / 2);
+    any = any || n > 0;
+  }
+  out.truncated = s.ph_truncated.load(std::memory_order_relaxed);  // as the masks
+  std::memset(out.reserved_, 0, sizeof out.reserved_);
+  clear_phases(s);
+  if (keep && any) r.flags |= kFlagPhases;
+}
+
 // Claims the op, builds its record in place in this thread's ring slot,
 // frees the op slot and publishes the record. (Compiled into both callers.)
 __attribute__((always_inline)) inline bool complete_body(Context& c, uint32_t slot, uint32_t gen, OpSlot& s,
@@ -329,6 +363,7 @@ __attribute__((always_inline)) inline bool complete_body(Context& c, uint32_t sl
   if (reclaimed && tr != nullptr) bump(tr->counters.reclaimed);
   if (out == nullptr) {  // ring full: the drop is counted; the op is released
     if (s.gpu_pair.load(std::memory_order_relaxed) >= 0) [[unlikely]] (void)take_gpu_pair(s, false);  // as below
+    if (s.ph_any.load(std::memory_order_relaxed) != 0) [[unlikely]] clear_phases(s);  // as below
     free_op(c, slot, s);
     return true;
   }
@@ -369,6 +404,8 @@ __attribute__((always_inline)) inline bool complete_body(Context& c, uint32_t sl
     // Relaxed: written by the launching thread before its stop's acq_rel release.
     if (s.gpu_pair.load(std::memory_order_relaxed) >= 0) r.gpu_timer = take_gpu_pair(s, !reclaimed);
   }
+  // Relaxed: as the masks above.
+  if (s.ph_any.load(std::memory_order_relaxed) != 0) [[unlikely]] write_phases(r, s, gpu_timed);
   free_op(c, slot, s);
   publish_commit(tr);
   return true;

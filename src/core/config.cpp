@@ -89,6 +89,14 @@ const std::vector<Entry>& table() {
         "KernelCh, so that cost is gone and ops are CPU-timed (`enqueue_cpu`, or `net_cpu` with network events), "
         "with no bandwidth."},
        NI_BOOL(kernel_timing)},
+      {{"NCCL_INSPECTOR_ENABLE_PHASES", SettingType::kBool, "0", 0, 1,
+        "Ask NCCL 2.31+ (ABI v7) for KernelPhase events: per op, how long its channels spent waiting for the "
+        "peers (initial_sync), moving data (compute) and in the closing barrier (final_sync), as the shortest, "
+        "median and longest channel (`phases`). A rank whose initial_sync is short while its peers' are long "
+        "arrived last, whatever the clocks say. Costs the job time: NCCL's device-side phase instrumentation "
+        "made 128 KB-4 MB AllReduce 4.3-13.3 % slower on 8xA100 in 2.31.2 (NVIDIA/nccl #2355, #2357). Needs "
+        "NCCL_INSPECTOR_KERNEL_TIMING=1; ignored before NCCL 2.31."},
+       NI_BOOL(enable_phases)},
       {{"NCCL_INSPECTOR_ENABLE_CE", SettingType::kBool, "1", 0, 1,
         "Record copy-engine collectives (ABI v6, NCCL 2.29+)."},
        NI_BOOL(enable_ce)},
@@ -101,12 +109,12 @@ const std::vector<Entry>& table() {
         "Record one op in N per communicator (1 = every op). Skipped ops are counted as sampled out."},
        NI_INT(sample_every)},
       {{"NCCL_INSPECTOR_RING_RECORDS", SettingType::kInt, "512", 16, 1048576,
-        "Records per thread ring (512 bytes each), the ring every record goes through while the dump thread "
+        "Records per thread ring (576 bytes each), the ring every record goes through while the dump thread "
         "keeps up."},
        NI_INT(ring_records)},
       {{"NCCL_INSPECTOR_BURST_RECORDS", SettingType::kInt, "8192", 0, 1048576,
         "Records of a thread's burst ring, made when its steady ring is first full: records go there, in "
-        "order, until the dump thread has taken them all (512 bytes each; address space committed as it is "
+        "order, until the dump thread has taken them all (576 bytes each; address space committed as it is "
         "first filled). The default holds a 4,096-op group between two dumps. 0: no burst rings. A full burst "
         "ring drops the record and counts the drop."},
        NI_INT(burst_records)},

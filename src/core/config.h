@@ -28,6 +28,7 @@ struct Config {
   bool enable_net = false;             // NCCL_INSPECTOR_ENABLE_NET
   bool enable_ce = true;               // NCCL_INSPECTOR_ENABLE_CE
   bool kernel_timing = true;           // NCCL_INSPECTOR_KERNEL_TIMING
+  bool enable_phases = false;          // NCCL_INSPECTOR_ENABLE_PHASES
   bool ce_gpu_timing = true;           // NCCL_INSPECTOR_CE_GPU_TIMING
   int64_t sample_every = 1;            // NCCL_INSPECTOR_SAMPLE_EVERY
   int64_t ring_records = 512;          // NCCL_INSPECTOR_RING_RECORDS

@@ -149,6 +149,9 @@ int stop(void* handle) noexcept;
 void record_state(void* handle, int state, const StateArgs& a) noexcept;
 // record_state(handle, KernelChStop, {pTimer}): the hot case, without the args struct.
 int record_kernel_ch_stop(void* handle, uint64_t ptimer) noexcept;
+// ABI v7 KernelPhase start (parent: its KernelCh handle; phase 0-2). Its end
+// is the state kKernelPhaseStop through record_state() with the ptimer.
+void* start_kernel_phase(void* parent, uint32_t phase, uint64_t ptimer) noexcept;
 
 }  // namespace ni::core
 

@@ -94,6 +94,7 @@ enum OpFlag : uint16_t {
   kFlagKernelDesync = 1u << 9,      // its KernelCh stamps are not its own (NCCL's host and device work
                                     // counters fell out of step on this comm): CPU-timed instead
   kFlagSymKernel = 1u << 10,        // ran a symmetric kernel (ABI v7 isSymColl); kernel_variant names it
+  kFlagPhases = 1u << 11,           // `phases` holds its channels' kernel phases (ABI v7 KernelPhase)
   // Internal, never seen by a sink (the capture core's consumer side derives
   // what they stand for and clears them before handing a record on):
   kFlagEnqueueTicks = 1u << 14,  // enqueue_ns holds CPU clock ticks
@@ -104,6 +105,22 @@ enum OpFlag : uint16_t {
 
 inline constexpr int kRecordChannels = 32;
 inline constexpr int kRecordHcas = 4;
+// Kernel phases (ABI v7 KernelPhase): 0 initial_sync (waiting for the peers),
+// 1 compute, 2 final_sync; tracked on channels 0 .. kPhaseChannels - 1.
+inline constexpr int kPhases = 3;
+inline constexpr int kPhaseChannels = 32;
+
+// Per phase, over the channels that reported it: the shortest, median and
+// longest time (GPU ns, saturated at 2^32 - 1) and how many channels.
+struct PhaseTimes {
+  uint32_t min_ns[kPhases];
+  uint32_t med_ns[kPhases];
+  uint32_t max_ns[kPhases];
+  uint8_t channels[kPhases];
+  uint8_t truncated;        // 1: some channel ids >= kPhaseChannels reported phases, left out
+  uint8_t reserved_[24];
+};
+static_assert(sizeof(PhaseTimes) == 64);
 
 // Per-channel GPU (or CPU, see timing) time of one op, relative to OpRecord::start_ns.
 struct ChannelTime {
@@ -118,7 +135,7 @@ struct HcaTraffic {
   uint64_t bytes;
 };
 
-// One completed op. 512 bytes (8 cache lines), trivially copyable. The first
+// One completed op. 576 bytes (9 cache lines), trivially copyable. The first
 // cache line holds what the op's start knows, laid out exactly as
 // core::OpStart (src/core/tracker.h), so completion copies it in one piece.
 struct OpRecord {
@@ -179,6 +196,8 @@ struct OpRecord {
   // Entries past min(popcount(channel_mask), kRecordChannels) / n_hcas are undefined.
   ChannelTime channels[kRecordChannels];  // ordered by channel id; entry i = i-th set bit of channel_mask
   HcaTraffic hcas[kRecordHcas];
+  // --- the ninth line: only with kFlagPhases (otherwise undefined, never written)
+  PhaseTimes phases;
 };
 
 static_assert(std::is_trivially_copyable_v<OpRecord>);
@@ -187,7 +206,8 @@ static_assert(std::is_trivially_copyable_v<OpRecord>);
 static_assert(std::is_trivially_default_constructible_v<OpRecord>);
 
 static_assert(offsetof(OpRecord, start_ns) == 64, "the start-time fields fill exactly the first cache line");
-static_assert(sizeof(OpRecord) == 512, "OpRecord must stay one fixed size (ring slot)");
+static_assert(sizeof(OpRecord) == 576, "OpRecord must stay one fixed size (ring slot)");
+static_assert(offsetof(OpRecord, phases) == 512, "the phases fill the ninth cache line");
 static_assert(offsetof(OpRecord, channels) == 192, "the per-channel list starts the fourth cache line");
 
 }  // namespace ni

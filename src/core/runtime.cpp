@@ -168,6 +168,7 @@ int compute_mask(const Runtime& rt, int abi) {
   // itself puts NCCL's kernel stamps out of step (Context::desync_ticks) and
   // only its P2p event shows it; start_p2p() filters the rest at once.
   if (abi >= 3 && rt.cfg.kernel_timing) m |= static_cast<int>(ni::abi::kKernelCh) | ni::abi::kP2p;
+  if (abi >= 7 && rt.cfg.kernel_timing && rt.cfg.enable_phases) m |= static_cast<int>(ni::abi::kKernelPhase);
   if (rt.cfg.enable_net) m |= ni::abi::kProxyOp | ni::abi::kProxyStep | (abi >= 3 ? static_cast<int>(ni::abi::kNetPlugin) : 0);
   if (abi >= 6 && rt.cfg.enable_ce) m |= ni::abi::kCeColl | ni::abi::kCeSync | ni::abi::kCeBatch;
   return m;

@@ -640,6 +640,56 @@ int start_kernel_ch_gpu(void** h, void* parent, uint32_t channel, uint64_t ptime
   return 0;
 }
 
+// ====================================================== kernel phases (v7)
+
+// A KernelPhase start (NCCL 2.31+, asked for only with
+// NCCL_INSPECTOR_ENABLE_PHASES): its parent is a KernelCh handle; the phase's
+// start stamp is kept (low 32 bits) until its end (state 31) arrives.
+// Progress-thread fields, as the KernelCh masks: relaxed loads and stores.
+void* start_kernel_phase(void* parent, uint32_t phase, uint64_t ptimer) noexcept {
+  const uint64_t pv = hv(parent);
+  if (tag_of(pv) != Tag::kKernelCh || phase >= static_cast<uint32_t>(kPhases)) [[unlikely]] {
+    if (tag_of(pv) == Tag::kFiltered) return filtered_handle();
+    bump(parent == nullptr ? counters().fault_null_handle : counters().fault_unknown_event);
+    return nullptr;
+  }
+  OpSlot* s = live_op(pv);
+  if (s == nullptr) {
+    stale_handle();
+    return nullptr;
+  }
+  const uint32_t ch = extra_of(pv);
+  // Relaxed: the progress thread's own fields; published to the completer by
+  // the release of the channel at its KernelChStop, which follows its phases.
+  s->ph_any.store(1, std::memory_order_relaxed);
+  if (ch >= static_cast<uint32_t>(kPhaseChannels))
+    s->ph_truncated.store(1, std::memory_order_relaxed);  // as above
+  else
+    s->ph_ns[phase][ch].store(static_cast<uint32_t>(ptimer), std::memory_order_relaxed);  // as above
+  return reinterpret_cast<void*>(retag(pv, Tag::kPhase, ch) | (static_cast<uint64_t>(phase) << kPhaseShift));
+}
+
+namespace {
+// Its end (state 31, the stamp in kernelCh.pTimer): the phase's time. An end
+// before its start (NCCL's stamps out of step) or 2 s or more after it leaves
+// the phase out.
+__attribute__((noinline, cold)) void end_kernel_phase(uint64_t v, int state, const StateArgs& a) noexcept {
+  if (state != ni::abi::kKernelPhaseStop || !a.has_ptimer) return;
+  OpSlot* s = live_op(v);
+  if (s == nullptr) {
+    stale_handle();
+    return;
+  }
+  const uint32_t ch = extra_of(v), p = static_cast<uint32_t>(v >> kPhaseShift) & 3u;
+  if (ch >= static_cast<uint32_t>(kPhaseChannels) || p >= static_cast<uint32_t>(kPhases)) return;
+  // Relaxed: the progress thread's own fields (start_kernel_phase()).
+  const uint32_t d = static_cast<uint32_t>(a.ptimer) - s->ph_ns[p][ch].load(std::memory_order_relaxed);
+  if (static_cast<int32_t>(d) < 0) return;
+  s->ph_ns[p][ch].store(d, std::memory_order_relaxed);  // as above
+  s->ph_done[p].store(s->ph_done[p].load(std::memory_order_relaxed) | (1u << ch), std::memory_order_relaxed);  // as above
+}
+}  // namespace
+
 // ============================================================ network events
 
 void* start_proxy_op(void* ctx, void* parent, const ProxyOpStart& d) noexcept {
@@ -1035,6 +1085,7 @@ void stop_slow(Runtime* rt, void* handle) noexcept {
     }
     case Tag::kMarker:
     case Tag::kFiltered:
+    case Tag::kPhase:  // its end (state 31) came first
     case Tag::kCeChild: return;
     default: bump(counters().fault_stale_handle); return;
   }
@@ -1116,6 +1167,7 @@ void record_slow(Runtime* rt, void* handle, int state, const StateArgs& a) noexc
       }
       return;
     }
+    case Tag::kPhase: end_kernel_phase(hv(handle), state, a); return;
     default: return;  // markers (23, 24, ProxyCtrl states), NetPlugin (21), CE children
   }
 }

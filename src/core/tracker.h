@@ -40,6 +40,7 @@ enum class Tag : uint8_t {
   kFiltered = 7,  // an op we chose not to record; its children are ignored too
   kNetPlugin = 8, // no state (so stopping it twice is harmless)
   kKernelChCpu = 9,  // as kKernelCh, for ABI v3 (no GPU timer): its stop ends the channel
+  kPhase = 10,       // KernelPhase (v7): slot of the op + channel id; the phase in bits kPhaseShift..+1
 };
 
 inline constexpr int kSlotBits = 20;     // global slot index (all contexts share one table per slot type)
@@ -58,6 +59,9 @@ struct Handle {
 };
 
 inline constexpr int kExtraShift = 4, kGenShift = 10, kSlotShift = 44;
+// Bits 42-43 lie between the generation (32 bits from kGenShift) and the slot:
+// a KernelPhase handle keeps its phase id there.
+inline constexpr int kPhaseShift = 42;
 // A NetPlugin handle's extra field: step % 8 (bits 0-2), the op's HCA entry
 // (bits 3-4), and this bit when it is a send whose wire time is tracked.
 inline constexpr uint32_t kNetWireTracked = 32;
@@ -216,6 +220,13 @@ struct OpSlotFields {
   // ch_mode above: untagged ops leave this line to the progress thread); the
   // completer moves it into the record and free_op() zeroes it.
   std::atomic<uint64_t> user_tag{0};
+  // ABI v7 KernelPhase, written by the progress (profiler) thread as the
+  // masks above: bit ch of ph_done[p] once phase p of channel ch ended, its
+  // time then in ph_ns[p][ch] (which holds the start stamp's low 32 bits
+  // until then). Zero while the slot is free, as the line.
+  std::atomic<uint32_t> ph_done[ni::kPhases]{};
+  std::atomic<uint8_t> ph_truncated{0};  // a phase of a channel >= kPhaseChannels came (left out)
+  std::atomic<uint8_t> ph_any{0};        // some KernelPhase came: the completer reads the rest
   alignas(kCacheLine) std::atomic<uint64_t> ch_start[ni::abi::kMaxChannels];
   std::atomic<uint64_t> ch_stop[ni::abi::kMaxChannels];
   // network
@@ -229,6 +240,7 @@ struct OpSlotFields {
   std::atomic<void*> gpu_stream{nullptr};  // the CE op's stream (with gpu_pair), for its stop event
   HcaSlot hca[kRecordHcas];
   OpStart start;
+  std::atomic<uint32_t> ph_ns[ni::kPhases][ni::kPhaseChannels];  // see ph_done
 };
 // Padded to a power of two: finding a slot from a handle is then a shift, not
 // a multiply (25 lookups per 8-channel op).
@@ -237,6 +249,8 @@ static_assert(sizeof(OpSlotFields) <= kOpSlotSize);
 static_assert(offsetof(OpSlotFields, stop_ticks) < kCacheLine, "the op's life is one cache line");
 static_assert(offsetof(OpSlotFields, issue) < kCacheLine, "the op's life is one cache line");
 static_assert(offsetof(OpSlotFields, gpu_pair) < kCacheLine, "the op's life is one cache line");
+static_assert(offsetof(OpSlotFields, ph_any) - offsetof(OpSlotFields, started_mask) < kCacheLine,
+              "the KernelCh bookkeeping is one cache line");
 struct OpSlot : OpSlotFields {
   char pad_[kOpSlotSize - sizeof(OpSlotFields)];
 };

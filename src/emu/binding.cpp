@@ -166,6 +166,12 @@ int Binding::init(void** ctx, int* mask, const CommInit& c) {
     std::atomic_ref<int> m(*mask);
     m.store(m.load(std::memory_order_relaxed) & ~(kCeEventBits | kKernelPhase), std::memory_order_relaxed);
   }
+  // 2.31+: KernelPhase without KernelCh turns KernelCh on (NCCL logs it).
+  if (r == kSuccess && bound_ == 7) {
+    std::atomic_ref<int> m(*mask);
+    const int v = m.load(std::memory_order_relaxed);
+    if ((v & kKernelPhase) != 0 && (v & kKernelCh) == 0) m.store(v | kKernelCh, std::memory_order_relaxed);  // as above
+  }
   // 2.31+: the v6 adapter clears KernelPhase (bit 15) after a successful init.
   if (r == kSuccess && bound_ == 6 && native_ >= 7) {
     std::atomic_ref<int> m(*mask);
@@ -246,7 +252,7 @@ void Binding::record(uint64_t type, void* h, int state, const St& s) {
     a.proxyCtrl.appendedProxyOps = s.appended;
   } else if (state == kNetPluginUpdate) {
     a.netPlugin.data = s.net_data;
-  } else if (state == kKernelChStop) {
+  } else if (state == kKernelChStop || state == kKernelPhaseStop) {
     a.kernelCh.pTimer = s.ptimer;
   }
   cnt_.record[type_index(type)].fetch_add(1, std::memory_order_relaxed);

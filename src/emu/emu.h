@@ -14,6 +14,7 @@
 //   // r.bound_abi == 5, r.truth holds one TruthOp per issued op per rank.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <iosfwd>
 #include <map>
@@ -280,6 +281,10 @@ struct TruthOp {
   bool visible = false;                // Coll/P2p/CeColl start delivered to the plugin
   std::string why;                     // reason when not visible
   bool kernel_events = false;          // KernelCh events delivered
+  bool phase_events = false;           // KernelPhase events delivered (2.31+, the plugin asked for them)
+  // Per channel (as `channels`): the model's initial_sync, compute and
+  // final_sync time in ns (written with phase_events).
+  std::vector<std::array<uint64_t, 3>> ch_phase_ns;
   // NCCL handed this op's KernelCh another work's GPU stamps: its host work
   // counter had fallen behind the device's (a Send/Recv to itself before it
   // on one of its channels, profiler-abi §8.6); ch_*_ptimer are its own.

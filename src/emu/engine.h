@@ -33,6 +33,10 @@ struct Rank;
 struct ChanTime {
   int ch = 0;
   uint64_t start_ns = 0, stop_ns = 0;  // virtual GPU time since job start
+  // Kernel phases (2.31+ KernelPhase): initial_sync runs start -> sync_end
+  // (waiting for the last peer's channel), compute sync_end -> final_start,
+  // final_sync final_start -> stop.
+  uint64_t sync_end_ns = 0, final_start_ns = 0;
 };
 
 struct Comm {
@@ -68,7 +72,7 @@ struct Comm {
   // thread only (its plans run there in order).
   struct KernelChannel {
     uint64_t dev = 0, host = 0;
-    uint64_t counter[64] = {}, start_ns[64] = {}, stop_ns[64] = {};
+    uint64_t counter[64] = {}, start_ns[64] = {}, stop_ns[64] = {}, sync_end_ns[64] = {}, final_start_ns[64] = {};
   };
   std::vector<KernelChannel> kernel_ch;  // by channel id
 };

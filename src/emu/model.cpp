@@ -214,6 +214,11 @@ void assign_times(Proc& P, Comm& c, std::vector<Task*> ts, int /*skew_peer_world
       ct.start_ns = arrive_me + 120 * i;
       ct.stop_ns = arrive_max + static_cast<uint64_t>(dur * f) + 40 * i;
       if (ct.stop_ns <= ct.start_ns) ct.stop_ns = ct.start_ns + 1;
+      // Phases: the channel waits until the last member's same channel starts
+      // (plus a 300 ns handshake), moves data, and ends with a barrier of at
+      // most 600 ns (a quarter of what is left when that is shorter).
+      ct.sync_end_ns = std::clamp<uint64_t>(arrive_max + 120 * i + 300, ct.start_ns, ct.stop_ns);
+      ct.final_start_ns = ct.stop_ns - std::min<uint64_t>(600, (ct.stop_ns - ct.sync_end_ns) / 4);
       end = std::max(end, ct.stop_ns);
     }
   }

@@ -57,6 +57,7 @@ void fill_truth(Proc& P, Rank& R, Comm& c, Task& t) {
   tr->planted = t.planted;
   uint64_t longest = 0;
   for (const ChanTime& ch : t.chans) {
+    tr->ch_phase_ns.push_back({ch.sync_end_ns - ch.start_ns, ch.final_start_ns - ch.sync_end_ns, ch.stop_ns - ch.final_start_ns});
     tr->channels.push_back(ch.ch);
     tr->ch_start_ptimer.push_back(R.epoch + ch.start_ns);
     tr->ch_stop_ptimer.push_back(R.epoch + ch.stop_ns);

@@ -207,10 +207,14 @@ class ProxyRun {
       k.counter[d % 64] = d;
       k.start_ns[d % 64] = ct.start_ns;
       k.stop_ns[d % 64] = ct.stop_ns;
+      k.sync_end_ns[d % 64] = ct.sync_end_ns;
+      k.final_start_ns[d % 64] = ct.final_start_ns;
       if (invisible) continue;
       const uint64_t h = ++k.host;
       ct.start_ns = k.start_ns[h % 64];  // the work that last wrote slot h % 64
       ct.stop_ns = k.stop_ns[h % 64];
+      ct.sync_end_ns = k.sync_end_ns[h % 64];
+      ct.final_start_ns = k.final_start_ns[h % 64];
       if (k.counter[h % 64] != d && t.truth) t.truth->kernel_stamps_shifted = true;
     }
     if (has(t, Fault::kKernelStampsBackwards)) {  // NCCL hands stamps that end before they start
@@ -237,6 +241,35 @@ class ProxyRun {
     return kh;
   }
 
+  // 2.31+ with KernelPhase in the mask the task carries (the v6 and v5
+  // adapters cleared it).
+  bool k_phases(const Task& t) const { return N_ >= 31 && (t.mask & kKernelPhase) != 0; }
+
+  // A channel's phases, before its KernelChStop (profiler-abi.md §13.3): per
+  // phase a start (pTimer = its start), state 31 (pTimer = its end) and a
+  // stop; a zero-length phase is not sent. The stamps are those NCCL hands
+  // the channel (kernel_work()).
+  void phases(Task& t, void* kch, const ChanTime& s) {
+    const uint64_t bound[4] = {s.start_ns, s.sync_end_ns, s.final_start_ns, s.stop_ns};
+    for (uint8_t p = 0; p < 3; ++p) {
+      if (bound[p + 1] <= bound[p]) continue;
+      Ev e;
+      e.type = kKernelPhase;
+      e.parent = kch;
+      e.rank = c_.rank;
+      e.channel = static_cast<uint8_t>(s.ch);
+      e.phase_id = p;
+      e.ptimer = c_.R->epoch + bound[p];
+      void* h = P_.start(c_.ctx, e);
+      if (t.truth && p == 0) t.truth->phase_events = P_.live() && P_.binding->forwards(kKernelPhase);
+      if (h == nullptr) continue;
+      St a;
+      a.ptimer = c_.R->epoch + bound[p + 1];
+      P_.record(kKernelPhase, h, kKernelPhaseStop, a);
+      P_.stop(kKernelPhase, h);
+    }
+  }
+
   void kernel_stops(Task& t, const std::vector<void*>& kh, const std::vector<ChanTime>& stamps) {
     if (N_ < 26 || !(t.mask & kKernelCh) || self_p2p(t)) return;
     if (t.hang != HangMode::kNone) return;  // blocked in a planted hang: the kernel never ends
@@ -245,6 +278,7 @@ class ProxyRun {
       if (kh[i] == nullptr) continue;
       if (i == 0 && has(t, Fault::kKernelChNeverStopped)) continue;
       const int times = i == 0 && has(t, Fault::kKernelChDoubleStop) ? 2 : 1;
+      if (k_phases(t)) phases(t, kh[i], stamps[i]);
       for (int k = 0; k < times; ++k) {
         if (N_ >= 27) {
           St a;

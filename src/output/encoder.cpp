@@ -23,6 +23,12 @@ inline void key(Buf& b, std::string_view name) {
   p[3 + name.size()] = ':';
   b.advance(name.size() + 4);
 }
+// "name": (the first member of an object)
+inline void key_bare(Buf& b, std::string_view name) {
+  b.put('"');
+  b.put(name);
+  b.put(std::string_view("\":"));
+}
 inline void kv_str(Buf& b, std::string_view name, std::string_view v) {  // v needs no escaping
   key(b, name);
   b.put('"');
@@ -203,6 +209,36 @@ void put_ch_times(Buf& b, const OpRecord& r, int nch) {
   b.put(']');
 }
 
+// "phases":{"initial_sync":[min us, median us, max us, channels],...}: the
+// kernel phases of the op's channels (ABI v7), each phase its channels reported.
+void put_phases(Buf& b, const OpRecord& r) {
+  static constexpr std::string_view kName[kPhases] = {sc::kPhaseInitialSync, sc::kPhaseCompute, sc::kPhaseFinalSync};
+  key(b, sc::kPhases);
+  b.put('{');
+  bool first = true;
+  for (int p = 0; p < kPhases; ++p) {
+    if (r.phases.channels[p] == 0) continue;
+    if (!first) b.put(',');
+    first = false;
+    key_bare(b, kName[p]);
+    b.put('[');
+    b.put_milli(r.phases.min_ns[p]);
+    b.put(',');
+    b.put_milli(r.phases.med_ns[p]);
+    b.put(',');
+    b.put_milli(r.phases.max_ns[p]);
+    b.put(',');
+    b.put_int(r.phases.channels[p]);
+    b.put(']');
+  }
+  if (r.phases.truncated != 0) {
+    b.put(',');
+    key_bare(b, sc::kPhasesTruncated);
+    b.put(std::string_view("true"));
+  }
+  b.put('}');
+}
+
 }  // namespace
 
 OpTiming op_timing(const OpRecord& r, int nranks) {
@@ -262,6 +298,7 @@ void Encoder::op(Buf& b, const OpRecord& r, const CommInfo* comm, const ClockEst
   if (r.flags & kFlagKernelDesync) flag(b, sc::kKernelDesync);
   if (r.net_ops != 0) put_net(b, r);
   if (r.n_hcas != 0) put_hcas(b, r);
+  if (r.flags & kFlagPhases) [[unlikely]] put_phases(b, r);
   const int nch = std::popcount(r.channel_mask);
   if (verbose_ && nch > 0 && (r.flags & kFlagKernelDesync) == 0) put_ch_times(b, r, nch);
   finish(b);

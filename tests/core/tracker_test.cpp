@@ -22,6 +22,7 @@ extern ni::abi::ProfilerV1 ncclProfiler_v1;
 extern ni::abi::ProfilerV3 ncclProfiler_v3;
 extern ni::abi::ProfilerV5 ncclProfiler_v5;
 extern ni::abi::ProfilerV6 ncclProfiler_v6;
+extern ni::abi::ProfilerV7 ncclProfiler_v7;
 int ncclInspectorMark(const char* label);
 }
 
@@ -1358,4 +1359,120 @@ TEST_F(Tracker, BroadcastWithItsCollIsRecordedOnceFromIt) {
   c.stop(c.start(a));
   c.finalize();
   EXPECT_TRUE(sink()->take().empty());
+}
+
+// ABI v7 kernel phases (NCCL_INSPECTOR_ENABLE_PHASES=1): asked for only when
+// enabled; per phase the shortest, median (even count: the mean of the middle
+// two) and longest channel time; a phase whose end is before its start is left
+// out; channels from 32 on are left out and said to be; a phase on no live
+// KernelCh is counted as a fault, never followed.
+TEST_F(Tracker, KernelPhasesAreSummarisedOverChannels) {
+  auto init = [](void** ctx, int* mask) {
+    ncclProfiler_v7.init(ctx, kHash, mask, "tp", 1, 4, 0, nullptr);
+  };
+  {
+    void* ctx = nullptr;
+    int mask = 0;
+    unsetenv("NCCL_INSPECTOR_ENABLE_PHASES");
+    init(&ctx, &mask);
+    EXPECT_EQ(mask & kKernelPhase, 0) << "not asked for by default";
+    ncclProfiler_v7.finalize(ctx);
+  }
+  setenv("NCCL_INSPECTOR_ENABLE_PHASES", "1", 1);
+  void* ctx = nullptr;
+  int mask = 0;
+  init(&ctx, &mask);
+  unsetenv("NCCL_INSPECTOR_ENABLE_PHASES");
+  ASSERT_NE(ctx, nullptr);
+  EXPECT_EQ(mask & (kKernelPhase | kKernelCh), kKernelPhase | kKernelCh);
+  auto start = [&](EventDescrV7& d) {
+    void* h = reinterpret_cast<void*>(0xdead);
+    ncclProfiler_v7.startEvent(ctx, &h, &d);
+    return h;
+  };
+  EventDescrV7 c{};
+  c.type = kColl;
+  c.coll.seqNumber = 7;
+  c.coll.func = "AllReduce";
+  c.coll.count = 1 << 20;
+  c.coll.datatype = "ncclFloat32";
+  c.coll.nChannels = 5;
+  c.coll.algo = "RING";
+  c.coll.proto = "SIMPLE";
+  void* op = start(c);
+  ncclProfiler_v7.stopEvent(op);
+  const uint8_t chans[] = {0, 1, 2, 3, 40};
+  const uint64_t t0 = 5'000'000'000ull;  // past 2^32: the phase arithmetic keeps the low bits only
+  for (int i = 0; i < 5; ++i) {
+    EventDescrV7 k{};
+    k.type = kKernelCh;
+    k.parentObj = op;
+    k.kernelCh.channelId = chans[i];
+    k.kernelCh.pTimer = t0;
+    void* kh = start(k);
+    ASSERT_NE(kh, nullptr);
+    // initial_sync 100, 200, 300, 400 (and 500 on channel 40); compute 1000; final_sync 50,
+    // except channel 0's, whose end comes before its start.
+    const uint64_t sync = 100u * (i + 1), edges[4] = {t0, t0 + sync, t0 + sync + 1000, t0 + sync + 1050};
+    for (uint8_t p = 0; p < 3; ++p) {
+      EventDescrV7 ph{};
+      ph.type = kKernelPhase;
+      ph.parentObj = kh;
+      ph.kernelPhase.channelId = chans[i];
+      ph.kernelPhase.phaseId = p;
+      ph.kernelPhase.pTimer = edges[p];
+      void* h = start(ph);
+      ASSERT_NE(h, nullptr);
+      StateArgsV7 a{};
+      a.kernelCh.pTimer = i == 0 && p == 2 ? edges[p] - 10 : edges[p + 1];
+      ncclProfiler_v7.recordEventState(h, kKernelPhaseStop, &a);
+      ncclProfiler_v7.stopEvent(h);
+    }
+    StateArgsV7 a{};
+    a.kernelCh.pTimer = t0 + sync + 1050;
+    ncclProfiler_v7.recordEventState(kh, kKernelChStop, &a);
+    ncclProfiler_v7.stopEvent(kh);
+  }
+  // A phase whose parent is no KernelCh (NULL, the op itself): no handle.
+  EventDescrV7 bad{};
+  bad.type = kKernelPhase;
+  EXPECT_EQ(start(bad), nullptr);
+  bad.parentObj = op;
+  EXPECT_EQ(start(bad), nullptr);
+  ncclProfiler_v7.finalize(ctx);
+  auto recs = sink()->take();
+  ASSERT_EQ(recs.size(), 1u);
+  const OpRecord& r = recs[0];
+  ASSERT_NE(r.flags & ni::kFlagPhases, 0);
+  EXPECT_EQ(r.phases.channels[0], 4);
+  EXPECT_EQ(r.phases.min_ns[0], 100u);
+  EXPECT_EQ(r.phases.med_ns[0], 250u);
+  EXPECT_EQ(r.phases.max_ns[0], 400u);
+  EXPECT_EQ(r.phases.channels[1], 4);
+  EXPECT_EQ(r.phases.min_ns[1], 1000u);
+  EXPECT_EQ(r.phases.med_ns[1], 1000u);
+  EXPECT_EQ(r.phases.max_ns[1], 1000u);
+  EXPECT_EQ(r.phases.channels[2], 3) << "channel 0's backwards final_sync is left out";
+  EXPECT_EQ(r.phases.med_ns[2], 50u);
+  EXPECT_EQ(r.phases.truncated, 1) << "channel 40's phases are left out, and said to be";
+  // The next op in the same slot starts with no phases.
+  init(&ctx, &mask);
+  void* op2 = start(c);
+  ncclProfiler_v7.stopEvent(op2);
+  EventDescrV7 k{};
+  k.type = kKernelCh;
+  k.parentObj = op2;
+  k.kernelCh.pTimer = t0;
+  for (uint8_t ch = 0; ch < 5; ++ch) {
+    k.kernelCh.channelId = ch;
+    void* kh = start(k);
+    StateArgsV7 a{};
+    a.kernelCh.pTimer = t0 + 900;
+    ncclProfiler_v7.recordEventState(kh, kKernelChStop, &a);
+    ncclProfiler_v7.stopEvent(kh);
+  }
+  ncclProfiler_v7.finalize(ctx);
+  recs = sink()->take();
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_EQ(recs[0].flags & ni::kFlagPhases, 0);
 }

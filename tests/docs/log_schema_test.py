@@ -134,7 +134,7 @@ RELEASES = ["2.23", "2.24", "2.25", "2.26", "2.27", "2.28", "2.29", "2.30", "2.3
 
 seen_types, seen_parts, lines_checked = set(), set(), 0
 temp_dirs = []
-PARTS = ["api_only", "kernel_desync", "user_tag", "sym", "kernel_variant", "group", "net", "hcas", "ch_times", "ch_slow", "root", "graph", "reclaimed", "partial", "algbw_gbs", "instance",
+PARTS = ["api_only", "kernel_desync", "user_tag", "sym", "kernel_variant", "phases", "phases.initial_sync", "group", "net", "hcas", "ch_times", "ch_slow", "root", "graph", "reclaimed", "partial", "algbw_gbs", "instance",
          "stuck", "stuck.net", "api_issued", "job.global_rank"]
 
 
@@ -184,7 +184,8 @@ def run(label, release, workload, extra_env, args=(), expect_rc=0):
 
 for i, rel in enumerate(RELEASES):
     # Default lines on half the releases, verbose ones (max_ch_us, ch_busy_us, ch_times) on the other half.
-    run(f"nccl {rel}", rel, WORKLOAD, {"NCCL_INSPECTOR_DUMP_VERBOSE": str(i % 2)})
+    # Kernel phases asked for everywhere: only 2.31+ sends them.
+    run(f"nccl {rel}", rel, WORKLOAD, {"NCCL_INSPECTOR_DUMP_VERBOSE": str(i % 2), "NCCL_INSPECTOR_ENABLE_PHASES": "1"})
 # A hang held past HANG_MS and OP_TIMEOUT_MS: progress lines with stuck ops, alive lines, reclaimed records.
 for rel in ["2.26", "2.30"]:
     hang = {"kind": "recv_stuck", "world_rank": 5, "comm": "dp", "at_op": 0, "hold_ms": 1500, "end": "exit"}
@@ -233,6 +234,9 @@ bad = {
     "an empty proto without sym": lambda r: r.update(proto=""),
     "a kernel_variant without sym": lambda r: r.update(kernel_variant="AllReduce_AGxLL_R"),
     "a symmetric kernel with a proto": lambda r: r.update(sym=True, algo="AGxLL_R", kernel_variant="AllReduce_AGxLL_R"),
+    "an unknown phase": lambda r: r.update(phases={"warmup": [1, 1, 1, 1]}),
+    "a phase without its channel count": lambda r: r.update(phases={"compute": [1, 1, 1]}),
+    "empty phases": lambda r: r.update(phases={}),
 }
 if errors(coll):
     fail(f"the example coll record does not validate: {errors(coll)}")

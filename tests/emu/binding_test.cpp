@@ -128,8 +128,8 @@ TEST_F(Emu, V5On230DropsCeAndClearsCeMaskBits) {
 }
 
 // 2.31+ (v7): the application's tag (ncclCollConfig_t.userProfilerTag) rides
-// on CollApi, Coll, P2pApi and P2p; untagged calls carry 0; no symmetric
-// kernel is emulated, so kernelVariant is NULL and isSymColl false.
+// on CollApi, Coll, P2pApi and P2p; untagged calls carry 0; ops without a
+// kernel_variant are no symmetric kernel (kernelVariant NULL, isSymColl false).
 TEST_F(Emu, V7On231CarriesTheUserTag) {
   Workload w = one_comm(2, 1);
   OpSpec ar = op("AllReduce", 1 << 20);
@@ -159,7 +159,55 @@ TEST_F(Emu, V7On231CarriesTheUserTag) {
   ASSERT_EQ(p2p_api.size(), 2u);
   for (const Call& c : p2p) EXPECT_EQ(c.user_tag, 42u) << c.func;
   for (const Call& c : p2p_api) EXPECT_EQ(c.user_tag, 42u) << c.func;
-  EXPECT_TRUE(starts(cs, kKernelPhase).empty());  // no phases emulated yet
+}
+
+// 2.31+ KernelPhase (the recorder asks for every event): per channel, each
+// phase's start (parent: that channel's KernelCh, pTimer its start), state 31
+// (pTimer its end) and stop, phases in order and back to back, from the
+// channel's start to its end, all before the channel's KernelChStop and on
+// the thread that sends KernelCh (profiler-abi.md §13.3).
+TEST_F(Emu, V7On231SendsEachChannelsPhasesBeforeItsKernelChStop) {
+  Workload w = one_comm(2, 1);
+  w.program.push_back(solo(op("AllReduce", 1 << 20)));
+  RunResult r = go("2.31", w);
+  ASSERT_EQ(r.bound_abi, 7);
+  auto cs = ni::rec::calls();
+  const auto kch = starts(cs, kKernelCh);
+  ASSERT_FALSE(kch.empty());
+  size_t phases = 0;
+  for (const Call& k : kch) {
+    std::vector<const Call*> seq;  // the calls on this channel's handle and on its phases, in order
+    std::set<void*> mine{k.handle};
+    for (const Call& c : cs) {
+      if (c.kind == Kind::kStart && c.type == kKernelPhase && c.parent == k.handle) mine.insert(c.handle);
+      if (mine.count(c.handle) != 0 && c.handle != nullptr) seq.push_back(&c);
+    }
+    // start KernelCh, then 3 x (phase start, state 31, stop), then state KernelChStop, then stop.
+    ASSERT_EQ(seq.size(), 2u + 3 * 3 + 1) << "channel " << k.channel;
+    uint64_t edge = k.ptimer;
+    for (int p = 0; p < 3; ++p) {
+      const Call& st = *seq[1 + 3 * p];
+      const Call& rec = *seq[2 + 3 * p];
+      const Call& sp = *seq[3 + 3 * p];
+      EXPECT_EQ(st.type, kKernelPhase);
+      EXPECT_EQ(st.phase, p);
+      EXPECT_EQ(st.channel, k.channel);
+      EXPECT_STREQ(st.name, p == 0 ? "initial_sync" : p == 1 ? "compute" : "final_sync");
+      EXPECT_EQ(st.ptimer, edge) << "phases are back to back from the channel's start";
+      EXPECT_EQ(st.thread, k.thread);
+      EXPECT_EQ(rec.kind, Kind::kRecord);
+      EXPECT_EQ(rec.state, kKernelPhaseStop);
+      EXPECT_GT(rec.ptimer, st.ptimer);
+      EXPECT_EQ(sp.kind, Kind::kStop);
+      edge = rec.ptimer;
+      ++phases;
+    }
+    EXPECT_EQ(seq[10]->kind, Kind::kRecord);
+    EXPECT_EQ(seq[10]->state, kKernelChStop);
+    EXPECT_EQ(seq[10]->ptimer, edge) << "the last phase ends with the channel";
+    EXPECT_EQ(seq[11]->kind, Kind::kStop);
+  }
+  EXPECT_EQ(phases, 3 * kch.size());
 }
 
 // A v1..v6 plugin on 2.31 binds v6 through NCCL's adapter: the same v6

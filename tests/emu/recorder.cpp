@@ -283,6 +283,12 @@ Result start456(void* ctx, void** h, D* d) {
         break;
       case kP2p: c.user_tag = d->p2p.userTag; break;
       case kCeColl: c.user_tag = d->ceColl.userTag; break;
+      case kKernelPhase:
+        c.channel = d->kernelPhase.channelId;
+        c.phase = d->kernelPhase.phaseId;
+        c.name = d->kernelPhase.phaseName;
+        c.ptimer = d->kernelPhase.pTimer;
+        break;
       default: break;
     }
   }

@@ -56,6 +56,7 @@ struct Call {
   // v7
   uint64_t user_tag = 0;
   bool sym = false, kernel_variant = false;
+  int phase = -1;  // KernelPhase: phaseId (channel in `channel`, start in `ptimer`, phaseName in `name`)
   // init / finalize
   uint64_t comm_id = 0;
   std::string comm_name;

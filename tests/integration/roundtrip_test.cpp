@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -507,6 +508,121 @@ INSTANTIATE_TEST_SUITE_P(Releases, SymmetricKernels, ::testing::Values("2.30", "
                            std::string s = p.param;
                            std::replace(s.begin(), s.end(), '.', '_');
                            return "nccl_" + s;
+                         });
+
+// Kernel phases (NCCL 2.31+, NCCL_INSPECTOR_ENABLE_PHASES=1): every op's
+// phases are its channels' as the emulated NCCL stamped them (shortest,
+// median, longest, channel count per phase; zero-length phases are not sent),
+// and the planted late rank has the shortest initial_sync of its comm at
+// every collective. Before 2.31, or not enabled, no record has phases.
+class KernelPhases : public ::testing::TestWithParam<std::tuple<const char*, bool>> {};
+
+TEST_P(KernelPhases, EveryOpsPhasesAreItsChannelsAsTheTruthHasThem) {
+  const std::string version = std::get<0>(GetParam());
+  const bool enabled = std::get<1>(GetParam()), phases = enabled && version >= "2.31";
+  fs::path dir = temp_dir("phases" + version + (enabled ? "on" : "off"));
+  fs::create_directories(dir);
+  {
+    std::ofstream w(dir / "w.json");
+    w << R"({"world": 8, "nodes": 2,
+      "comms": [{"name": "tp", "nranks": 4, "layout": "contiguous", "nchannels": 4},
+                {"name": "dp", "nranks": 2, "layout": "strided", "nchannels": 2}],
+      "mix": [{"comm": "tp", "func": "AllReduce", "bytes": [65536, 4194304], "weight": 2},
+              {"comm": "dp", "func": "ReduceScatter", "bytes": [1048576], "weight": 1},
+              {"comm": "dp", "func": "SendRecv", "bytes": [262144], "weight": 1}],
+      "iterations": 24, "truth": {"rank_skew_us": {"5": 40}}})";
+  }
+  const std::string cmd = std::string(enabled ? "NCCL_INSPECTOR_ENABLE_PHASES=1 " : "") +
+                          "NCCL_INSPECTOR_DUMP_DIR=" + (dir / "logs").string() +
+                          " NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES=0 NCCL_DEBUG=WARN " + NI_EMU_PATH + " --plugin " +
+                          NI_PLUGIN_PATH + " --nccl " + version + " --pace none --quiet --workload " +
+                          (dir / "w.json").string() + " --truth " + (dir / "truth.jsonl").string() + " > " +
+                          (dir / "emu.log").string() + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  // (comm, rank, func, the phases as [min, median, max, channels] in ns) per op.
+  using Phases = std::vector<std::array<int64_t, 4>>;
+  using Key = std::tuple<uint64_t, int, std::string, Phases>;
+  std::multiset<Key> want, got;
+  auto summarise = [](std::vector<int64_t> v) -> std::array<int64_t, 4> {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    if (n == 0) return {0, 0, 0, 0};
+    const int64_t med = n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    return {v.front(), med, v.back(), static_cast<int64_t>(n)};
+  };
+  std::ifstream tf(dir / "truth.jsonl");
+  std::string line;
+  size_t with_phases = 0;
+  std::map<std::pair<uint64_t, int>, int> world_of;  // (comm, rank) -> world rank
+  while (std::getline(tf, line)) {
+    json t = json::parse(line);
+    if (t.value("type", "") != "op" || !t.value("visible", false) || !t.value("kernel_events", false)) continue;
+    if (t.value("kernel_stamps_shifted", false)) continue;  // kernel_desync: CPU-timed, no phases kept
+    uint64_t hash = 0;
+    ASSERT_TRUE(ana::parse_hash(t["comm_hash"].get<std::string>(), hash));
+    Phases ph;
+    if (t.contains("ch_phase_ns")) {
+      ++with_phases;
+      for (int p = 0; p < 3; ++p) {
+        std::vector<int64_t> v;
+        for (size_t i = 0; i < t["channels"].size(); ++i)
+          if (t["channels"][i].get<int>() < 32 && t["ch_phase_ns"][i][p].get<int64_t>() > 0)
+            v.push_back(t["ch_phase_ns"][i][p].get<int64_t>());
+        ph.push_back(summarise(v));
+      }
+    }
+    want.insert({hash, t["rank"].get<int>(), t["func"].get<std::string>(), ph});
+    world_of[{hash, t["rank"].get<int>()}] = t["world_rank"].get<int>();
+  }
+  EXPECT_EQ(with_phases > 0, phases);
+  // Per (comm, seq) of the collectives: the ranks' initial_sync medians.
+  std::map<std::pair<uint64_t, uint64_t>, std::map<int, int64_t>> sync;
+  static const char* kName[] = {"initial_sync", "compute", "final_sync"};
+  for (const json& r : log_ops(dir / "logs")) {
+    if (r.value("api_only", false) || r.value("kernel_desync", false) || r.value("timing", "") != "gpu") continue;
+    uint64_t hash = 0;
+    ASSERT_TRUE(ana::parse_hash(r["comm_hash"].get<std::string>(), hash));
+    Phases ph;
+    if (r.contains("phases")) {
+      EXPECT_FALSE(r["phases"].contains("truncated")) << r.dump();
+      for (const char* name : kName) {
+        if (!r["phases"].contains(name)) {
+          ph.push_back({0, 0, 0, 0});
+          continue;
+        }
+        const json& a = r["phases"][name];
+        ph.push_back({std::llround(a[0].get<double>() * 1000), std::llround(a[1].get<double>() * 1000),
+                      std::llround(a[2].get<double>() * 1000), a[3].get<int64_t>()});
+      }
+      if (r["type"] == "coll") sync[{hash, r["seq"].get<uint64_t>()}][r["rank"].get<int>()] = ph[0][1];
+    }
+    got.insert({hash, r["rank"].get<int>(), r["func"].get<std::string>(), ph});
+  }
+  EXPECT_EQ(got, want);
+  // The planted late rank (world rank 5) waited least at every collective of its comms.
+  size_t judged = 0;
+  for (const auto& [key, ranks] : sync) {
+    int late = -1;
+    for (const auto& [rank, med] : ranks)
+      if (world_of[{key.first, rank}] == 5) late = rank;
+    if (late < 0 || ranks.size() < 2) continue;
+    ++judged;
+    for (const auto& [rank, med] : ranks)
+      if (rank != late) {
+        EXPECT_LT(ranks.at(late), med) << "comm " << key.first << " seq " << key.second;
+      }
+  }
+  EXPECT_EQ(judged > 0, phases);
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Releases, KernelPhases,
+                         ::testing::Values(std::make_tuple("2.30", true), std::make_tuple("2.31", true),
+                                           std::make_tuple("2.31", false), std::make_tuple("2.32", true)),
+                         [](const auto& p) {
+                           std::string s = std::get<0>(p.param);
+                           std::replace(s.begin(), s.end(), '.', '_');
+                           return "nccl_" + s + (std::get<1>(p.param) ? "_on" : "_off");
                          });
 
 // NCCL_INSPECTOR_KERNEL_TIMING=0 (NCCL 2.31.2 makes KernelCh cost the job
