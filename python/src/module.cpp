@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <stdexcept>
@@ -40,6 +41,7 @@ struct OpsSink : ana::OpSink {
       x.slow_us = d->slow_ch >= 0 ? d->slow_us : ana::kNaN;
       x.median_us = d->slow_ch >= 0 ? d->median_us : ana::kNaN;
       x.hcas = d->hcas;
+      x.phases = d->phases;
     }
     detail.push_back(std::move(x));
   }
@@ -50,6 +52,8 @@ struct OpsSink : ana::OpSink {
   struct Detail {
     std::uint64_t net_send = 0, net_recv = 0, user_tag = 0;
     double net_wait_us = ana::kNaN, slow_us = ana::kNaN, median_us = ana::kNaN;
+    std::array<std::array<double, 3>, 3> phases{{{ana::kNaN, ana::kNaN, ana::kNaN}, {ana::kNaN, ana::kNaN, ana::kNaN},
+                                                 {ana::kNaN, ana::kNaN, ana::kNaN}}};
     int slow_ch = -1;
     std::vector<ana::HcaUse> hcas;
   };
@@ -95,6 +99,8 @@ py::dict read_ops(const std::vector<std::string>& inputs, int threads) {
       net_send(n), net_recv(n), file(n);
   std::vector<std::uint64_t> hash(n), user_tag(n);
   std::vector<double> dur(n), busbw(n), algbw(n), bal(n), net_wait(n), slow_us(n), median_us(n);
+  // Kernel phases (NCCL 2.31+): the median channel's time of each phase, and initial_sync's extremes.
+  std::vector<double> sync_us(n), sync_min_us(n), sync_max_us(n), compute_us(n), final_sync_us(n);
   std::vector<bool> has_start(n), reclaimed(n), partial(n), graph(n), api_only(n), kernel_desync(n);
   py::list kind, func, algo, proto, kernel_variant, timing, transport, comm_name, role, comm_hash, host, pid;
   std::map<std::string, std::vector<double>> hca_bytes, hca_wire;
@@ -123,6 +129,11 @@ py::dict read_ops(const std::vector<std::string>& inputs, int threads) {
     net_send[i] = static_cast<std::int64_t>(d.net_send);
     net_recv[i] = static_cast<std::int64_t>(d.net_recv);
     user_tag[i] = d.user_tag;
+    sync_min_us[i] = d.phases[0][0];
+    sync_us[i] = d.phases[0][1];
+    sync_max_us[i] = d.phases[0][2];
+    compute_us[i] = d.phases[1][1];
+    final_sync_us[i] = d.phases[2][1];
     file[i] = o.file_idx;
     reclaimed[i] = (o.flags & ana::kFlagReclaimed) != 0;
     partial[i] = (o.flags & ana::kFlagPartial) != 0;
@@ -192,6 +203,11 @@ py::dict read_ops(const std::vector<std::string>& inputs, int threads) {
   c["graph"] = bools(graph);
   c["api_only"] = bools(api_only);
   c["kernel_desync"] = bools(kernel_desync);
+  c["initial_sync_us"] = column(sync_us);
+  c["initial_sync_min_us"] = column(sync_min_us);
+  c["initial_sync_max_us"] = column(sync_max_us);
+  c["compute_us"] = column(compute_us);
+  c["final_sync_us"] = column(final_sync_us);
   c["user_tag"] = column(user_tag);  // uint64: 0 = no tag (NCCL before 2.31, or an untagged call)
   c["net_send_bytes"] = column(net_send);
   c["net_recv_bytes"] = column(net_recv);

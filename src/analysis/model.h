@@ -107,6 +107,9 @@ struct Op {
   double dur_us = kNaN;
   double busbw_gbs = kNaN;   // NaN when absent (n=1, unknown dtype, ...)
   float ch_balance = -1.0f;  // <0 when absent
+  // Kernel phases (NCCL 2.31+, the record's phases): the median channel's
+  // initial_sync, the time it waited for its peers (us); NaN when absent.
+  float sync_us = std::numeric_limits<float>::quiet_NaN();
   std::int32_t rank = -1;
   std::int32_t nranks = 0;
   std::int32_t peer = -1;
@@ -146,6 +149,9 @@ struct OpDetail {
   double net_wait_us = kNaN;
   std::uint64_t net_send_bytes = 0, net_recv_bytes = 0;  // "net" object (network events), 0 when absent
   std::uint64_t user_tag = 0;  // the application's tag for the call (NCCL 2.31+), 0 when absent
+  // Kernel phases (NCCL 2.31+): per phase (initial_sync, compute, final_sync)
+  // the shortest, median and longest channel time in us, NaN when absent.
+  std::array<std::array<double, 3>, 3> phases{{{kNaN, kNaN, kNaN}, {kNaN, kNaN, kNaN}, {kNaN, kNaN, kNaN}}};
   void clear() {
     hcas.clear();
     ch_times.clear();
@@ -153,6 +159,7 @@ struct OpDetail {
     net_wait_us = kNaN;
     net_send_bytes = net_recv_bytes = 0;
     user_tag = 0;
+    for (auto& p : phases) p = {kNaN, kNaN, kNaN};
   }
 };
 

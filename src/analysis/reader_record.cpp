@@ -135,6 +135,8 @@ class RecordReader final : public ChunkSink {
   template <class V>
   void net(const V& vin);
   template <class V>
+  void phases(const V& vin);
+  template <class V>
   void upstream(const V& vin, void (*section)(dom::element, Line&));
   template <class V>
   void started(const V& vin);
@@ -347,6 +349,7 @@ template <class V>
     case Field::kUserTag: get_u64(v, L.user_tag); break;
     case Field::kSym: if (get_bool(v, b)) L.sym = b; break;
     case Field::kKernelVariant: get_str(v, L.kernel_variant); break;
+    case Field::kPhases: phases(v); break;
     case Field::kP2pPerf: upstream_op(v, true); break;
     case Field::kRank: get_i64(v, L.rank); break;
     case Field::kReclaimed: if (get_bool(v, b)) L.reclaimed = b; break;
@@ -610,6 +613,34 @@ void RecordReader::ch_slow(const V& vin) {
   detail_.slow_ch = static_cast<int>(vals[0]);
   detail_.slow_us = vals[1];
   detail_.median_us = vals[2];
+}
+
+// phases: per phase [min, median, max, channels] (us). Always read for
+// initial_sync's median (stragglers); the rest into the detail when asked.
+template <class V>
+void RecordReader::phases(const V& vin) {
+  dom::element v;
+  if (!nested_.parse(vin, v)) return;
+  dom::object o;
+  if (v.get_object().get(o)) return;
+  static constexpr std::string_view kName[3] = {sc::kPhaseInitialSync, sc::kPhaseCompute, sc::kPhaseFinalSync};
+  for (dom::key_value_pair f : o) {
+    int p = 0;
+    while (p < 3 && f.key != kName[p]) ++p;
+    if (p == 3) continue;
+    dom::array a;
+    if (f.value.get_array().get(a)) continue;
+    double vals[3] = {kNaN, kNaN, kNaN};
+    int i = 0;
+    for (auto x : a) {
+      double d;
+      if (i < 3 && !x.get_double().get(d) && d >= 0 && std::isfinite(d)) vals[i] = d;
+      ++i;
+    }
+    if (i != 4 || !(vals[0] <= vals[1] && vals[1] <= vals[2])) continue;  // not [min, median, max, n]: ignored
+    if (p == 0) L_.sync_us = static_cast<float>(vals[1]);
+    if (want_detail_) detail_.phases[static_cast<std::size_t>(p)] = {vals[0], vals[1], vals[2]};
+  }
 }
 
 // net: the network totals of an op.
@@ -1055,6 +1086,7 @@ void RecordReader::fill_op(RecType rt, Op& op) {
   op.dur_us = L.dur_us;
   op.busbw_gbs = cpu_timed(op.timing) ? kNaN : L.busbw;  // older plugins wrote one (model.h: cpu_timed)
   op.ch_balance = static_cast<float>(L.ch_balance);
+  op.sync_us = L.sync_us;
   op.rank = static_cast<std::int32_t>(L.rank);
   op.nranks = static_cast<std::int32_t>(L.nranks);
   op.nnodes = static_cast<std::uint16_t>(std::clamp<std::int64_t>(L.nnodes, 0, 65535));

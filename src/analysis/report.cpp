@@ -102,7 +102,7 @@ struct RSection {
   std::string json() const {
     static const std::map<std::string, std::string> kNav = {
         {"health", "Health"}, {"busbw", "busbw"}, {"size", "busbw vs size"}, {"latency", "Latency"},
-        {"time", "Over time"}, {"stragglers", "Stragglers"}, {"channels", "Channels & HCAs"}, {"occupancy", "Occupancy & gaps"}};
+        {"time", "Over time"}, {"phases", "Phases"}, {"stragglers", "Stragglers"}, {"channels", "Channels & HCAs"}, {"occupancy", "Occupancy & gaps"}};
     // A registered analysis's section is named by its id (the subcommand) in the navigation bar.
     auto it = kNav.find(id);
     return "{\"id\":" + q(id) + ",\"nav\":" + q(it == kNav.end() ? id : it->second) + ",\"title\":" + q(title) + ",\"note\":" + q(note) + ",\"plots\":" + plots.str() +
@@ -413,6 +413,64 @@ void latency_section(const Page& p, std::vector<RSection>& out) {
     t.rows.push_back({q(comm_display(std::get<1>(key), res)), q(std::string(to_string(std::get<2>(key)))),
                       q(size_bucket_label(std::get<3>(key))), q(std::get<4>(key)), std::to_string(v.count()),
                       num(v.quantile(0.5)), num(v.quantile(0.9)), num(v.quantile(0.99)), num(v.max())});
+  }
+  s.tables.add(t.json());
+  out.push_back(std::move(s));
+}
+
+// Kernel phases (NCCL 2.31+): how much of the kernel time the channels spent
+// waiting for their peers (initial_sync), per operation and communicator, and
+// per (communicator, op, size). Absent without phases in the logs.
+void phases_section(const Page& p, std::vector<RSection>& out) {
+  const auto& ops = p.ops;
+  const ReadResult& res = p.res;
+  std::map<std::pair<Func, std::uint64_t>, QuantileSketch> share;
+  std::map<std::tuple<std::string, std::uint64_t, Func, int>, std::pair<QuantileSketch, QuantileSketch>> rows;
+  std::set<Func> funcs;
+  for (const auto& op : ops) {
+    if (!std::isfinite(op.sync_us) || !gpu_timed(op.timing) || !(op.dur_us > 0)) continue;
+    const double pct = std::min(100.0, 100.0 * op.sync_us / op.dur_us);
+    share[{op.func, op.comm_hash}].add(pct);
+    funcs.insert(op.func);
+    auto& r = rows[{comm_short(op.comm_hash, res), op.comm_hash, op.func, size_bucket(op.bytes)}];
+    r.first.add(op.sync_us);
+    r.second.add(pct);
+  }
+  if (share.empty()) return;
+  RSection s = section("phases", "Kernel time split: waiting for the peers");
+  s.note = "NCCL 2.31+ kernel phases (NCCL_INSPECTOR_ENABLE_PHASES=1): initial_sync is the time an op's median channel "
+           "waited for its peers before moving data. A large share means the kernel time went to waiting for a late "
+           "rank, not to the transfer (see Stragglers). Boxes: P25-P75 with the median; whiskers P5-P95.";
+  std::vector<std::string> cats;
+  std::map<Func, int> ci;
+  for (Func f : funcs) {
+    ci[f] = static_cast<int>(cats.size());
+    cats.push_back(std::string(to_string(f)));
+  }
+  std::vector<std::string> series;
+  std::size_t nboxes = 0;
+  for (std::uint64_t c : p.gm.comms) {
+    std::vector<std::string> boxes;
+    for (Func f : funcs)
+      if (auto it = share.find({f, c}); it != share.end()) boxes.push_back(box_of(ci[f], it->second));
+    nboxes += boxes.size();
+    if (!boxes.empty()) series.push_back(series_box(comm_short(c, res) + " " + hex_hash(c).substr(0, 10), boxes));
+  }
+  std::string plot = "{\"type\":\"box\",\"title\":\"share of kernel time waiting for the peers (colour: communicator)\","
+                     "\"ylabel\":\"initial_sync / kernel time (%)\",\"categories\":" + str_array(cats) + ",\"series\":[";
+  for (std::size_t i = 0; i < series.size(); ++i) plot += (i ? "," : "") + series[i];
+  s.plots.add_plot(plot + "]}", nboxes);
+  RTable t;
+  t.title = "Waiting for the peers per communicator, operation and size bucket";
+  t.columns = {"communicator", "op", "size", "ops", "initial_sync P50 (us)", "initial_sync P90 (us)", "share P50 (%)"};
+  for (const auto& [key, v] : rows) {
+    if (t.rows.size() >= 400) {
+      t.note = "First 400 rows; nccl-inspector summary has them all.";
+      break;
+    }
+    t.rows.push_back({q(comm_display(std::get<1>(key), res)), q(std::string(to_string(std::get<2>(key)))),
+                      q(size_bucket_label(std::get<3>(key))), std::to_string(v.first.count()),
+                      num(v.first.quantile(0.5)), num(v.first.quantile(0.9)), num(v.second.quantile(0.5))});
   }
   s.tables.add(t.json());
   out.push_back(std::move(s));
@@ -817,8 +875,9 @@ void analysis_sections(const Page& p, std::vector<RSection>& out) {
 // The page's sections, in order; each adds nothing when it has nothing to show.
 using SectionFn = void (*)(const Page&, std::vector<RSection>&);
 constexpr SectionFn kSections[] = {&health_section,     &busbw_section,   &size_section,
-                                   &latency_section,    &time_section,    &stragglers_section,
-                                   &channels_section,   &occupancy_section, &analysis_sections};
+                                   &latency_section,    &phases_section,  &time_section,
+                                   &stragglers_section, &channels_section, &occupancy_section,
+                                   &analysis_sections};
 
 // The input directories, for the page's header.
 std::string input_dirs(const ReadResult& res) {

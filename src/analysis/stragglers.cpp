@@ -28,10 +28,25 @@ bool gpu_kernel_timed(const Op& op) {
 }  // namespace
 
 bool instance_lateness(const std::vector<Op>& ops, const std::vector<std::uint32_t>& idx, std::size_t b,
-                       std::size_t e, std::vector<double>& late) {
+                       std::size_t e, std::vector<double>& late, bool* from_phases) {
   late.assign(e - b, kNaN);
-  for (std::size_t i = b; i < e; ++i)
+  if (from_phases != nullptr) *from_phases = false;
+  bool phases = true;
+  for (std::size_t i = b; i < e; ++i) {
     if (!gpu_kernel_timed(ops[idx[i]])) return false;
+    phases = phases && std::isfinite(ops[idx[i]].sync_us);
+  }
+  if (phases) {
+    // Kernel phases (NCCL 2.31+): a channel waits in initial_sync until the
+    // last peer's channel arrives, so the rank that waited longest came first
+    // and each rank is (longest wait - its own) late; unlike the kernel time
+    // this leaves out how long the transfer itself took on each rank.
+    double mx = 0;
+    for (std::size_t i = b; i < e; ++i) mx = std::max(mx, static_cast<double>(ops[idx[i]].sync_us));
+    for (std::size_t i = b; i < e; ++i) late[i - b] = mx - static_cast<double>(ops[idx[i]].sync_us);
+    if (from_phases != nullptr) *from_phases = true;
+    return true;
+  }
   // All ranks end together: arrival = end - kernel time, so the longest
   // kernel arrived first and each rank is (longest - its own) late.
   double mx = 0;
@@ -75,8 +90,10 @@ void add_instance(const std::vector<Op>& ops, const std::vector<std::uint32_t>& 
   int& cn = al.comm_nranks[first.comm_hash];
   cn = std::max(cn, std::max(first.nranks, static_cast<int>(n)));
 
-  const bool measured = instance_lateness(ops, idx, b, e, al.late);
+  bool phases = false;
+  const bool measured = instance_lateness(ops, idx, b, e, al.late, &phases);
   out.measured += measured;
+  out.measured_by_phases += phases;
   std::size_t last = n, second = n;  // positions of the latest and next latest arrivals
   if (measured)
     for (std::size_t i = 0; i < n; ++i) {
@@ -334,6 +351,11 @@ Report stragglers_report(const StragglerResult& r, const ReadResult& res, const 
                     "the common end minus its arrival; the late rank has the shortest kernel and its margin is the "
                     "next shortest kernel time minus its own. Only instances GPU-timed on every rank are measured "
                     "(a CPU-timed start is when a CPU saw the op, not when the rank arrived)");
+  if (r.measured_by_phases > 0)
+    f.notes.push_back(std::to_string(r.measured_by_phases) + " of the measured instances had kernel phases on every "
+                      "rank (NCCL 2.31+, NCCL_INSPECTOR_ENABLE_PHASES=1): their arrivals come from the ranks' "
+                      "initial_sync instead (the median channel's wait for its peers: the longest wait arrived "
+                      "first, each rank is that wait minus its own late), which leaves out the transfer's own time");
   f.notes.push_back("clock_offset_us: median of its kernel end minus the instance's median end, on the wall clock "
                     "of each process (+ = its times run ahead); what the start skew below is off by");
   f.notes.push_back(std::to_string(r.aligned) + " aligned collectives, " + std::to_string(r.measured) +

@@ -27,8 +27,10 @@ struct StragglerOptions {
 // earliest arrival, into `late` (resized to e - b), measured from kernel
 // times: false (nothing measured) unless every rank's op is GPU-timed. A
 // CPU-timed start is when a CPU saw the op, not when the rank arrived.
+// With kernel phases on every rank (Op::sync_us), lateness comes from the
+// ranks' initial_sync waits instead, and *from_phases (when given) says so.
 bool instance_lateness(const std::vector<Op>& ops, const std::vector<std::uint32_t>& idx, std::size_t b,
-                       std::size_t e, std::vector<double>& late);
+                       std::size_t e, std::vector<double>& late, bool* from_phases = nullptr);
 
 struct RankLateness {
   std::uint64_t comm = 0;
@@ -87,6 +89,7 @@ struct StragglerResult {
   std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> hosts;  // host -> (last, instances measured)
   std::uint64_t aligned = 0, single_rank = 0, no_start = 0;
   std::uint64_t measured = 0;      // aligned instances with every rank GPU-timed
+  std::uint64_t measured_by_phases = 0;  // of them: with kernel phases on every rank (lateness from initial_sync)
   std::uint64_t no_identity = 0;   // collectives without comm hash or rank (ABI v1-v3): not aligned
   // Where the flagged ranks' processes concentrate (locate.h): a host or a rack.
   std::vector<Concentration> where;

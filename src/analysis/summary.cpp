@@ -41,6 +41,10 @@ void GroupAcc::add(const Op& op, int& lat_bucket, int& bw_bucket) {
   network += op.transport == 2;
   if (!std::isnan(op.dur_us)) lat.add(op.dur_us, lat_bucket);  // NaN: an assembled call of CPU-timed parts
   if (op.has_busbw()) bw.add(op.busbw_gbs, bw_bucket);
+  if (std::isfinite(op.sync_us) && gpu_timed(op.timing) && op.dur_us > 0) [[unlikely]] {
+    sync.add(op.sync_us);
+    wait_pct.add(std::min(100.0, 100.0 * op.sync_us / op.dur_us));
+  }
 }
 void GroupAcc::merge(const GroupAcc& o) {
   count += o.count;
@@ -49,6 +53,8 @@ void GroupAcc::merge(const GroupAcc& o) {
   network += o.network;
   lat.merge(o.lat);
   bw.merge(o.bw);
+  sync.merge(o.sync);
+  wait_pct.merge(o.wait_pct);
 }
 
 void OpHealth::add(const Op& op) {
@@ -545,6 +551,35 @@ void summary_table(Report& r, const SummarySink& s, const ReadResult& res, const
   if (any_sketch)
     sec.notes.push_back("groups with more than 4096 records use a log-bucketed sketch: percentiles within 1%");
 
+  // Kernel phases (NCCL 2.31+ with NCCL_INSPECTOR_ENABLE_PHASES=1): how much
+  // of each group's kernel time its channels spent waiting for their peers.
+  bool any_phases = false;
+  for (const auto& row : rows) any_phases = any_phases || row.a->sync.count() > 0;
+  if (!any_phases) return;
+  Section& ph = r.add("phases", "Kernel phases: waiting for the peers");
+  ph.table.columns = {group_col, "op", "algo", "proto", "size", "nranks"};
+  if (o.per_rank) ph.table.columns.push_back("rank");
+  for (const char* c : {"ops", "initial_sync_p50_us", "initial_sync_p90_us", "wait_pct_p50", "wait_pct_p90"})
+    ph.table.columns.push_back(c);
+  for (const auto& row : rows) {
+    const GroupKey& k = *row.k;
+    const GroupAcc& a = *row.a;
+    if (a.sync.count() == 0) continue;
+    std::vector<Cell> c = {row.label, std::string(to_string(k.func)), std::string(to_string(k.algo)),
+                           std::string(to_string(k.proto)), size_bucket_label(k.bucket), k.nranks};
+    if (o.per_rank) c.push_back(k.rank);
+    c.push_back(a.sync.count());
+    c.push_back(Cell(a.sync.quantile(0.5), 2));
+    c.push_back(Cell(a.sync.quantile(0.9), 2));
+    c.push_back(Cell(a.wait_pct.quantile(0.5), 1));
+    c.push_back(Cell(a.wait_pct.quantile(0.9), 1));
+    ph.table.rows.push_back(std::move(c));
+  }
+  ph.notes.push_back("initial_sync: the op's median channel's time waiting for its peers before moving data (NCCL "
+                     "2.31+ kernel phases); wait_pct: that wait as a share of the op's kernel time. A large share "
+                     "means the op's time went to waiting for a late rank, not to the transfer: see stragglers "
+                     "(whose arrivals come from these waits) before tuning the network");
+  ph.notes.push_back("only GPU-timed ops with phases; the rest of the summary counts every op");
 }
 
 // The advice table: (algo, proto) choices of one (op, size, job shape) that beat others.

@@ -56,6 +56,9 @@ struct GroupAcc {
   std::uint64_t intra = 0, network = 0;  // ops by transport (for per-link-type peaks)
   QuantileSketch lat;
   QuantileSketch bw;
+  // Kernel phases (NCCL 2.31+): the ops' initial_sync (median channel's wait
+  // for its peers, us) and that wait as a share of the op's kernel time (%).
+  QuantileSketch sync, wait_pct;
   void add(const Op& op);
   // The same; lat_bucket/bw_bucket carry the values' sketch buckets between the
   // accumulators one op goes to (-1: not computed yet).

@@ -1527,3 +1527,44 @@ TEST(Watch, APollResumesWithTheFileItDidNotReach) {
   for (int i = 3; i < 200 && w.ops_total() < 80000; ++i) w.poll(i);
   EXPECT_EQ(w.ops_total(), 80000u);
 }
+
+// Kernel phases (NCCL 2.31+): the reader takes initial_sync's median into the
+// op; summary's phases section gives its percentiles and its share of the
+// kernel time, for GPU-timed ops only; a malformed phases object is ignored.
+TEST(Summary, KernelPhasesSectionFromInitialSync) {
+  const auto dir = ni::test::temp_dir("phases");
+  std::string text = R"({"type":"meta","format":"nccl-inspector-log","format_version":1,"host":"hA","pid":1})" "\n";
+  // 10 ops of 100 us; initial_sync medians 10, 20, ... 100 us.
+  for (int i = 1; i <= 10; ++i)
+    text += R"({"type":"coll","comm_hash":"0x0b","comm_name":"tp","rank":0,"nranks":4,"nnodes":1,"func":"AllReduce","algo":"RING","proto":"LL","seq":)" +
+            std::to_string(i) + R"(,"bytes":3000,"start_wall_ns":1,"dur_us":100,"timing":"gpu","phases":{"initial_sync":[1,)" +
+            std::to_string(10 * i) + R"(,100,4],"compute":[0,1,2,4]}})" "\n";
+  // CPU-timed (left out), and a phases array that is no [min, median, max, n] (ignored).
+  text += R"({"type":"coll","comm_hash":"0x0b","comm_name":"tp","rank":0,"nranks":4,"nnodes":1,"func":"AllReduce","algo":"RING","proto":"LL","seq":11,"bytes":3000,"dur_us":100,"timing":"enqueue_cpu","phases":{"initial_sync":[1,99,100,4]}})" "\n";
+  text += R"({"type":"coll","comm_hash":"0x0b","comm_name":"tp","rank":0,"nranks":4,"nnodes":1,"func":"AllReduce","algo":"RING","proto":"LL","seq":12,"bytes":3000,"dur_us":100,"timing":"gpu","phases":{"initial_sync":[5,1,100,4]}})" "\n";
+  ni::test::write_text(dir + "/a.jsonl", text);
+  std::unique_ptr<ana::SummarySink> sink;
+  const auto res = read_summary(dir, kDefault, sink);
+  ana::Report r;
+  ana::add_summary_sections(r, *sink, res, kDefault);
+  std::ostringstream os;
+  ana::render(r, ana::Format::kJson, os);
+  const auto j = nlohmann::json::parse(os.str());
+  ASSERT_TRUE(j.contains("phases")) << os.str();
+  ASSERT_EQ(j["phases"]["rows"].size(), 1u);
+  const auto& row = j["phases"]["rows"][0];
+  EXPECT_EQ(row["ops"], 10);
+  EXPECT_DOUBLE_EQ(row["initial_sync_p50_us"].get<double>(), 55);
+  EXPECT_DOUBLE_EQ(row["initial_sync_p90_us"].get<double>(), 91);
+  EXPECT_DOUBLE_EQ(row["wait_pct_p50"].get<double>(), 55);
+  // No phases in a log: no section.
+  const auto dir2 = ni::test::temp_dir("nophases");
+  ni::test::write_text(dir2 + "/a.jsonl", R"({"type":"meta","format":"nccl-inspector-log","format_version":1,"host":"hA","pid":1})" "\n"
+      R"({"type":"coll","comm_hash":"0x0b","rank":0,"nranks":4,"nnodes":1,"func":"AllReduce","algo":"RING","proto":"LL","seq":1,"bytes":3000,"dur_us":100,"timing":"gpu"})" "\n");
+  ana::Report r2;
+  const auto res2 = read_summary(dir2, kDefault, sink);
+  ana::add_summary_sections(r2, *sink, res2, kDefault);
+  std::ostringstream os2;
+  ana::render(r2, ana::Format::kJson, os2);
+  EXPECT_FALSE(nlohmann::json::parse(os2.str()).contains("phases"));
+}

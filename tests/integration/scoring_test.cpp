@@ -48,7 +48,9 @@ struct Shape {
 };
 
 // The releases whose kernels are GPU-timed (profiler ABI v4+); 2.26 is tested apart.
-const std::vector<std::string> kReleases = {"2.27", "2.28", "2.29", "2.30"};
+// On 2.31 the jobs ask for kernel phases, so stragglers measure arrivals from
+// the ranks' initial_sync there (and from kernel times on the others).
+const std::vector<std::string> kReleases = {"2.27", "2.28", "2.29", "2.30", "2.31"};
 
 bool sanitized() {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -127,7 +129,8 @@ Job run_job(const Shape& s, int seed, const std::string& nccl, int iterations, c
   const long long start_at = static_cast<long long>(ts.tv_sec) * 1000000000LL + ts.tv_nsec + 300000000LL;
   const int per_host = s.world / s.hosts;
   std::string cmd = "cd " + dir.string() + " && export NCCL_DEBUG=WARN NCCL_INSPECTOR_DUMP_DIR=" + (dir / "logs").string() +
-                    (extra.contains("net_profiler") ? " NCCL_INSPECTOR_ENABLE_NET=1" : "") + "; ";
+                    (extra.contains("net_profiler") ? " NCCL_INSPECTOR_ENABLE_NET=1" : "") +
+                    (nccl >= "2.31" ? " NCCL_INSPECTOR_ENABLE_PHASES=1" : "") + "; ";
   for (int k = 0; k < s.hosts; ++k)
     cmd += "NCCL_INSPECTOR_HOSTNAME=node" + std::to_string(k) + " " + NI_EMU_PATH + " --plugin " + NI_PLUGIN_PATH +
            " --nccl " + nccl + " --workload job.json --pace none --quiet --seed " + std::to_string(seed) +
@@ -183,6 +186,7 @@ struct Outcome {
   std::set<std::string> flagged_hosts;
   double worst_margin_err_us = 0;      // |margin - planted| over the flagged contexts
   std::vector<std::string> anomalies;  // every anomalies finding, outliers included
+  std::uint64_t measured = 0, by_phases = 0;  // instances measured, of them from kernel phases
   std::string error;
 };
 
@@ -210,6 +214,8 @@ Outcome straggler_job(const Shape& s, int seed, bool fault, const std::string& n
     }
   EXPECT_EQ(planted_lines, fault ? 1 : 0) << "the truth names the planted straggler";
   const auto sr = ana::find_stragglers(job.data->ops, job.res, {});
+  out.measured = sr.measured;
+  out.by_phases = sr.measured_by_phases;
   for (const auto& k : sr.ranks) {
     if (!k.flagged) continue;
     auto it = job.world_of.find({k.comm, k.rank});
@@ -224,7 +230,7 @@ Outcome straggler_job(const Shape& s, int seed, bool fault, const std::string& n
 }
 
 TEST(Scoring, StragglerNamedAndCleanJobsQuietAgainstEmulatorTruth) {
-  int fault_jobs = 0, hits = 0, clean_jobs = 0, quiet = 0, anomalous_late = 0;
+  int fault_jobs = 0, hits = 0, clean_jobs = 0, quiet = 0, anomalous_late = 0, phase_jobs = 0;
   double worst_err = 0;
   for (const Shape& s : shapes())
     for (int seed = 1; seed <= seeds(); ++seed) {
@@ -232,6 +238,10 @@ TEST(Scoring, StragglerNamedAndCleanJobsQuietAgainstEmulatorTruth) {
       for (bool fault : {true, false}) {
         const Outcome o = straggler_job(s, seed, fault, nccl);
         ASSERT_TRUE(o.error.empty()) << o.error;
+        // From 2.31 (phases asked for) every measured instance is measured from the ranks' initial_sync.
+        EXPECT_GT(o.measured, 0u);
+        EXPECT_EQ(o.by_phases, nccl >= "2.31" ? o.measured : 0u) << nccl;
+        phase_jobs += o.by_phases > 0;
         std::string flagged;
         for (int g : o.flagged_world) flagged += " " + std::to_string(g);
         if (fault) {
@@ -263,8 +273,9 @@ TEST(Scoring, StragglerNamedAndCleanJobsQuietAgainstEmulatorTruth) {
   const double quiet_rate = static_cast<double>(quiet) / clean_jobs;
   std::printf("stragglers vs truth: named %d of %d planted late ranks (%.1f%%), worst margin error %.2f us; "
               "%d of %d clean jobs without any finding of stragglers or anomalies (%.1f%%); anomalies reported "
-              "something in %d of the late-rank jobs\n",
-              hits, fault_jobs, 100 * hit_rate, worst_err, quiet, clean_jobs, 100 * quiet_rate, anomalous_late);
+              "something in %d of the late-rank jobs; %d jobs measured from kernel phases (NCCL 2.31)\n",
+              hits, fault_jobs, 100 * hit_rate, worst_err, quiet, clean_jobs, 100 * quiet_rate, anomalous_late,
+              phase_jobs);
   RecordProperty("hit_rate", std::to_string(hit_rate));
   RecordProperty("quiet_rate", std::to_string(quiet_rate));
   EXPECT_GE(hit_rate, 0.95);

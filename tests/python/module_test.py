@@ -142,17 +142,26 @@ check(str(ops.kernel_desync.dtype) == "bool" and int(ops.kernel_desync.sum()) ==
       f"kernel_desync: {int(ops.kernel_desync.sum())} marked ops, the logs' {marked}")
 check(str(ops.user_tag.dtype) == "uint64" and (ops.user_tag == 0).all(), "user_tag: uint64, 0 (NCCL 2.30 has no tags)")
 # NCCL 2.31: the tags of the calls, exactly (one is past 2^53, where a float64 would lose it).
-tagged = LogProcessor(os.path.join(emulate("tagged", "2.31", {
+tagged = LogProcessor(os.path.join(emulate("tagged", "2.31", NCCL_INSPECTOR_ENABLE_PHASES="1", workload={
     "world": 4, "nodes": 1, "comms": [{"name": "tp", "nranks": 4, "layout": "contiguous", "nchannels": 2}],
     "program": [{"comm": "tp", "func": "AllReduce", "bytes": 1048576, "tag": 9007199254740993},
                 {"comm": "tp", "func": "AllGather", "bytes": 1048576, "kernel_variant": "AllGather_STMC"}],
-    "iterations": 1}), "dump")).ops()
+    "iterations": 1, "truth": {"rank_skew_us": {"2": 30}}}), "dump")).ops()
 tags = dict(tagged.groupby("func", observed=True).user_tag.agg(lambda v: sorted(set(int(x) for x in v))))
 check(tags == {"AllReduce": [9007199254740993], "AllGather": [0]}, f"user_tag from NCCL 2.31: {tags}")
 # A symmetric kernel: its algo is the variant's ("sym:" and NCCL's algo), kernel_variant names it, no proto.
 ag, ar = tagged[tagged.func == "AllGather"], tagged[tagged.func == "AllReduce"]
 check(len(ag) == 4 and (ag.algo == "sym:STMC").all() and (ag.kernel_variant == "AllGather_STMC").all()
       and ag.proto.isna().all(), f"a symmetric AllGather: {ag[['algo', 'proto', 'kernel_variant']].drop_duplicates()}")
+# Kernel phases (asked for): every op has them; the late rank (2) waited least at every collective, ~30 us less.
+ph = tagged[["initial_sync_us", "initial_sync_min_us", "initial_sync_max_us", "compute_us", "final_sync_us"]]
+check(str(ph.initial_sync_us.dtype) == "float64" and ph.notna().all().all() and (ph.compute_us > 0).all()
+      and (ph.initial_sync_min_us <= ph.initial_sync_us).all() and (ph.initial_sync_us <= ph.initial_sync_max_us).all(),
+      f"phases on every op: {ph.describe()}")
+for func, g in tagged.groupby("func", observed=True):
+    late, others = g[g["rank"] == 2].initial_sync_us, g[g["rank"] != 2].initial_sync_us
+    check(len(late) == 1 and late.iloc[0] + 25 < others.min(), f"{func}: the late rank's initial_sync {list(late)} vs {list(others)}")
+check(lp.ops().initial_sync_us.isna().all(), "no phases before NCCL 2.31")
 check(len(ar) == 4 and ar.kernel_variant.isna().all() and (ar.algo != "").all() and not ar.algo.str.startswith("sym").any(),
       "the tuner's AllReduce has no kernel_variant")
 

@@ -729,6 +729,43 @@ TEST(Report, SelfContainedWithBaseline) {
   EXPECT_EQ(html.size(), page.size() + sizeof kPlotlyOpen - 1 + js.size());
 }
 
+// `report` with kernel phases (NCCL 2.31+): the "phases" section, a box per
+// (op, communicator) of the share of kernel time waiting for the peers and a
+// row per (communicator, op, size); the comm whose ops wait half their time
+// shows 50 %, the other 1 %.
+TEST(Report, KernelTimeSplitFromPhases) {
+  if (plotly_bundle().empty()) GTEST_SKIP() << "built without " << NI_PLOTLY_JS << " (npm ci --prefix web)";
+  const std::string dir = ni::test::temp_dir("report_phases");
+  std::string text = R"({"type":"meta","format":"nccl-inspector-log","format_version":1,"host":"hA","pid":1})" "\n";
+  for (int i = 0; i < 20; ++i)
+    for (const auto& [hash, sync] : {std::pair<const char*, int>{"0x0a", 50}, {"0x0b", 1}})
+      text += std::string(R"({"type":"coll","comm_hash":")") + hash +
+              R"(","rank":0,"nranks":4,"nnodes":1,"func":"AllReduce","algo":"RING","proto":"LL","seq":)" +
+              std::to_string(i) + R"(,"bytes":1048576,"start_wall_ns":)" + std::to_string(1000000000 + i * 1000000) +
+              R"(,"dur_us":100,"timing":"gpu","busbw_gbs":10,"phases":{"initial_sync":[0,)" + std::to_string(sync) +
+              R"(,100,4]}})" "\n";
+  ni::test::write_text(dir + "/a.jsonl", text);
+  std::string log;
+  ASSERT_EQ(run(cli() + " report " + dir + " -o " + dir + "/r.html", &log), 0) << log;
+  const json data = report_data(ni::test::read_text(dir + "/r.html"));
+  const json* ph = nullptr;
+  for (const auto& sec : data["sections"])
+    if (sec["id"] == "phases") ph = &sec;
+  ASSERT_NE(ph, nullptr) << data.dump().substr(0, 2000);
+  ASSERT_EQ((*ph)["plots"].size(), 1u);
+  EXPECT_EQ((*ph)["plots"][0]["type"], "box");
+  EXPECT_EQ((*ph)["plots"][0]["series"].size(), 2u);
+  ASSERT_EQ((*ph)["tables"].size(), 1u);
+  const json& rows = (*ph)["tables"][0]["rows"];
+  ASSERT_EQ(rows.size(), 2u);
+  std::set<double> shares;
+  for (const auto& r : rows) {
+    EXPECT_EQ(r[3].get<int>(), 20) << r.dump();
+    shares.insert(r[6].get<double>());
+  }
+  EXPECT_EQ(shares, (std::set<double>{1.0, 50.0}));
+}
+
 // A build without the bundle says how to get one and writes nothing; --plotly-js inlines a given file (escaping
 // "</script"), and refuses a file that is not Plotly.js.
 TEST(Report, WithoutBundle) {
