@@ -719,6 +719,58 @@ TEST(Burst, MillionOpsThroughATinyRingAreWrittenOrCounted) {
   if (!HasFailure()) fs::remove_all(dir);
 }
 
+// An op the timeout reclaims before its stop has no time at all (no stop
+// stamp, no channel): it is written with timing "none", which the reader
+// counts in no_duration and leaves out of its ops. Such records are written
+// all the same: whatever checks ops_completed = written + dropped from a log
+// must count them (a loaded sanitizer run of Burst4096 reclaimed 2,044 of its
+// in-flight ops this way, past the 10 s timeout, while the app thread was
+// still starting the rest of the group).
+TEST(Reclaim, OpsReclaimedBeforeTheirStopAreWrittenWithoutADuration) {
+  fs::path dir = temp_dir("reclaim-untimed");
+  setenv("NCCL_INSPECTOR_DUMP_DIR", (dir / "logs").c_str(), 1);
+  setenv("NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES", "0", 1);
+  setenv("NCCL_INSPECTOR_OP_TIMEOUT_MS", "10", 1);
+  void* lib = dlopen(NI_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  auto* t = static_cast<ni::abi::ProfilerV5*>(dlsym(lib, "ncclProfiler_v5"));
+  int mask = 0;
+  void* ctx = nullptr;
+  t->init(&ctx, 0x5ec1a1, &mask, "reclaim", 1, 2, 0, nullptr);
+  constexpr uint64_t kOps = 32;
+  std::vector<void*> ops(kOps, nullptr);
+  for (uint64_t i = 0; i < kOps; ++i) {
+    ni::abi::EventDescrV5 d{};
+    d.type = ni::abi::kP2p;
+    d.p2p.func = "Send";
+    d.p2p.datatype = "ncclInt8";
+    d.p2p.count = 16384;
+    d.p2p.peer = 1;
+    d.p2p.nChannels = 1;
+    t->startEvent(ctx, &ops[i], &d);
+  }
+  // The dump thread reclaims every 100 ms: a few rounds past the 10 ms timeout.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  for (void* op : ops) t->stopEvent(op);  // too late: stale handles, counted as faults
+  t->finalize(ctx);
+  dlclose(lib);
+  for (const char* v : {"NCCL_INSPECTOR_DUMP_DIR", "NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES", "NCCL_INSPECTOR_OP_TIMEOUT_MS"})
+    unsetenv(v);
+
+  Read r = read_dir(dir / "logs");
+  ASSERT_EQ(r.result.files.size(), 1u);
+  const auto& st = r.result.files[0].stats;
+  ASSERT_TRUE(st.present);
+  EXPECT_EQ(st.ops_completed, kOps);
+  EXPECT_EQ(st.reclaimed_ops, kOps);
+  EXPECT_EQ(st.records_written, kOps) << "reclaimed ops are written";
+  EXPECT_EQ(r.result.bad_lines, 0u);
+  EXPECT_EQ(r.ops.size(), 0u) << "no op has a time";
+  EXPECT_EQ(r.result.no_duration, kOps);
+  EXPECT_EQ(r.ops.size() + r.result.no_duration, st.records_written) << "timed + untimed = written";
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
 // The largest real burst from one thread: an AlltoAll over 2,049 ranks is a
 // group of 4,098 P2P ops (2,049 sends and receives, the rank's own pair
 // included) in flight together and completing together. With default
@@ -727,14 +779,20 @@ TEST(Burst, MillionOpsThroughATinyRingAreWrittenOrCounted) {
 // outcome does not depend on scheduling). Smaller bounds drop, and count every
 // drop.
 struct BurstRun {
+  // written: every P2P record in the log, those without a duration included
+  // (an op the timeout reclaimed before its stop is written with timing
+  // "none": the reader counts it in no_duration, not among its ops).
   uint64_t issued = 0, written = 0, completed = 0, ring_full = 0, pool_exhausted = 0, other = 0;
+  uint64_t untimed = 0, stats_written = 0;
   int abi = 0;
+  fs::path dir;  // the run's files: removed by the caller once its own checks passed
 };
 
 BurstRun alltoall_burst(const std::string& version, const std::string& env) {
   constexpr int kWorld = 2049;
   BurstRun out;
   fs::path dir = temp_dir("a2a" + version + (env.empty() ? "" : "-bounded"));
+  out.dir = dir;
   fs::create_directories(dir);
   {
     std::ofstream w(dir / "w.json");
@@ -759,8 +817,12 @@ BurstRun alltoall_burst(const std::string& version, const std::string& env) {
   Read r = read_dir(dir / "logs");
   EXPECT_EQ(r.result.bad_lines, 0u);
   for (const auto& op : r.ops) out.written += op.kind == ana::OpKind::kP2p ? 1 : 0;
+  // The workload is P2P only: every record without a duration is a P2P one.
+  out.untimed = r.result.no_duration;
+  out.written += out.untimed;
   for (const auto& f : r.result.files) {
     out.completed += f.stats.ops_completed;
+    out.stats_written += f.stats.records_written;
     out.abi = f.abi_version;
     for (const auto& [why, n] : f.stats.dropped) {
       if (why == "ring_full") out.ring_full += n;
@@ -768,7 +830,6 @@ BurstRun alltoall_burst(const std::string& version, const std::string& env) {
       else out.other += n;
     }
   }
-  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
   return out;
 }
 
@@ -782,18 +843,25 @@ TEST_P(Burst4096, AlltoAllOf2049RanksIsAbsorbedAtDefaultSettings) {
   EXPECT_EQ(b.other, 0u);
   EXPECT_EQ(b.written, b.issued) << "NCCL " << GetParam() << " (ABI v" << b.abi << ")";
   EXPECT_EQ(b.completed, b.issued);
+  EXPECT_EQ(b.written, b.stats_written) << "every record the plugin wrote is read back";
+  if (!HasFailure()) fs::remove_all(b.dir);
 }
 
 TEST_P(Burst4096, PastTheBoundsEveryDropIsCounted) {
-  const BurstRun b = alltoall_burst(GetParam(), "NCCL_INSPECTOR_RING_RECORDS=1024 NCCL_INSPECTOR_POOL_OPS=2048");
+  // No op timeout within reach: a stalled run (a loaded sanitizer build) must not free pool slots early, or
+  // the pool might never run out (the reclaim path has its own test, Reclaim.*).
+  const BurstRun b = alltoall_burst(
+      GetParam(), "NCCL_INSPECTOR_RING_RECORDS=1024 NCCL_INSPECTOR_POOL_OPS=2048 NCCL_INSPECTOR_OP_TIMEOUT_MS=86400000");
   EXPECT_EQ(b.issued, 4098u);
   EXPECT_GT(b.pool_exhausted, 0u) << "2,048 slots for 4,098 ops in flight";
   EXPECT_EQ(b.other, 0u);
   // Ops without a slot are never tracked, so never completed; the rest are
   // written or counted as ring_full.
   EXPECT_EQ(b.completed + b.pool_exhausted, b.issued);
-  EXPECT_EQ(b.written + b.ring_full, b.completed);
+  EXPECT_EQ(b.written + b.ring_full, b.completed) << b.untimed << " of the records written have no duration";
+  EXPECT_EQ(b.written, b.stats_written) << "every record the plugin wrote is read back";
   EXPECT_LE(b.written, b.issued - b.pool_exhausted);
+  if (!HasFailure()) fs::remove_all(b.dir);
 }
 
 // One release per profiler ABI: v1 .. v6.
