@@ -312,6 +312,8 @@ Result record_v4(void* h, EventState state, StateArgsV4* args) noexcept {
 }
 
 __attribute__((noinline)) Result record_v4_rest(void* h, EventState state, StateArgsV4* args) noexcept {
+  if (state == kKernelPhaseStop && args != nullptr)  // v7 with phases: three per channel
+    return static_cast<Result>(core::end_kernel_phase(h, args->kernelCh.pTimer));
   core::StateArgs a;
   if (args != nullptr) {
     switch (state) {

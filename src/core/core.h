@@ -152,6 +152,9 @@ int record_kernel_ch_stop(void* handle, uint64_t ptimer) noexcept;
 // ABI v7 KernelPhase start (parent: its KernelCh handle; phase 0-2). Its end
 // is the state kKernelPhaseStop through record_state() with the ptimer.
 void* start_kernel_phase(void* parent, uint32_t phase, uint64_t ptimer) noexcept;
+// Its end: state kKernelPhaseStop with the stamp (record_state() on anything
+// but a KernelPhase handle). Returns 0.
+int end_kernel_phase(void* handle, uint64_t ptimer) noexcept;
 
 }  // namespace ni::core
 

@@ -669,26 +669,29 @@ void* start_kernel_phase(void* parent, uint32_t phase, uint64_t ptimer) noexcept
   return reinterpret_cast<void*>(retag(pv, Tag::kPhase, ch) | (static_cast<uint64_t>(phase) << kPhaseShift));
 }
 
-namespace {
 // Its end (state 31, the stamp in kernelCh.pTimer): the phase's time. An end
 // before its start (NCCL's stamps out of step) or 2 s or more after it leaves
 // the phase out.
-__attribute__((noinline, cold)) void end_kernel_phase(uint64_t v, int state, const StateArgs& a) noexcept {
-  if (state != ni::abi::kKernelPhaseStop || !a.has_ptimer) return;
-  OpSlot* s = live_op(v);
-  if (s == nullptr) {
-    stale_handle();
-    return;
+int end_kernel_phase(void* handle, uint64_t ptimer) noexcept {
+  const uint64_t v = hv(handle);
+  if (tag_of(v) != Tag::kPhase) [[unlikely]] {
+    StateArgs a;
+    a.ptimer = ptimer;
+    a.has_ptimer = true;
+    record_state(handle, ni::abi::kKernelPhaseStop, a);  // a NULL, filtered or foreign handle
+    return 0;
   }
+  OpSlot* s = live_op(v);
+  if (s == nullptr) return stale_handle();
   const uint32_t ch = extra_of(v), p = static_cast<uint32_t>(v >> kPhaseShift) & 3u;
-  if (ch >= static_cast<uint32_t>(kPhaseChannels) || p >= static_cast<uint32_t>(kPhases)) return;
+  if (ch >= static_cast<uint32_t>(kPhaseChannels) || p >= static_cast<uint32_t>(kPhases)) return 0;
   // Relaxed: the progress thread's own fields (start_kernel_phase()).
-  const uint32_t d = static_cast<uint32_t>(a.ptimer) - s->ph_ns[p][ch].load(std::memory_order_relaxed);
-  if (static_cast<int32_t>(d) < 0) return;
+  const uint32_t d = static_cast<uint32_t>(ptimer) - s->ph_ns[p][ch].load(std::memory_order_relaxed);
+  if (static_cast<int32_t>(d) < 0) return 0;
   s->ph_ns[p][ch].store(d, std::memory_order_relaxed);  // as above
   s->ph_done[p].store(s->ph_done[p].load(std::memory_order_relaxed) | (1u << ch), std::memory_order_relaxed);  // as above
+  return 0;
 }
-}  // namespace
 
 // ============================================================ network events
 
@@ -997,6 +1000,7 @@ int stop(void* handle) noexcept {
   }
   if (tag_of(v) == Tag::kMarker) return 0;  // API / Group events: nothing to do
   if (tag_of(v) == Tag::kOp) return stop_op(v);  // no runtime check either (generation check)
+  if (tag_of(v) == Tag::kPhase) return 0;        // a KernelPhase: its end (state 31) came first
   Runtime* rt = runtime();
   if (rt == nullptr) [[unlikely]] return 0;
   stop_slow(rt, handle);
@@ -1167,7 +1171,9 @@ void record_slow(Runtime* rt, void* handle, int state, const StateArgs& a) noexc
       }
       return;
     }
-    case Tag::kPhase: end_kernel_phase(hv(handle), state, a); return;
+    case Tag::kPhase:  // its end normally comes through end_kernel_phase() (the plugin's state-31 path)
+      if (state == ni::abi::kKernelPhaseStop && a.has_ptimer) (void)end_kernel_phase(handle, a.ptimer);
+      return;
     default: return;  // markers (23, 24, ProxyCtrl states), NetPlugin (21), CE children
   }
 }

@@ -2,7 +2,9 @@
 // ABI v5 adapters and core, as NCCL 2.28 issues them with our mask (Group
 // start, Coll start/stop, Group stop, 8 x KernelCh start/record/stop = 28
 // callbacks). Prints ns per collective (median of runs). Under callgrind,
-// `--toggle-collect=run_ops` counts only the callbacks.
+// `--toggle-collect=*run_ops*` counts only the callbacks. --v7: the same
+// through ABI v7 (NCCL 2.31+, a tagged call); --phases: v7 with
+// NCCL_INSPECTOR_ENABLE_PHASES=1 and each channel's three KernelPhase events.
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -17,6 +19,7 @@
 #include "src/output/memory_sink.h"
 
 extern "C" ni::abi::ProfilerV5 ncclProfiler_v5;
+extern "C" ni::abi::ProfilerV7 ncclProfiler_v7;
 
 namespace {
 using namespace ni::abi;
@@ -84,6 +87,83 @@ inline void progress_side(void* ctx, void* op, uint64_t i) {
 __attribute__((noinline)) uint64_t run_ops(void* ctx, uint64_t n, uint64_t seq0) {
   for (uint64_t i = 0; i < n; ++i) progress_side(ctx, app_side(ctx, seq0 + i), seq0 + i);
   return n * 28;
+}
+
+// ---- ABI v7 (NCCL 2.31+): the same collective with a user tag, and with
+// --phases each channel's three KernelPhase events (start, state 31, stop)
+// before its KernelChStop: 28 + 72 = 100 callbacks.
+Result null_init7(void** c, uint64_t, int* m, const char*, int, int, int, DebugLogger) {
+  *c = reinterpret_cast<void*>(1);
+  *m = kColl | kKernelCh | kKernelPhase;
+  return kSuccess;
+}
+Result null_start7(void*, void** h, EventDescrV7*) {
+  *h = reinterpret_cast<void*>(1);
+  return kSuccess;
+}
+Result null_record7(void*, EventState, StateArgsV7*) { return kSuccess; }
+ProfilerV7 g_null7 = {"null", null_init7, null_start7, null_stop, null_record7, null_fini};
+ProfilerV7* g_table7 = &ncclProfiler_v7;
+bool g_phases = false;
+
+inline void* app_side7(void* ctx, uint64_t seq) {
+  EventDescrV7 g{};
+  g.type = kGroup;
+  void* gh = nullptr;
+  g_table7->startEvent(ctx, &gh, &g);
+  EventDescrV7 d{};
+  d.type = kColl;
+  d.coll.seqNumber = seq;
+  d.coll.func = "AllReduce";
+  d.coll.count = 1 << 20;
+  d.coll.datatype = "ncclFloat32";
+  d.coll.nChannels = 8;
+  d.coll.nWarps = 16;
+  d.coll.algo = "RING";
+  d.coll.proto = "SIMPLE";
+  d.coll.parentGroup = gh;
+  d.coll.userTag = 12;
+  void* op = nullptr;
+  g_table7->startEvent(ctx, &op, &d);
+  g_table7->stopEvent(op);
+  g_table7->stopEvent(gh);
+  return op;
+}
+
+inline void progress_side7(void* ctx, void* op, uint64_t i) {
+  StateArgsV7 a{};
+  for (uint8_t ch = 0; ch < 8; ++ch) {
+    EventDescrV7 k{};
+    k.type = kKernelCh;
+    k.parentObj = op;
+    k.kernelCh.channelId = ch;
+    k.kernelCh.pTimer = 1000 * i + ch;
+    void* kh = nullptr;
+    g_table7->startEvent(ctx, &kh, &k);
+    if (g_phases) {
+      for (uint8_t p = 0; p < 3; ++p) {
+        EventDescrV7 ph{};
+        ph.type = kKernelPhase;
+        ph.parentObj = kh;
+        ph.kernelPhase.channelId = ch;
+        ph.kernelPhase.phaseId = p;
+        ph.kernelPhase.pTimer = 1000 * i + ch + 100 * p;
+        void* h = nullptr;
+        g_table7->startEvent(ctx, &h, &ph);
+        a.kernelCh.pTimer = 1000 * i + ch + 100 * (p + 1);
+        g_table7->recordEventState(h, kKernelPhaseStop, &a);
+        g_table7->stopEvent(h);
+      }
+    }
+    a.kernelCh.pTimer = 1000 * i + 500 + ch;
+    g_table7->recordEventState(kh, kKernelChStop, &a);
+    g_table7->stopEvent(kh);
+  }
+}
+
+__attribute__((noinline)) uint64_t run_ops_v7(void* ctx, uint64_t n, uint64_t seq0) {
+  for (uint64_t i = 0; i < n; ++i) progress_side7(ctx, app_side7(ctx, seq0 + i), seq0 + i);
+  return n * (g_phases ? 100 : 28);
 }
 
 double now_ns() {
@@ -283,16 +363,52 @@ int main(int argc, char** argv) {
   int runs = 7;
   bool concurrent = false;
   bool independent_mode = false;
+  bool v7 = false;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--null")) g_table = &g_null;
+    if (!std::strcmp(argv[i], "--null")) {
+      g_table = &g_null;
+      g_table7 = &g_null7;
+    }
+    if (!std::strcmp(argv[i], "--v7")) v7 = true;
+    if (!std::strcmp(argv[i], "--phases")) g_phases = v7 = true;
     if (!std::strcmp(argv[i], "--concurrent")) concurrent = true;
     if (!std::strcmp(argv[i], "--independent")) independent_mode = true;
     if (i + 1 < argc && !std::strcmp(argv[i], "--ops")) ops = std::strtoull(argv[i + 1], nullptr, 10);
     if (i + 1 < argc && !std::strcmp(argv[i], "--runs")) runs = std::atoi(argv[i + 1]);
   }
   setenv("NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES", "0", 1);
+  if (g_phases) setenv("NCCL_INSPECTOR_ENABLE_PHASES", "1", 1);
   int mask = 0;
   void* ctx = nullptr;
+  if (v7) {
+    // --v7 [--phases]: the plain loop only.
+    g_table7->init(&ctx, 0x1234, &mask, "bench", 1, 8, 0, nullptr);
+    const uint64_t chunk = 256;
+    const int per = g_phases ? 100 : 28;
+    std::vector<double> ns_per_op;
+    uint64_t seq = 0;
+    for (int r = 0; r < runs; ++r) {
+      double total_ns = 0;
+      for (uint64_t done = 0; done < ops; done += chunk) {
+        const double t0 = now_ns();
+        (void)run_ops_v7(ctx, chunk, seq);
+        total_ns += now_ns() - t0;
+        seq += chunk;
+        if (g_table7 == &ncclProfiler_v7 && ni::out::MemorySink::current_) ni::out::MemorySink::current_->discard();
+      }
+      ns_per_op.push_back(total_ns / static_cast<double>(((ops + chunk - 1) / chunk) * chunk));
+    }
+    std::sort(ns_per_op.begin(), ns_per_op.end());
+    ni::CoreStats s = g_table7 == &ncclProfiler_v7 ? ni::stats() : ni::CoreStats{};
+    std::printf("{\"ns_per_collective\": %.1f, \"callbacks_per_collective\": %d, \"ns_per_callback\": %.2f, "
+                "\"ops\": %llu, \"dropped\": %llu, \"phases_asked\": %s}\n",
+                ns_per_op[ns_per_op.size() / 2], per, ns_per_op[ns_per_op.size() / 2] / per,
+                static_cast<unsigned long long>(seq),
+                static_cast<unsigned long long>(s.dropped_ring_full + s.dropped_pool_exhausted),
+                (mask & kKernelPhase) != 0 ? "true" : "false");
+    g_table7->finalize(ctx);
+    return 0;
+  }
   g_table->init(&ctx, 0x1234, &mask, "bench", 1, 8, 0, nullptr);
   if (independent_mode) {
     void* ctx_b = nullptr;
