@@ -338,6 +338,10 @@ struct Options {
   int graph_replays = 3;             // replays per captured op for Fault::kGraphReplay
   ni::abi::DebugLogger logger = nullptr;  // passed to v4+ init; nullptr = nccl_logger()
   int fault_op = 3;                  // per-comm op index where one-shot faults fire
+  // 2.31+: a job-wide event mask sent through NCCL's RAS subsystem, written
+  // over the plugin's mask after every comm's init (profiler-abi §13.2);
+  // -1 = none. Older releases have no such command and ignore it.
+  int ras_mask = -1;
   // The job's time origin (CLOCK_REALTIME ns); 0 = now. Processes that
   // together form one job pass the same value so their timelines line up
   // (run() waits until then).

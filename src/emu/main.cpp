@@ -2,7 +2,9 @@
 // plugin; `nccl-emu bench ...` measures per-callback cost; `nccl-emu faults`
 // lists the fault names.
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -44,7 +46,7 @@ struct RunArgs {
   std::string nccl = "2.30", plugin, workload, truth, pace = "realtime", ranks, net, hang;
   std::vector<std::string> faults;
   uint64_t seed = 1, start_at = 0;
-  std::string wire_lock;
+  std::string wire_lock, ras_mask;
   int iters = 0, world = 0, nodes = 0, fault_op = 3, replays = 3;
   bool quiet = false;
 };
@@ -75,6 +77,9 @@ void add_run_options(CLI::App& app, RunArgs& a) {
   app.add_option("--hang", a.hang,
                  "plant a hang or desync: a truth.hang JSON object, e.g. "
                  "'{\"kind\":\"kernel_stuck\",\"world_rank\":5,\"comm\":\"dp\",\"at_op\":3}' (overrides the workload's)");
+  app.add_option("--ras-mask", a.ras_mask,
+                 "2.31+: the event mask NCCL's RAS sends job-wide (e.g. 0x8002), written over the plugin's after "
+                 "every comm init");
   app.add_flag("--quiet", a.quiet, "print only the bound-version line");
 }
 
@@ -151,6 +156,14 @@ std::string make_options(const RunArgs& a, Options& o) {
   o.seed = a.seed;
   o.fault_op = a.fault_op;
   o.graph_replays = a.replays;
+  if (!a.ras_mask.empty()) {
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long m = std::strtoul(a.ras_mask.c_str(), &end, 0);
+    if (errno != 0 || end == a.ras_mask.c_str() || *end != '\0' || m > 0xffffu)
+      return "bad --ras-mask '" + a.ras_mask + "' (an event mask, e.g. 0x8002; bits 0-15)";
+    o.ras_mask = static_cast<int>(m);
+  }
   return "";
 }
 

@@ -142,6 +142,14 @@ void init_plugin(Proc& P, Comm& c) {
   const int r = P.binding->init(&ctx, &P.mask, ci);
   c.ctx = ctx;
   c.inited = true;
+  // 2.31+: the RAS override is re-applied after each comm's init, over what
+  // the plugin (and the adapters) wrote: the plugin cannot assume its mask is
+  // the one in force. Relaxed, as every write of NCCL's mask (read_mask()).
+  if (P.minor >= 31 && P.o->ras_mask >= 0) {
+    std::atomic_ref<int>(P.mask).store(P.o->ras_mask, std::memory_order_relaxed);
+    ci.logfn(kLogInfo, kSubsysInit, __FILE__, __LINE__, "PROFILER/Plugin: event mask 0x%x set by RAS for comm %s",
+             static_cast<unsigned>(P.o->ras_mask), c.spec->name.c_str());
+  }
   if (r != kSuccess) {
     ci.logfn(kLogWarn, kSubsysInit, __FILE__, __LINE__, "PROFILER/Plugin: init for comm %s returned %d", c.spec->name.c_str(),
              r);
@@ -153,6 +161,11 @@ void init_plugin(Proc& P, Comm& c) {
     }
   }
 }
+
+// 2.31+: how many empty looks the profiler thread takes, backing off to 10 us,
+// before it sleeps on its condition variable (NCCL sleeps when it has no op in
+// flight; ~140 us of polling stands for the gap between two ops of a busy job).
+constexpr int kProfilerIdlePolls = 16;
 
 // Proxy resources: NCCL creates the progress thread after init (§6). We also
 // start it only after every comm of the phase ran init, so the plugin's plain
@@ -177,7 +190,8 @@ void start_workers(Proc& P, Comm& c) {
         [pp, owner, ctrl](bool sleeping) { progress_idle(*pp, owner, sleeping, ctrl.get()); });
   }
   if (P.minor >= 31 && !c.profiler)
-    c.profiler = std::make_shared<Worker>("emu-prof-" + c.spec->name.substr(0, 4) + std::to_string(c.R->g));
+    c.profiler = std::make_shared<Worker>("emu-prof-" + c.spec->name.substr(0, 4) + std::to_string(c.R->g),
+                                          Worker::IdleHook{}, Worker::Polling{kProfilerIdlePolls, {}});
   if (!c.spec->blocking) c.launcher = std::make_unique<Worker>("emu-launch-r" + std::to_string(c.R->g));
   if (P.o->workload.net_profiler == NetProfiler::kSocket)
     c.sock_helper = std::make_unique<Worker>("emu-sock-r" + std::to_string(c.R->g));

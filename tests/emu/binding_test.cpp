@@ -1,6 +1,11 @@
 // Version parsing, symbol selection (§0), loading errors, adapter quirks (§6).
+#include <atomic>
+#include <chrono>
+#include <mutex>
 #include <set>
+#include <thread>
 
+#include "src/emu/worker.h"
 #include "tests/emu/helpers.h"
 
 namespace ni::emu_test {
@@ -208,6 +213,70 @@ TEST_F(Emu, V7On231SendsEachChannelsPhasesBeforeItsKernelChStop) {
     EXPECT_EQ(seq[11]->kind, Kind::kStop);
   }
   EXPECT_EQ(phases, 3 * kch.size());
+}
+
+// 2.31+: NCCL's RAS override is written over the plugin's mask after each
+// comm's init: the events that arrive are the override's. Before 2.31 there is
+// no such command and the plugin's own mask stays.
+TEST_F(Emu, RasMaskOverridesThePluginsMaskFrom231) {
+  Workload w = one_comm(2, 1);
+  w.program.push_back(solo(op("AllReduce", 1 << 20)));
+  for (const char* ver : {"2.30", "2.31", "2.32"}) {
+    ni::rec::reset();
+    ni::rec::set_mask(static_cast<int>(kColl));  // the plugin asks for Coll only
+    Options o;
+    o.nccl = *NcclVersion::parse(ver);
+    o.tables = all_tables();
+    o.workload = w;
+    o.world_ranks = {0};
+    o.pace = Pace::kNone;
+    o.ras_mask = static_cast<int>(kColl | kKernelCh | kKernelPhase);
+    RunResult r = run(o);
+    ASSERT_TRUE(r.ok) << r.error;
+    const bool ras = std::string(ver) >= "2.31";
+    auto cs = ni::rec::calls();
+    ASSERT_EQ(cs.back().kind, Kind::kFinalize);
+    EXPECT_EQ(cs.back().mask_seen, ras ? o.ras_mask : static_cast<int>(kColl)) << ver;
+    EXPECT_EQ(starts(cs, kKernelCh).empty(), !ras) << ver;
+    EXPECT_EQ(starts(cs, kKernelPhase).empty(), !ras) << ver;
+    EXPECT_EQ(starts(cs, kColl).size(), 1u) << ver;
+  }
+  ni::rec::set_mask(0xffff);
+}
+
+// 2.31+'s profiler thread polls: after work it looks again after 1, 2, 4, 8,
+// 16 us and then every 10 us, and sleeps on its condition variable only after
+// that many empty looks; a job starts the back-off again at 1 us.
+TEST(Worker, PollingWorkerBacksOffThenSleeps) {
+  std::mutex mu;
+  std::vector<uint32_t> pauses;
+  Worker::Polling p;
+  p.idle_polls = 8;
+  p.sleep = [&](uint32_t us) {
+    std::lock_guard<std::mutex> g(mu);
+    pauses.push_back(us);
+  };
+  Worker wk("t-poll", {}, p);
+  auto wait_sleeps = [&](uint64_t n) {
+    for (int i = 0; i < 20000 && wk.sleeps() < n; ++i) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    return wk.sleeps();
+  };
+  ASSERT_EQ(wait_sleeps(1), 1u);
+  const std::vector<uint32_t> spell = {1, 2, 4, 8, 16, 10, 10, 10};
+  {
+    std::lock_guard<std::mutex> g(mu);
+    EXPECT_EQ(pauses, spell);
+  }
+  std::atomic<int> ran{0};
+  wk.post([&] { ran.fetch_add(1); });  // pairs with the load below (seq_cst)
+  wk.drain();
+  EXPECT_EQ(ran.load(), 1);
+  ASSERT_EQ(wait_sleeps(2), 2u);
+  std::vector<uint32_t> both = spell;
+  both.insert(both.end(), spell.begin(), spell.end());
+  std::lock_guard<std::mutex> g(mu);
+  EXPECT_EQ(pauses, both);
+  EXPECT_EQ(wk.empty_polls(), 16u);
 }
 
 // A v1..v6 plugin on 2.31 binds v6 through NCCL's adapter: the same v6

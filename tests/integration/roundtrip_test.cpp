@@ -662,6 +662,55 @@ TEST(KernelTiming, OffMeansNoKernelEventsAndEveryOpCpuTimed) {
   }
 }
 
+// NCCL 2.31+'s RAS override (profiler-abi §13.2) writes the job's event mask
+// over the plugin's after every comm init: the plugin gets what the override
+// says, not what it asked for. Without KernelCh (0x6: Coll and P2p only) every
+// op is still recorded, CPU-timed and without bandwidth; with KernelPhase that
+// the user never enabled (0x8046), the phases NCCL sends are recorded.
+TEST(RasMask, ThePluginRecordsWhatTheOverrideSendsNotWhatItAskedFor) {
+  for (const char* mask : {"0x6", "0x8046"}) {
+    const bool kernel = std::string(mask) == "0x8046";
+    fs::path dir = temp_dir(std::string("ras") + mask);
+    const std::string cmd = "NCCL_INSPECTOR_DUMP_DIR=" + (dir / "logs").string() +
+                            " NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES=0 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT " +
+                            NI_EMU_PATH + " --plugin " + NI_PLUGIN_PATH + " --nccl 2.31 --ras-mask " + mask +
+                            " --pace none --iters 20 --truth " + (dir / "truth.jsonl").string() + " > " +
+                            (dir / "emu.log").string() + " 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    std::ifstream el(dir / "emu.log");
+    const std::string emu_log((std::istreambuf_iterator<char>(el)), std::istreambuf_iterator<char>());
+    EXPECT_NE(emu_log.find(std::string("event mask ") + mask + " set by RAS"), std::string::npos) << emu_log;
+    EXPECT_EQ(emu_log.find("KernelCh.start") != std::string::npos, kernel) << mask << ": " << emu_log;
+    size_t visible = 0;
+    std::ifstream tf(dir / "truth.jsonl");
+    std::string line;
+    while (std::getline(tf, line)) {
+      json t = json::parse(line);
+      visible += t.value("type", "") == "op" && t.value("visible", false);
+    }
+    Read r = read_dir(dir / "logs");
+    size_t with_phases = 0, gpu = 0;
+    for (const ana::Op& op : r.ops) {
+      EXPECT_EQ(op.flags & ana::kFlagApiOnly, 0) << mask << ": no API events in the override";
+      gpu += !ana::cpu_timed(op.timing);
+      if (!kernel) {
+        EXPECT_TRUE(std::isnan(op.busbw_gbs)) << func_name(op);
+      }
+    }
+    for (const json& rec : log_ops(dir / "logs")) with_phases += rec.contains("phases");
+    EXPECT_GT(visible, 0u);
+    EXPECT_EQ(r.ops.size(), visible) << mask;
+    if (kernel) {
+      EXPECT_EQ(gpu, r.ops.size()) << "every op GPU-timed";
+      EXPECT_GT(with_phases, r.ops.size() / 2) << "phases recorded although NCCL_INSPECTOR_ENABLE_PHASES is unset";
+    } else {
+      EXPECT_EQ(gpu, 0u);
+      EXPECT_EQ(with_phases, 0u);
+    }
+    if (!HasFailure()) fs::remove_all(dir);
+  }
+}
+
 TEST(Burst, MillionOpsThroughATinyRingAreWrittenOrCounted) {
   fs::path dir = temp_dir("burst");
   setenv("NCCL_INSPECTOR_DUMP_DIR", (dir / "logs").c_str(), 1);
