@@ -49,6 +49,10 @@ TEST(EmuCli, ClearErrors) {
   EXPECT_NE(sh(std::string(NCCL_EMU) + " --plugin " + NCCL_EMU, &out), 0);
   EXPECT_NE(sh(std::string(NCCL_EMU) + " --plugin " + INSPECTOR_SO + " --fault nope", &out), 0);
   EXPECT_NE(out.find("unknown fault"), std::string::npos) << out;
+  for (const char* bad : {"zz", "0x10000", "-1", "0x8002junk"}) {
+    EXPECT_EQ(sh(std::string(NCCL_EMU) + " --nccl 2.31 --plugin " + INSPECTOR_SO + " --ras-mask " + bad, &out), 2) << bad;
+    EXPECT_NE(out.find("bad --ras-mask"), std::string::npos) << out;
+  }
 }
 
 TEST(EmuCli, BenchNullPluginFloor) {
