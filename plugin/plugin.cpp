@@ -608,8 +608,10 @@ NI_EXPORT ProfilerV7 ncclProfiler_v7 = {
 }  // extern "C"
 
 // The small marker API, for user code that dlopens this same library (see
-// docs/configuration.md): iteration boundaries, phases, and "write now".
+// docs/configuration.md): iteration boundaries, phases, names of user tags,
+// and "write now".
 extern "C" {
 NI_EXPORT int ncclInspectorMark(const char* label) { return ni::core::mark(label); }
 NI_EXPORT int ncclInspectorFlush(void) { return ni::core::flush(); }
+NI_EXPORT int ncclInspectorNameTag(uint64_t tag, const char* name) { return ni::core::name_tag(tag, name); }
 }

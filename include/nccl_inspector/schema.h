@@ -31,6 +31,7 @@ inline constexpr std::string_view kTypeCe = "ce";        // one copy-engine coll
 inline constexpr std::string_view kTypeClock = "clock";  // GPU->wall clock estimate of a comm's GPU
 inline constexpr std::string_view kTypeStats = "stats";  // periodic counters (written, dropped, ...)
 inline constexpr std::string_view kTypeMark = "mark";    // user mark (ncclInspectorMark)
+inline constexpr std::string_view kTypeTag = "tag";      // a user tag's name (ncclInspectorNameTag)
 inline constexpr std::string_view kTypeEnd = "end";      // clean shutdown, last line
 inline constexpr std::string_view kTypeProgress = "progress";  // a comm's issue state and its long in-flight ops
 inline constexpr std::string_view kTypeAlive = "alive";        // nothing else written for HANG_MS: still alive

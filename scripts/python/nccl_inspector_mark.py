@@ -11,6 +11,9 @@ NCCL communicators lazily, at the first collective) it does nothing and returns 
 second copy of the plugin. It finds the plugin NCCL loaded the way NCCL names it: `NCCL_PROFILER_PLUGIN` as
 a path, or as a short name ("inspector" -> libnccl-profiler-inspector.so).
 
+`name_tag(tag, name)` names a user tag (NCCL 2.31+'s ncclCollConfig_t.userProfilerTag) the same way: a
+`tag` record, which the analyzer's tag groups (summary --group-by tag, compare --by-tag, report, trace) show.
+
 Returns 0 (recorded), 1 (dropped: the plugin's ring was full; counted in its stats), or -1 (not active:
 no plugin loaded yet, no communicator, NCCL_INSPECTOR_ENABLE=0, or another profiler plugin).
 Labels are cut at 255 bytes. One file, standard library only: copy it next to your training script, or use
@@ -19,7 +22,7 @@ the installed copy (share/nccl-inspector/python/).
 import ctypes
 import os
 
-__all__ = ["mark", "flush"]
+__all__ = ["mark", "name_tag", "flush"]
 
 _lib = None
 
@@ -52,6 +55,8 @@ def _plugin():
         fn.restype = ctypes.c_int
         lib.ncclInspectorFlush.argtypes = []
         lib.ncclInspectorFlush.restype = ctypes.c_int
+        lib.ncclInspectorNameTag.argtypes = [ctypes.c_uint64, ctypes.c_char_p]
+        lib.ncclInspectorNameTag.restype = ctypes.c_int
         _lib = lib
         return lib
     return None
@@ -65,6 +70,20 @@ def mark(label):
     if isinstance(label, str):
         label = label.encode("utf-8", "replace")
     return lib.ncclInspectorMark(bytes(label)[:255])
+
+
+def name_tag(tag, name):
+    """Names a user tag (the number set as ncclCollConfig_t.userProfilerTag, NCCL 2.31+) in the log: the
+    analyzer's tag groups then show the name. 0 recorded, 1 dropped, -1 not active, -2 tag 0 or no name."""
+    lib = _plugin()
+    if lib is None:
+        return -1
+    if isinstance(name, str):
+        name = name.encode("utf-8", "replace")
+    tag = int(tag)
+    if tag <= 0 or tag >= 1 << 64:
+        return -2
+    return lib.ncclInspectorNameTag(tag, bytes(name)[:255])
 
 
 def flush():

@@ -178,6 +178,7 @@ struct StatsInfo {  // last (cumulative) stats record of a file
 struct MarkInfo {
   std::int64_t wall_ns = 0;
   std::string label;
+  std::uint64_t user_tag = 0;  // "tag" records: the tag the label names
 };
 
 struct ClockInfo {  // a "clock" record: the GPU->wall estimate of a comm moved or became valid
@@ -300,6 +301,7 @@ struct FileInfo {
   std::map<std::string, std::uint64_t> unknown_types;
   std::vector<CommInfo> comms;
   std::vector<MarkInfo> marks;
+  std::vector<MarkInfo> tag_names;    // "tag" records (ncclInspectorNameTag), in file order (capped at 65536)
   std::vector<ClockInfo> clocks;      // clock records, in file order (capped at 4096 per file)
   std::vector<CommRankProgress> progress;  // per comm rank seen in the file (hangs.h)
   std::int64_t last_wall_ns = 0;      // the latest time any line of the file gave (liveness)

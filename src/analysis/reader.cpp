@@ -51,6 +51,7 @@ void add_totals(ReadResult& res) {
 // sink and its comms (names) stay.
 void release(FileInfo& info) noexcept {
   std::vector<MarkInfo>().swap(info.marks);
+  std::vector<MarkInfo>().swap(info.tag_names);
   std::vector<ClockInfo>().swap(info.clocks);
   std::vector<std::string>().swap(info.problems);
 }

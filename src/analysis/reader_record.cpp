@@ -693,6 +693,14 @@ void RecordReader::dispatch() {
     on_stats();
   } else if (t == sc::kTypeMark) {
     info_.marks.push_back({L.wall_ns, cut_label(L.label)});
+  } else if (t == sc::kTypeTag) {
+    if (L.user_tag == 0 || L.label.empty()) {
+      ++info_.bad_lines;
+      problem(std::string(sc::kTypeTag) + " record without a " + std::string(sc::kUserTag) + " or a " +
+              std::string(sc::kLabel));
+    } else if (info_.tag_names.size() < 65536) {
+      info_.tag_names.push_back({L.wall_ns, cut_label(L.label), L.user_tag});
+    }
   } else if (t == sc::kTypeEnd) {
     info_.has_end = true;
     info_.dropped_total_end = L.dropped_total;

@@ -104,43 +104,6 @@ bool parse_peak(const std::string& s, std::map<std::string, double>& out) {
   return true;
 }
 
-bool load_tag_map(const std::string& path, std::map<std::uint64_t, std::string>& out, std::string& err) {
-  std::ifstream in(path);
-  if (!in) {
-    err = "cannot read tag map " + path;
-    return false;
-  }
-  std::string line;
-  for (int n = 1; std::getline(in, line); ++n) {
-    if (auto h = line.find('#'); h != std::string::npos) line.resize(h);
-    const auto b = line.find_first_not_of(" \t\r");
-    if (b == std::string::npos) continue;
-    const auto e = line.find_first_of(" \t", b);
-    const std::string tag = line.substr(b, e == std::string::npos ? std::string::npos : e - b);
-    std::string name = e == std::string::npos ? "" : line.substr(e);
-    name.erase(0, name.find_first_not_of(" \t"));
-    name.erase(name.find_last_not_of(" \t\r") + 1);
-    std::uint64_t v = 0;
-    const bool hex = tag.size() > 2 && tag[0] == '0' && (tag[1] == 'x' || tag[1] == 'X');
-    const char* first = tag.data() + (hex ? 2 : 0);
-    const auto [p, ec] = std::from_chars(first, tag.data() + tag.size(), v, hex ? 16 : 10);
-    if (ec != std::errc() || p != tag.data() + tag.size() || v == 0 || name.empty()) {
-      err = path + ":" + std::to_string(n) + ": expected \"tag name\" (a tag is a number from 1, decimal or 0x hex), got \"" +
-            line + "\"";
-      return false;
-    }
-    if (auto [it, fresh] = out.emplace(v, name); !fresh && it->second != name) {
-      err = path + ":" + std::to_string(n) + ": tag " + tag + " is named " + it->second + " already";
-      return false;
-    }
-  }
-  if (out.empty()) {
-    err = "tag map " + path + " names no tag";
-    return false;
-  }
-  return true;
-}
-
 void SummarySink::on_op(const Op& op, const OpDetail* d, const FileInfo& file) {
   if (op.flags & kFlagAssembled) {
     ++assembled;  // not a record: the health section counts records
@@ -152,13 +115,7 @@ void SummarySink::on_op(const Op& op, const OpDetail* d, const FileInfo& file) {
   if (opt_->group_by == GroupBy::kComm) {
     k.group = op.comm_hash;
   } else if (opt_->group_by == GroupBy::kTag) {
-    k.group = d != nullptr ? d->user_tag : 0;
-    if (!labels.count(k.group)) {
-      auto it = opt_->tag_names.find(k.group);
-      labels.emplace(k.group, it != opt_->tag_names.end() ? it->second
-                              : k.group == 0          ? std::string("(untagged)")
-                                                      : std::to_string(k.group));
-    }
+    k.group = d != nullptr ? d->user_tag : 0;  // named at the end (the logs' tag records may come later)
   } else {
     if (op.file_idx != last_file_) {
       std::string label = file.host.empty() ? "(unknown host)" : file.host;
@@ -466,6 +423,7 @@ std::string algo_env(Algo a) {
 }
 // The summary table: one row per group key, sorted by label then key.
 void summary_table(Report& r, const SummarySink& s, const ReadResult& res, const SummaryOptions& o) {
+  const TagNames tags = o.group_by == GroupBy::kTag ? tag_names(res, o.tag_names) : TagNames();
   struct Row {
     std::string label;
     const GroupKey* k;
@@ -475,6 +433,7 @@ void summary_table(Report& r, const SummarySink& s, const ReadResult& res, const
   for (const auto& [k, a] : s.groups) {
     std::string label;
     if (o.group_by == GroupBy::kComm) label = comm_label(k.group, res);
+    else if (o.group_by == GroupBy::kTag) label = tags.label(k.group);
     else if (auto it = s.labels.find(k.group); it != s.labels.end()) label = it->second;
     rows.push_back({std::move(label), &k, &a});
   }
@@ -533,6 +492,7 @@ void summary_table(Report& r, const SummarySink& s, const ReadResult& res, const
                           ? "util_pct: busbw P50 / best P50 observed for the same (op, nranks, nnodes)"
                           : "util_pct: busbw P50 / --peak-busbw (by op, else by link type of most ops, else the default)");
   sec.notes.push_back("busbw per record and per rank (nccl-tests factors); never averaged across ranks");
+  if (std::string n = tags.note(); !n.empty()) sec.notes.push_back(std::move(n));
   if (any_cpu)
     sec.notes.push_back(
         "timing cpu: latency as the CPU saw it (the proxy thread, network progress, or just the enqueue of a "
@@ -651,7 +611,7 @@ class SummaryAnalysis : public Analysis {
     o.push_back({"--group-by", "comm | host | rack (with --host-map) | tag (the calls' user tags, NCCL 2.31+)",
                  &group_by_, true});
     o.push_back({"--host-map", "file of 'host rack' lines for --group-by rack", &host_map_});
-    o.push_back({"--tag-map", "file of 'tag name' lines naming the user tags for --group-by tag", &tag_map_});
+    o.push_back({"--tag-map", "file of 'tag name' lines naming the user tags for --group-by tag (over the logs' tag records)", &tag_map_});
     o.push_back({"--peak-busbw",
                  "peak busbw in GB/s for utilisation: 300, AllReduce=300, network=25 or intra_node=300 (repeatable)",
                  &peaks_});

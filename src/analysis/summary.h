@@ -12,6 +12,7 @@
 #include "src/analysis/reader.h"
 #include "src/analysis/stats.h"
 #include "src/analysis/table.h"
+#include "src/analysis/tags.h"
 
 namespace ni::analysis {
 
@@ -26,9 +27,6 @@ struct SummaryOptions {
   bool advice = true;
 };
 
-// Reads a --tag-map file: "tag name" lines (tag decimal or 0x hex; the name is
-// the rest of the line; '#' comments). False + err on a bad line or no tag.
-bool load_tag_map(const std::string& path, std::map<std::uint64_t, std::string>& out, std::string& err);
 
 // Parses "300", "AllReduce=300" or "network=25" / "intra_node=300" into the map.
 bool parse_peak(const std::string& s, std::map<std::string, double>& out);

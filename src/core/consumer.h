@@ -124,5 +124,12 @@ void log(ni::abi::LogLevel level, const char* fmt, ...) __attribute__((format(pr
 // stored NUL-terminated in the bytes of `channels` (up to kMarkLabelMax-1).
 inline constexpr OpKind kMarkKind = static_cast<OpKind>(3);
 inline constexpr size_t kMarkLabelMax = sizeof(OpRecord::channels);
+// ---- tag names (ncclInspectorNameTag): the same, kind == kTagName, with the
+// tag in user_tag and its name as the label.
+inline constexpr OpKind kTagNameKind = static_cast<OpKind>(4);
+// A mark or a tag name: a record of the user's, of no communicator.
+inline bool is_note(uint8_t kind) {
+  return kind == static_cast<uint8_t>(kMarkKind) || kind == static_cast<uint8_t>(kTagNameKind);
+}
 
 }  // namespace ni

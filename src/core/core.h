@@ -163,6 +163,10 @@ namespace ni::core {
 // beyond). Returns 0 when recorded, 1 when dropped (counted), -1 when the
 // plugin is not active (no communicator initialised, or disabled).
 int mark(const char* label) noexcept;
+// ncclInspectorNameTag: names a user tag (ncclCollConfig_t.userProfilerTag)
+// in the log, for the analyzer's tag groups. The same returns as mark(), and
+// -2 for tag 0 (no tag) or a NULL name.
+int name_tag(uint64_t tag, const char* name) noexcept;
 // ncclInspectorFlush: asks the dump thread to write everything now.
 int flush() noexcept;
 }  // namespace ni::core

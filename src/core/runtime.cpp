@@ -552,7 +552,9 @@ void log(ni::abi::LogLevel level, const char* fmt, ...) {
 
 namespace ni::core {
 
-int mark(const char* label) noexcept {
+namespace {
+// A user's record (mark or tag name): no comm, the label in the bytes of channels.
+int note(OpKind kind, uint64_t tag, const char* label) noexcept {
   Runtime* rt = runtime();
   // Relaxed: a hint; a mark racing with the last finalize is simply dropped.
   if (rt == nullptr || !rt->cfg.enable || rt->live.load(std::memory_order_relaxed) == 0) return -1;
@@ -560,7 +562,8 @@ int mark(const char* label) noexcept {
   OpRecord* r = publish_begin(&tr);
   if (r == nullptr) return 1;
   std::memset(static_cast<void*>(r), 0, offsetof(OpRecord, channels));
-  r->kind = static_cast<uint8_t>(kMarkKind);
+  r->kind = static_cast<uint8_t>(kind);
+  r->user_tag = tag;
   r->rank = -1;
   r->peer = -1;
   r->enqueue_ns = clk::now_ns();
@@ -578,6 +581,14 @@ int mark(const char* label) noexcept {
   dst[n] = '\0';
   publish_commit(tr);
   return 0;
+}
+}  // namespace
+
+int mark(const char* label) noexcept { return note(kMarkKind, 0, label); }
+
+int name_tag(uint64_t tag, const char* name) noexcept {
+  if (tag == 0 || name == nullptr) return -2;
+  return note(kTagNameKind, tag, name);
 }
 
 int flush() noexcept {

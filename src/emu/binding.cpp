@@ -24,6 +24,7 @@ PluginTables tables_from_dl(void* dl) {
   t.v6 = static_cast<const ProfilerV6*>(dlsym(dl, "ncclProfiler_v6"));
   t.v7 = static_cast<const ProfilerV7*>(dlsym(dl, "ncclProfiler_v7"));
   t.mark = reinterpret_cast<int (*)(const char*)>(dlsym(dl, "ncclInspectorMark"));
+  t.name_tag = reinterpret_cast<int (*)(uint64_t, const char*)>(dlsym(dl, "ncclInspectorNameTag"));
   return t;
 }
 }  // namespace

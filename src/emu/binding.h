@@ -162,6 +162,7 @@ class Binding {
   void record(uint64_t type, void* h, int state, const St& a);
   // The plugin's ncclInspectorMark (user code's call); -1 when it has none.
   int mark(const char* label) const { return t_.mark != nullptr ? t_.mark(label) : -1; }
+  int name_tag(uint64_t tag, const char* name) const { return t_.name_tag != nullptr ? t_.name_tag(tag, name) : -1; }
 
   // Callback counters (calls actually made into the plugin).
   struct Counters {

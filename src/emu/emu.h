@@ -53,6 +53,7 @@ struct PluginTables {
   const ni::abi::ProfilerV7* v7 = nullptr;
   // The plugin's ncclInspectorMark, if it has one (user code calls it, not NCCL).
   int (*mark)(const char*) = nullptr;
+  int (*name_tag)(uint64_t, const char*) = nullptr;
   bool empty() const { return !v1 && !v2 && !v3 && !v4 && !v5 && !v6 && !v7; }
 };
 
@@ -160,6 +161,7 @@ struct MixEntry {
   std::string dtype = "ncclBfloat16";
   std::vector<uint64_t> bytes;  // message sizes in bytes (count = bytes / dtype size)
   double weight = 1;
+  uint64_t tag = 0;  // 2.31+: every op of the entry carries this user tag (0: none)
 };
 
 // Injected truth: the ground the analyzer should find.
@@ -241,6 +243,10 @@ struct Workload {
   // ops start that much later in the job's time.
   int iteration_gap_us = 0;
   NetProfiler net_profiler = NetProfiler::kNone;
+  // Names of user tags: each process's first rank calls the plugin's
+  // ncclInspectorNameTag(tag, name) for each before its first step (when the
+  // plugin exports it), as an application names its tags after comm init.
+  std::map<uint64_t, std::string> tag_names;
   TruthKnobs truth;
   ModelKnobs model;
 };

@@ -357,6 +357,9 @@ std::vector<PlanP> make_replays(Proc& P, Rank& R, const std::vector<PlanP>& plan
 }
 
 void exec_step(Proc& P, Rank& R, const StepSpec& step, int step_index) {
+  // The application names its tags once its comms exist (before its first collective).
+  if (step_index == 0 && &R == P.ranks.front().get() && P.live())
+    for (const auto& [tag, name] : P.o->workload.tag_names) P.binding->name_tag(tag, name.c_str());
   // A training loop marks its iterations once per process (the mark is the
   // process's, not a rank's): the process's first rank does it, after waiting
   // for what it launched so far to finish, as a loop that synchronises once

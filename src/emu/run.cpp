@@ -49,6 +49,7 @@ std::vector<StepSpec> expand_steps(const Options& o) {
       op.comm = pick->comm;
       op.func = pick->func;
       op.dtype = pick->dtype;
+      op.tag = pick->tag;
       const uint64_t bytes = pick->bytes.empty() ? 1048576 : pick->bytes[rng() % pick->bytes.size()];
       op.count = std::max<uint64_t>(1, bytes / dtype_size(dtype_code_of(op.dtype)));
       s.ops.push_back(op);

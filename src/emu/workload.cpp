@@ -1,6 +1,8 @@
 // Workload spec: JSON parsing (strict: unknown keys are errors, so typos do not
 // silently change a job) and the default training-like demo job.
 #include <nlohmann/json.hpp>
+
+#include <charconv>
 #include <set>
 #include <stdexcept>
 
@@ -108,7 +110,7 @@ Workload parse_workload_json(const std::string& text) {
     throw std::runtime_error(std::string("workload: invalid JSON: ") + e.what());
   }
   try {
-    check_keys(j, {"world", "nodes", "comms", "program", "mix", "iterations", "group_size", "mark_every", "iteration_gap_us", "net_profiler", "truth", "model"},
+    check_keys(j, {"world", "nodes", "comms", "program", "mix", "iterations", "group_size", "mark_every", "iteration_gap_us", "net_profiler", "truth", "model", "tag_names"},
                "workload");
     Workload w;
     get(j, "world", w.world);
@@ -158,14 +160,28 @@ Workload parse_workload_json(const std::string& text) {
       }
       w.program.push_back(std::move(s));
     }
+    if (j.contains("tag_names")) {
+      const json& tn = j.at("tag_names");
+      if (!tn.is_object()) throw std::runtime_error("tag_names must be an object {\"tag\": \"name\"}");
+      for (auto it = tn.begin(); it != tn.end(); ++it) {
+        uint64_t tag = 0;
+        const std::string& k = it.key();
+        const auto [p, ec] = std::from_chars(k.data(), k.data() + k.size(), tag);
+        if (ec != std::errc() || p != k.data() + k.size() || tag == 0 || (tag >> 63) != 0 || !it.value().is_string())
+          throw std::runtime_error("tag_names: \"" + k + "\" is not a tag (1 .. 2^63-1) with a name string");
+        w.tag_names[tag] = it.value().get<std::string>();
+      }
+    }
     for (const json& m : j.value("mix", json::array())) {
-      check_keys(m, {"comm", "func", "dtype", "bytes", "weight"}, "mix entry");
+      check_keys(m, {"comm", "func", "dtype", "bytes", "weight", "tag"}, "mix entry");
       MixEntry e;
       get(m, "comm", e.comm);
       get(m, "func", e.func);
       get(m, "dtype", e.dtype);
       get(m, "bytes", e.bytes);
       get(m, "weight", e.weight);
+      get(m, "tag", e.tag);
+      if (e.tag >> 63) throw std::runtime_error("mix entry: tag " + std::to_string(e.tag) + " has the top bit set (reserved by NCCL)");
       w.mix.push_back(e);
     }
     if (j.contains("truth")) {

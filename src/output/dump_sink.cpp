@@ -384,7 +384,7 @@ const ClockEstimate* DumpSink::group_clock(CommEntry* ce, uint32_t group, uint64
 }
 
 void DumpSink::dispatch_record(const OpRecord& r) {
-  CommEntry* ce = static_cast<OpKind>(r.kind) == kMarkKind ? nullptr : find_comm(r.comm_id);
+  CommEntry* ce = is_note(r.kind) ? nullptr : find_comm(r.comm_id);
   if (ce != nullptr && ce->info.comm_hash == 0 && r.comm_hash != 0) [[unlikely]] {
     // ABI v1-v3: the comm's hash (and rank) arrive with its first ops, after
     // the comm went out with hash 0: announce the comm again.

@@ -268,9 +268,11 @@ OpTiming op_timing(const OpRecord& r, int nranks) {
 }
 
 void Encoder::mark(Buf& b, const OpRecord& r) const {
-  begin(b, sc::kTypeMark);
+  const bool tag = static_cast<OpKind>(r.kind) == kTagNameKind;
+  begin(b, tag ? sc::kTypeTag : sc::kTypeMark);
   uint64_t t = r.enqueue_ns != 0 ? r.enqueue_ns : r.start_ns;
   if (t != 0) kv_int(b, sc::kWallNs, mono_to_wall(t));
+  if (tag) kv_int(b, sc::kUserTag, r.user_tag);
   const char* label = reinterpret_cast<const char*>(r.channels);
   size_t n = 0;
   while (n < kMarkLabelMax && label[n] != '\0') ++n;
@@ -281,7 +283,7 @@ void Encoder::mark(Buf& b, const OpRecord& r) const {
 
 void Encoder::op(Buf& b, const OpRecord& r, const CommInfo* comm, const ClockEstimate* clk) const {
   const auto kind = static_cast<OpKind>(r.kind);
-  if (kind == kMarkKind) {
+  if (is_note(r.kind)) {
     mark(b, r);
     return;
   }

@@ -132,7 +132,7 @@ uint32_t PromWriter::label_id(const CommInfo& c) {
 void PromWriter::set_comm(const CommInfo& c) { comm_label_[c.comm_id] = label_id(c); }
 
 void PromWriter::add(const OpRecord& r, const CommInfo* comm) {
-  if (static_cast<OpKind>(r.kind) == kMarkKind) return;
+  if (is_note(r.kind)) return;
   auto lit = comm_label_.find(r.comm_id);
   if (lit == comm_label_.end() && comm != nullptr) lit = comm_label_.emplace(r.comm_id, label_id(*comm)).first;
   if (lit == comm_label_.end()) {  // a record of a comm never announced: its own label

@@ -1079,6 +1079,50 @@ TEST(Summary, GroupByTagNamesTheTagsFromTheMap) {
   EXPECT_NE(alone.out.find("--tag-map goes with --group-by tag"), std::string::npos) << alone.out;
 }
 
+// Tag names from the logs' "tag" records (ncclInspectorNameTag), wherever in
+// the file they come (here after the ops): a --tag-map name wins; two
+// processes naming one tag differently keep the earliest name, and the note
+// says so; a tag record without a tag is a bad line.
+TEST(Summary, GroupByTagNamesTheTagsFromTheLogsTagRecords) {
+  const auto dir = ni::test::temp_dir("by_tag_records");
+  auto file = [&](int pid, const std::string& names) {
+    std::string text = R"({"type":"meta","format":"nccl-inspector-log","format_version":1,"host":"h","pid":)" +
+                       std::to_string(pid) + "}\n";
+    for (int i = 0; i < 6; ++i)
+      text += R"({"type":"coll","comm_hash":"0x0a","rank":)" + std::to_string(pid) + R"(,"nranks":2,"nnodes":1,"seq":)" +
+              std::to_string(i) + R"(,"func":"AllReduce","bytes":1048576,"dur_us":100,"timing":"gpu","busbw_gbs":10,)" +
+              R"("user_tag":)" + std::to_string(12 + i % 3) + "}\n";
+    ni::test::write_text(dir + "/h-pid" + std::to_string(pid) + ".jsonl", text + names);
+  };
+  file(0, R"({"type":"tag","wall_ns":1700000000000000100,"user_tag":12,"label":"fwd"})" "\n"
+          R"({"type":"tag","wall_ns":1700000000000000100,"user_tag":13,"label":"bwd"})" "\n"
+          R"({"type":"tag","wall_ns":1700000000000000100,"label":"no tag"})" "\n");
+  file(1, R"({"type":"tag","wall_ns":1700000000000000200,"user_tag":12,"label":"forward"})" "\n"
+          R"({"type":"tag","wall_ns":1700000000000000200,"user_tag":14,"label":"x"})" "\n");
+  ni::test::write_text(dir + ".tags", "14 from the map\n");
+  const Cmd c = run(std::string(NI_CLI) + " summary --no-progress -f json --group-by tag --tag-map " + dir + ".tags " + dir);
+  ASSERT_EQ(c.rc, 0) << c.out;
+  const auto js = nlohmann::json::parse(c.out);
+  std::map<std::string, int> count;
+  for (const auto& row : js["summary"]["rows"]) count[row["tag"]] += row["count"].get<int>();
+  const std::map<std::string, int> want = {{"fwd", 4}, {"bwd", 4}, {"from the map", 4}};
+  EXPECT_EQ(count, want);
+  EXPECT_NE(c.out.find("tag names: 3 (2 from the logs' tag records); 1 tag(s) named differently"), std::string::npos)
+      << c.out;
+  ana::ReadResult res;
+  ana::ReadOptions ro;
+  auto sink = ana::read_merged<ana::CollectSink>({dir + "/h-pid0.jsonl", dir + "/h-pid1.jsonl"}, ro, 1, res, false);
+  ASSERT_EQ(res.files.size(), 2u);
+  EXPECT_EQ(res.files[0].bad_lines, 1u) << "the tag record without a tag";
+  EXPECT_EQ(res.files[0].tag_names.size(), 2u);
+  const ana::TagNames t = ana::tag_names(res, {});
+  EXPECT_EQ(t.label(12), "fwd");
+  EXPECT_EQ(t.label(14), "x");
+  EXPECT_EQ(t.label(15), "15");
+  EXPECT_EQ(t.label(0), "(untagged)");
+  EXPECT_EQ(t.conflicts, 1u);
+}
+
 // Copy-engine collectives timed with CUDA events on their stream (timing
 // "cuda_event", NCCL 2.29+ with a driver in the process) measure the copies:
 // they keep their bandwidth and count as GPU-timed.

@@ -24,6 +24,7 @@ extern ni::abi::ProfilerV5 ncclProfiler_v5;
 extern ni::abi::ProfilerV6 ncclProfiler_v6;
 extern ni::abi::ProfilerV7 ncclProfiler_v7;
 int ncclInspectorMark(const char* label);
+int ncclInspectorNameTag(uint64_t tag, const char* name);
 }
 
 namespace {
@@ -753,6 +754,34 @@ TEST_F(Tracker, MarksCarryTheirLabel) {
   EXPECT_STREQ(reinterpret_cast<const char*>(recs[0].channels), "iteration 7");
   EXPECT_GT(recs[0].enqueue_ns, 0u);
   EXPECT_EQ(std::strlen(reinterpret_cast<const char*>(recs[1].channels)), ni::kMarkLabelMax - 1);
+}
+
+// ncclInspectorNameTag: a record of kind kTagName with the tag and its name
+// (cut like a mark's label); tag 0 and a NULL name are refused (-2), and
+// nothing is recorded before a comm exists (-1).
+TEST_F(Tracker, TagNamesCarryTheirTagAndName) {
+  EXPECT_EQ(ncclInspectorNameTag(12, "before any comm"), -1);
+  CommV5 c;
+  EXPECT_EQ(ncclInspectorNameTag(0, "no tag"), -2);
+  EXPECT_EQ(ncclInspectorNameTag(12, nullptr), -2);
+  EXPECT_EQ(ncclInspectorNameTag(0x7fffffffffffffffull, "layer 12 fwd"), 0);
+  const std::string long_name(1000, 'n');
+  EXPECT_EQ(ncclInspectorNameTag(3, long_name.c_str()), 0);
+  auto recs = sink()->take();
+  ASSERT_EQ(recs.size(), 2u);
+  EXPECT_EQ(recs[0].kind, static_cast<uint8_t>(ni::kTagNameKind));
+  EXPECT_TRUE(ni::is_note(recs[0].kind));
+  EXPECT_EQ(recs[0].user_tag, 0x7fffffffffffffffull);
+  EXPECT_STREQ(reinterpret_cast<const char*>(recs[0].channels), "layer 12 fwd");
+  EXPECT_GT(recs[0].enqueue_ns, 0u);
+  EXPECT_EQ(recs[1].user_tag, 3u);
+  EXPECT_EQ(std::strlen(reinterpret_cast<const char*>(recs[1].channels)), ni::kMarkLabelMax - 1);
+  // A mark after a tag name is a mark again, with no tag.
+  EXPECT_EQ(ncclInspectorMark("iteration 1"), 0);
+  recs = sink()->take();
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_EQ(recs[0].kind, static_cast<uint8_t>(ni::kMarkKind));
+  EXPECT_EQ(recs[0].user_tag, 0u);
 }
 
 // Comms of one process usually share a GPU clock; a comm whose kernel starts

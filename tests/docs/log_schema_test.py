@@ -7,7 +7,7 @@
 2. every example line of docs/log-format.md validates (docs_test.cpp checks they are the encoder's real lines);
 3. the logs the real plugin writes for emulated jobs of every supported NCCL release validate, line by line, and
    those jobs between them write every record type and every optional part (network, HCAs, verbose channel
-   times, graph, reclaimed, partial, kernel_desync, user tags (2.31+), marks, progress and alive lines), so no part
+   times, graph, reclaimed, partial, kernel_desync, user tags (2.31+), marks, tag names, progress and alive lines), so no part
    of the schema goes untested;
 4. the schema rejects what the format forbids (an unknown field, a missing one, a CPU-timed bandwidth, a
    number-typed comm hash, an unknown function).
@@ -126,6 +126,7 @@ WORKLOAD = {
     "mix": [{"comm": "tp", "func": "AllReduce", "dtype": "ncclBfloat16", "bytes": [65536, 4194304], "weight": 2},
             {"comm": "dp", "func": "ReduceScatter", "dtype": "ncclFloat32", "bytes": [1048576], "weight": 1}],
     "iterations": 12, "mark_every": 4,
+    "tag_names": {"2": "dp send/recv", "3": "tp broadcast"},
 }
 # The hang is planted in the first op of dp, which spans the two nodes (its stuck op has network steps).
 HANG_WORKLOAD = dict(WORKLOAD, program=[{"comm": "dp", "func": "AllReduce", "bytes": 4194304}] + WORKLOAD["program"])

@@ -8,7 +8,8 @@
    (ABI v1), 2.28 (v5) and 2.30 (v6).
 2. The Python helper (scripts/python/nccl_inspector_mark.py), each case in a fresh interpreter: a no-op (-1, no
    exception) before NCCL_PROFILER_PLUGIN is set, before the plugin is loaded, and before any communicator exists;
-   0 once one does, with the plugin named by path or by NCCL's short name; the mark is in the log.
+   0 once one does, with the plugin named by path or by NCCL's short name; the mark and a tag name are in the log
+   (name_tag of tag 0 is refused with -2).
   marks_test.py SOURCE_DIR NCCL_EMU PLUGIN_SO NCCL_INSPECTOR"""
 import glob
 import gzip
@@ -87,10 +88,10 @@ work = tempfile.mkdtemp(prefix="ni-markpy-")
 CASE = r"""
 import ctypes, os, sys
 sys.path.insert(0, sys.argv[1])
-from nccl_inspector_mark import mark, flush
+from nccl_inspector_mark import mark, name_tag, flush
 plugin, step = sys.argv[2], sys.argv[3]
 if step == "unset":
-    print(mark("a"), flush()); sys.exit(0)
+    print(mark("a"), flush(), name_tag(1, "a")); sys.exit(0)
 if step == "not-loaded":
     print(mark("a")); sys.exit(0)
 lib = ctypes.CDLL(plugin, mode=os.RTLD_LOCAL | os.RTLD_NOW)   # as NCCL loads it
@@ -107,8 +108,10 @@ t = Table.in_dll(lib, "ncclProfiler_v5")
 ctx, mask = ctypes.c_void_p(), ctypes.c_int(0)
 t.init(ctypes.byref(ctx), 0xabc, ctypes.byref(mask), b"dp", 1, 2, 0, None)
 r = mark("iteration 7 from python")
+r2 = name_tag(12, "layer 12 fwd TP AllReduce")
+r3 = name_tag(0, "no tag")
 t.finalize(ctx)
-print(r)
+print(r, r2, r3)
 """
 case = os.path.join(work, "case.py")
 with open(case, "w") as f:
@@ -126,7 +129,7 @@ def run_case(step, plugin_env, logs):
 
 
 rc, out, err = run_case("unset", None, os.path.join(work, "l0"))
-check(rc == 0 and out == "-1 -1", f"helper: NCCL_PROFILER_PLUGIN unset -> no-op ({out} {err})")
+check(rc == 0 and out == "-1 -1 -1", f"helper: NCCL_PROFILER_PLUGIN unset -> no-op ({out} {err})")
 rc, out, err = run_case("not-loaded", plugin, os.path.join(work, "l1"))
 check(rc == 0 and out == "-1", f"helper: plugin not loaded yet -> no-op ({out} {err})")
 rc, out, err = run_case("no-comm", plugin, os.path.join(work, "l2"))
@@ -134,12 +137,16 @@ check(rc == 0 and out == "-1", f"helper: no communicator yet -> no-op ({out} {er
 for name, plugin_env in (("path", plugin), ("short name", "inspector")):
     logs = os.path.join(work, "l-" + name.replace(" ", ""))
     rc, out, err = run_case("comm", plugin_env, logs)
-    check(rc == 0 and out == "0", f"helper ({name}): recorded once a communicator exists ({out} {err})")
-    labels = []
+    check(rc == 0 and out == "0 0 -2",
+          f"helper ({name}): mark and tag name recorded once a communicator exists, tag 0 refused ({out} {err})")
+    labels, tags = [], []
     for p in glob.glob(os.path.join(logs, "*.jsonl.gz")):
         with gzip.open(p, "rt") as f:
-            labels += [json.loads(l).get("label") for l in f if '"type":"mark"' in l]
+            recs = [json.loads(l) for l in f]
+        labels += [r.get("label") for r in recs if r.get("type") == "mark"]
+        tags += [(r.get("user_tag"), r.get("label")) for r in recs if r.get("type") == "tag"]
     check(labels == ["iteration 7 from python"], f"helper ({name}): the mark is in the log: {labels}")
+    check(tags == [(12, "layer 12 fwd TP AllReduce")], f"helper ({name}): the tag's name is in the log: {tags}")
 
 print(f"{len(failures)} failure(s)")
 sys.exit(1 if failures else 0)

@@ -148,6 +148,16 @@ inline std::vector<std::pair<std::string, std::string>> log_examples() {
   enc.op(b, mk, nullptr, nullptr);
   take("mark", b);
 
+  OpRecord tg;
+  std::memset(&tg, 0, sizeof tg);
+  tg.kind = static_cast<uint8_t>(kTagNameKind);
+  tg.rank = -1;
+  tg.user_tag = 12001;
+  tg.enqueue_ns = 1000299000000;
+  std::memcpy(tg.channels, "layer 12 fwd TP AllReduce", 26);
+  enc.op(b, tg, nullptr, nullptr);
+  take("tag", b);
+
   enc.clock(b, est, c.comm_hash, 1735689600112000000);
   take("clock", b);
 
