@@ -13,20 +13,21 @@ namespace ni::analysis {
 
 namespace {
 struct CmpKey {
+  std::uint64_t tag;  // 0 unless --by-tag
   Func func;
   int bucket;
   int nranks;
   Algo algo;
   Proto proto;
   TimedBy timed;  // GroupKey::timed: GPU- and CPU-timed latencies are never compared with each other
-  auto tie() const { return std::tie(func, bucket, nranks, algo, proto, timed); }
+  auto tie() const { return std::tie(tag, func, bucket, nranks, algo, proto, timed); }
   bool operator<(const CmpKey& o) const { return tie() < o.tie(); }
 };
-std::map<CmpKey, GroupAcc> collapse(const SummarySink& s) {
+std::map<CmpKey, GroupAcc> collapse(const SummarySink& s, bool by_tag) {
   std::map<CmpKey, GroupAcc> m;
   for (const auto& [k, a] : s.groups)
     if (k.kind == OpKind::kColl || k.kind == OpKind::kP2p)
-      m[{k.func, k.bucket, k.nranks, k.algo, k.proto, k.timed}].merge(a);
+      m[{by_tag ? k.group : 0, k.func, k.bucket, k.nranks, k.algo, k.proto, k.timed}].merge(a);
   return m;
 }
 double se_median(const QuantileSketch& q) {
@@ -40,22 +41,28 @@ CompareResult compare_runs(const std::vector<std::string>& base, const std::vect
   CompareResult cr;
   SummaryOptions so;
   so.advice = false;
+  if (o.by_tag) so.group_by = GroupBy::kTag;
   ReadResult rb, rr;
   auto sb = read_merged<SummarySink>(base, ro, threads, rb, so);
   auto sr = read_merged<SummarySink>(run, ro, threads, rr, so);
   if (rb.ops == 0) cr.error = "no op records in BASE";
   else if (rr.ops == 0) cr.error = "no op records in RUN";
   if (!cr.error.empty()) return cr;
-  const auto mb = collapse(*sb), mr = collapse(*sr);
+  const auto mb = collapse(*sb, o.by_tag), mr = collapse(*sr, o.by_tag);
+  const TagNames tags = o.by_tag ? tag_names(rb, rr, o.tag_map) : TagNames();
   Section& s = cr.report.add("compare", "BASE vs RUN");
-  s.table.columns = {"op", "size", "nranks", "algo", "proto", "metric", "base_n", "run_n", "base_p50", "run_p50",
-                     "change_pct", "noise_pct", "verdict"};
+  if (o.by_tag) s.table.columns = {"tag"};
+  for (const char* c : {"op", "size", "nranks", "algo", "proto", "metric", "base_n", "run_n", "base_p50", "run_p50",
+                        "change_pct", "noise_pct", "verdict"})
+    s.table.columns.push_back(c);
   std::map<CmpKey, int> keys;
   for (const auto& [k, a] : mb) keys[k] |= 1;
   for (const auto& [k, a] : mr) keys[k] |= 2;
   for (const auto& [k, where] : keys) {
-    std::vector<Cell> row = {std::string(to_string(k.func)), size_bucket_label(k.bucket), k.nranks,
-                             std::string(to_string(k.algo)), std::string(to_string(k.proto))};
+    std::vector<Cell> row;
+    if (o.by_tag) row.push_back(tags.label(k.tag));
+    row.insert(row.end(), {std::string(to_string(k.func)), size_bucket_label(k.bucket), k.nranks,
+                           std::string(to_string(k.algo)), std::string(to_string(k.proto))});
     if (where != 3) {
       const GroupAcc& a = where == 1 ? mb.at(k) : mr.at(k);
       row.insert(row.end(), {"-", where == 1 ? Cell(a.count) : Cell(0), where == 2 ? Cell(a.count) : Cell(0),
@@ -107,6 +114,7 @@ CompareResult compare_runs(const std::vector<std::string>& base, const std::vect
                     "enqueue), compared only with the same in the other run");
   s.notes.push_back("not timed: calls counted without a time in both runs (AlltoAll, Gather, Scatter assembled from "
                     "CPU-timed parts, docs/analysis.md): only their counts are shown");
+  if (std::string n = tags.note(); !n.empty()) s.notes.push_back(std::move(n));
   s.notes.push_back(std::to_string(cr.regressions) + " regressions, " + std::to_string(cr.improvements) +
                     " improvements in " + std::to_string(cr.compared) + " compared groups");
   return cr;
@@ -121,13 +129,22 @@ class CompareAnalysis : public Analysis {
  public:
   std::string_view name() const override { return "compare"; }
   std::string_view help() const override {
-    return "BASE vs RUN per (op, size, nranks, algo/proto); exit 3 on a regression";
+    return "BASE vs RUN per (op, size, nranks, algo/proto; --by-tag: per user tag too); exit 3 on a regression";
   }
   Input input() const override { return Input::kOwnInputs; }
   void options(std::vector<OptionSpec>& o) override {
     o.push_back({"base", "baseline dump dir or file", &base_, false, true});
     o.push_back({"run", "new dump dir or file", &run_, false, true});
     o.push_back({"--threshold", "regression threshold in percent of busbw/latency", &opt_.threshold_pct, true});
+    o.push_back({"--by-tag", "compare per user tag too (NCCL 2.31+; names from the logs' tag records)", &opt_.by_tag});
+    o.push_back({"--tag-map", "file of 'tag name' lines naming the user tags for --by-tag (over the logs')", &tag_map_});
+  }
+  std::string check(const std::string& /*format*/) override {
+    if (tag_map_.empty()) return "";
+    if (!opt_.by_tag) return "--tag-map goes with --by-tag";
+    std::string err;
+    load_tag_map(tag_map_, opt_.tag_map, err);
+    return err;
   }
   AnalysisResult run_files(const FilesInput& in) override {
     AnalysisResult r;
@@ -155,7 +172,7 @@ class CompareAnalysis : public Analysis {
 
  private:
   CompareOptions opt_;
-  std::string base_, run_;
+  std::string base_, run_, tag_map_;
 };
 
 }  // namespace

@@ -1123,6 +1123,43 @@ TEST(Summary, GroupByTagNamesTheTagsFromTheLogsTagRecords) {
   EXPECT_EQ(t.conflicts, 1u);
 }
 
+// compare --by-tag: the tag is part of the key, so the one tagged collective
+// that got slower is the one named REGRESSION, by the name the logs gave it;
+// its untouched sibling is within noise. --tag-map needs --by-tag.
+TEST(Compare, ByTagNamesTheTaggedCollectiveThatRegressed) {
+  const auto base = ni::test::temp_dir("cmp_tag_base"), slow = ni::test::temp_dir("cmp_tag_run");
+  auto job = [](const std::string& dir, double bwd_busbw) {
+    std::string text = R"({"type":"meta","format":"nccl-inspector-log","format_version":1,"host":"h","pid":1})" "\n"
+                       R"({"type":"tag","wall_ns":1700000000000000000,"user_tag":12,"label":"layer 12 fwd"})" "\n"
+                       R"({"type":"tag","wall_ns":1700000000000000000,"user_tag":13,"label":"layer 12 bwd"})" "\n";
+    for (int i = 0; i < 40; ++i) {
+      const bool bwd = i % 2 == 1;
+      const double bw = (bwd ? bwd_busbw : 10.0) * (1.0 + 0.001 * (i % 5));
+      text += R"({"type":"coll","comm_hash":"0x0a","rank":0,"nranks":2,"nnodes":1,"seq":)" + std::to_string(i) +
+              R"(,"func":"AllReduce","bytes":1048576,"dur_us":)" + std::to_string(1048576.0 / (bw * 1e3)) +
+              R"(,"timing":"gpu","busbw_gbs":)" + std::to_string(bw) + R"(,"user_tag":)" + (bwd ? "13" : "12") + "}\n";
+    }
+    ni::test::write_text(dir + "/h-pid1.jsonl", text);
+  };
+  job(base, 10.0);
+  job(slow, 5.0);
+  const Cmd c = run(std::string(NI_CLI) + " compare --no-progress -f json --by-tag " + base + " " + slow);
+  EXPECT_EQ(c.rc, 3) << c.out;
+  const auto js = nlohmann::json::parse(c.out);
+  std::map<std::string, std::string> verdict;
+  for (const auto& row : js["compare"]["rows"]) verdict[row["tag"]] = row["verdict"];
+  const std::map<std::string, std::string> want = {{"layer 12 bwd", "REGRESSION"}, {"layer 12 fwd", "within noise"}};
+  EXPECT_EQ(verdict, want) << c.out;
+  ni::test::write_text(base + ".tags", "13 backward of layer 12\n");
+  const Cmd m = run(std::string(NI_CLI) + " compare --no-progress -f json --by-tag --tag-map " + base + ".tags " + base +
+                    " " + slow);
+  EXPECT_NE(m.out.find("\"backward of layer 12\""), std::string::npos) << m.out;
+  const Cmd alone = run("sh -c '" + std::string(NI_CLI) + " compare --no-progress --tag-map " + base + ".tags " + base +
+                        " " + slow + " 2>&1'");
+  EXPECT_EQ(alone.rc, 2) << alone.out;
+  EXPECT_NE(alone.out.find("--tag-map goes with --by-tag"), std::string::npos) << alone.out;
+}
+
 // Copy-engine collectives timed with CUDA events on their stream (timing
 // "cuda_event", NCCL 2.29+ with a driver in the process) measure the copies:
 // they keep their bandwidth and count as GPU-timed.
