@@ -13,6 +13,7 @@
 #include "src/analysis/analysis.h"
 #include "src/analysis/stragglers.h"
 #include "src/analysis/table.h"
+#include "src/analysis/tags.h"
 #include "src/analysis/trace_json.h"
 
 namespace ni::analysis {
@@ -174,7 +175,8 @@ struct Series {
 class TraceBuild {
  public:
   TraceBuild(const ViewSink& data, const ReadResult& res, const TraceOptions& o)
-      : data_(data), ops_(data.coll.ops), res_(res), o_(o), gm_(map_gpus(ops_, res)) {
+      : data_(data), ops_(data.coll.ops), res_(res), o_(o), gm_(map_gpus(ops_, res)),
+        tags_(data.tagged.empty() ? TagNames() : tag_names(res, o.tag_map)) {
     st.ops_input = ops_.size();
   }
   // t0, filters and the selection; false + error when there is nothing to place or an argument is wrong.
@@ -236,6 +238,7 @@ class TraceBuild {
   const ReadResult& res_;
   const TraceOptions& o_;
   const GpuMap gm_;
+  const TagNames tags_;  // names of the user tags (only when some op has one)
   std::int64_t t0_ = std::numeric_limits<std::int64_t>::max();
   std::int64_t from_ = std::numeric_limits<std::int64_t>::min(), to_ = std::numeric_limits<std::int64_t>::max();
   std::set<std::uint64_t> comm_set_;
@@ -693,7 +696,14 @@ void TraceBuild::write_op(TraceJson& j, std::size_t k) {
   const std::uint32_t i = sel_[k];
   const Op& op = ops_[i];
   const std::string_view fname = to_string(op.func);
-  j.begin('X', fname, to_string(op.kind), pid_of_sel(static_cast<std::uint32_t>(k)), op_tid_[k], op.start_wall_ns - t0_);
+  // A tagged call's slice says which of the model's collectives it is: "AllReduce (layer 12 fwd)".
+  const std::uint64_t tag = data_.tagged.empty() ? 0 : data_.tag_of(i);
+  const std::string tag_label = tag != 0 ? tags_.label(tag) : std::string();
+  const bool named = tag != 0 && tag_label != std::to_string(tag);
+  const std::string name =
+      tag != 0 ? std::string(fname) + " (" + (named ? tag_label : "tag " + tag_label) + ")" : std::string();
+  j.begin('X', tag != 0 ? std::string_view(name) : fname, to_string(op.kind), pid_of_sel(static_cast<std::uint32_t>(k)),
+          op_tid_[k], op.start_wall_ns - t0_);
   j.raw(",\"dur\":");
   j.us(end_ns_of(op.start_wall_ns, op.dur_us) - op.start_wall_ns);
   j.raw(",\"args\":{\"op\":");
@@ -702,6 +712,14 @@ void TraceBuild::write_op(TraceJson& j, std::size_t k) {
   j.u64(op.bytes);
   j.raw(",\"seq\":");
   j.u64(op.seq);
+  if (tag != 0) {
+    j.raw(",\"user_tag\":");
+    j.u64(tag);
+    if (named) {
+      j.raw(",\"tag_name\":");
+      j.str(tag_label);
+    }
+  }
   if (op.kind == OpKind::kColl) {
     j.raw(",\"algo\":");
     j.str(to_string(op.algo));

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -43,6 +44,7 @@ struct TraceOptions {
   // The clock calibration already applied to the ops (the metadata says what
   // was shifted); nullptr: times as logged.
   const ClockCalibration* calibration = nullptr;
+  std::map<std::uint64_t, std::string> tag_map;  // --tag-map: user tag names over the logs' tag records
 };
 
 struct TraceStats {

@@ -23,12 +23,20 @@ void ViewSink::on_op(const Op& op, const OpDetail* d, const FileInfo& file) {
   }
   ch_end.push_back(static_cast<std::uint32_t>(ch.size()));
   net_bytes.push_back(d ? d->net_send_bytes + d->net_recv_bytes : 0);
+  if (d && d->user_tag != 0) tagged.push_back({static_cast<std::uint32_t>(ch_end.size() - 1), d->user_tag});
+}
+
+std::uint64_t ViewSink::tag_of(std::size_t i) const {
+  auto it = std::lower_bound(tagged.begin(), tagged.end(), std::make_pair(static_cast<std::uint32_t>(i), std::uint64_t{0}));
+  return it != tagged.end() && it->first == i ? it->second : 0;
 }
 
 void ViewSink::merge(ViewSink&& o) {
   coll.merge(std::move(o.coll));
   channel_capped = channel_capped || o.channel_capped || ch.size() + o.ch.size() > kMaxChannelEntries;
   const auto base = static_cast<std::uint32_t>(ch.size());
+  const auto op_base = static_cast<std::uint32_t>(ch_end.size());
+  for (const auto& [i, tag] : o.tagged) tagged.push_back({op_base + i, tag});
   if (!channel_capped) ch.insert(ch.end(), o.ch.begin(), o.ch.end());
   for (std::uint32_t e : o.ch_end) ch_end.push_back(channel_capped ? base : base + e);
   net_bytes.insert(net_bytes.end(), o.net_bytes.begin(), o.net_bytes.end());

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <map>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -45,9 +46,12 @@ class ViewSink : public OpSink {
   std::vector<Ch> ch;                // channel times of every op, concatenated
   std::vector<std::uint32_t> ch_end; // per op: end index into ch (begin: previous op's end)
   std::vector<std::uint64_t> net_bytes;  // per op: network send + recv bytes (0: none recorded)
+  // The tagged ops only (NCCL 2.31+ user tags): (op index, tag), by index.
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> tagged;
   bool channel_capped = false;
 
   std::size_t ch_begin(std::size_t i) const { return i == 0 ? 0 : ch_end[i - 1]; }
+  std::uint64_t tag_of(std::size_t i) const;  // 0: untagged
 };
 
 struct Gpu {

@@ -26,6 +26,7 @@
 #include "src/analysis/report.h"
 #include "src/analysis/locate.h"
 #include "src/analysis/stragglers.h"
+#include "src/analysis/tags.h"
 #include "src/analysis/trace.h"
 #include "src/analysis/watch.h"
 #include "src/core/edit_distance.h"
@@ -208,6 +209,7 @@ Command analysis_command(CLI::App& app, ana::Analysis& a) {
 struct TraceArgs {
   Common c;
   ana::TraceOptions to;
+  std::string tag_map_file;
   bool no_flows = false, no_counters = false, no_findings = false, no_calibration = false;
 };
 
@@ -241,6 +243,12 @@ int run_trace(TraceArgs& t) {
   t.to.flows = !t.no_flows;
   t.to.counters = !t.no_counters;
   t.to.findings = !t.no_findings;
+  if (!t.tag_map_file.empty()) {
+    if (std::string err; !ana::load_tag_map(t.tag_map_file, t.to.tag_map, err)) {
+      std::cerr << "nccl-inspector: " << err << "\n";
+      return kExitUsage;
+    }
+  }
   std::vector<std::string> files;
   if (!ana::discover(t.c.inputs, files)) return kExitUsage;
   ana::ReadResult res;
@@ -283,6 +291,8 @@ Command trace_command(CLI::App& app) {
   trc->add_option("--channel-ops-max", to.channel_ops_max,
                   "per-channel sub-tracks only up to this many ops (0: never)")
       ->capture_default_str();
+  trc->add_option("--tag-map", t->tag_map_file,
+                  "file of 'tag name' lines naming the user tags in slice names (over the logs' tag records)");
   trc->add_flag("--no-flows", t->no_flows, "no flow arrows between ranks");
   trc->add_flag("--no-clock-calibration", t->no_calibration,
                 "place ops at their logged times (default: each rank shifted by its clock offset measured from "

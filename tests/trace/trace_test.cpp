@@ -429,6 +429,59 @@ TEST(Trace, PartialOverlapGoesToOverflowLane) {
   EXPECT_NE(t.thread_names.at({1, 10001}).find("overflow 1"), std::string::npos);
 }
 
+// NCCL 2.31+ user tags: a tagged call's slice is named after its tag ("AllReduce (layer 12 fwd)", the logs'
+// tag record naming it; "(tag 99)" when nothing names it; --tag-map names win), with user_tag and tag_name in its
+// args; untagged calls keep the function's name, and flows still join the ranks' slices.
+TEST(Trace, TaggedCallsAreNamedInTheirSlices) {
+  const std::string d = ni::test::temp_dir("trace_tags");
+  const long long t0 = 1767225600000000000LL;
+  for (int rank = 0; rank < 2; ++rank) {
+    std::vector<std::string> lines = {
+        "{\"type\":\"meta\",\"wall_ns\":1,\"format\":\"nccl-inspector-log\",\"format_version\":1,\"host\":\"h\","
+        "\"pid\":" + std::to_string(10 + rank) + "}",
+        "{\"type\":\"comm\",\"wall_ns\":1,\"comm_id\":1,\"comm_hash\":\"0x00000000000000aa\",\"comm_name\":\"tp\","
+        "\"rank\":" + std::to_string(rank) + ",\"nranks\":2,\"nnodes\":1}"};
+    if (rank == 1) lines.push_back("{\"type\":\"tag\",\"wall_ns\":5,\"user_tag\":12,\"label\":\"layer 12 fwd\"}");
+    for (int seq = 0; seq < 7; ++seq) {
+      char b[512];
+      std::snprintf(b, sizeof b,
+                    "{\"type\":\"coll\",\"comm_hash\":\"0x00000000000000aa\",\"rank\":%d,\"nranks\":2,\"seq\":%d,"
+                    "\"func\":\"AllReduce\",\"bytes\":1024,\"algo\":\"RING\",\"proto\":\"LL\",\"start_wall_ns\":%lld,"
+                    "\"dur_us\":10,\"timing\":\"gpu\"%s}",
+                    rank, seq, t0 + seq * 100000LL + rank * 2000LL, seq == 6 ? "" : seq % 2 == 0 ? ",\"user_tag\":12" : ",\"user_tag\":99");
+      lines.push_back(b);
+    }
+    ni::test::write_gz(d + "/h-pid" + std::to_string(10 + rank) + "-0.jsonl.gz", lines);
+  }
+  std::string log;
+  ASSERT_EQ(run(cli() + " trace --no-clock-calibration " + d + " -o " + d + "/t.json", &log), 0) << log;
+  TraceCheck t = check_trace(d + "/t.json");
+  ASSERT_TRUE(t.errors.empty()) << errors_of(t);
+  std::map<std::string, int> names;
+  for (const auto& e : t.ops) {
+    names[e["name"].get<std::string>()]++;
+    const int tag = e["args"].value("user_tag", 0);
+    if (tag == 12) {
+      EXPECT_EQ(e["args"].value("tag_name", ""), "layer 12 fwd") << e.dump();
+    } else if (tag == 99) {
+      EXPECT_FALSE(e["args"].contains("tag_name")) << e.dump();
+    }
+  }
+  const std::map<std::string, int> want = {{"AllReduce (layer 12 fwd)", 6}, {"AllReduce (tag 99)", 6}, {"AllReduce", 2}};
+  EXPECT_EQ(names, want);
+  EXPECT_GT(t.s, 0u) << "flows between the two ranks' slices";
+  ni::test::write_text(d + ".tags", "99 mapped\n12 from the map\n");
+  ASSERT_EQ(run(cli() + " trace --no-clock-calibration --tag-map " + d + ".tags " + d + " -o " + d + "/t2.json", &log), 0)
+      << log;
+  t = check_trace(d + "/t2.json");
+  names.clear();
+  for (const auto& e : t.ops) names[e["name"].get<std::string>()]++;
+  const std::map<std::string, int> mapped = {{"AllReduce (from the map)", 6}, {"AllReduce (mapped)", 6}, {"AllReduce", 2}};
+  EXPECT_EQ(names, mapped);
+  ni::test::write_text(d + ".bad", "zz\n");
+  EXPECT_EQ(run(cli() + " trace --tag-map " + d + ".bad " + d + " -o " + d + "/t3.json", &log), 2) << log;
+}
+
 TEST(Trace, NoStartTimes) {
   const std::string d = ni::test::temp_dir("trace_upstream");
   ni::test::write_upstream_log(d + "/rank0.log", 0, 2, 10);
