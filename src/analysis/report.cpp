@@ -102,7 +102,7 @@ struct RSection {
   std::string json() const {
     static const std::map<std::string, std::string> kNav = {
         {"health", "Health"}, {"busbw", "busbw"}, {"size", "busbw vs size"}, {"latency", "Latency"},
-        {"time", "Over time"}, {"phases", "Phases"}, {"stragglers", "Stragglers"}, {"channels", "Channels & HCAs"}, {"occupancy", "Occupancy & gaps"}};
+        {"time", "Over time"}, {"phases", "Phases"}, {"tags", "Tags"}, {"stragglers", "Stragglers"}, {"channels", "Channels & HCAs"}, {"occupancy", "Occupancy & gaps"}};
     // A registered analysis's section is named by its id (the subcommand) in the navigation bar.
     auto it = kNav.find(id);
     return "{\"id\":" + q(id) + ",\"nav\":" + q(it == kNav.end() ? id : it->second) + ",\"title\":" + q(title) + ",\"note\":" + q(note) + ",\"plots\":" + plots.str() +
@@ -471,6 +471,76 @@ void phases_section(const Page& p, std::vector<RSection>& out) {
     t.rows.push_back({q(comm_display(std::get<1>(key), res)), q(std::string(to_string(std::get<2>(key)))),
                       q(size_bucket_label(std::get<3>(key))), std::to_string(v.first.count()),
                       num(v.first.quantile(0.5)), num(v.first.quantile(0.9)), num(v.second.quantile(0.5))});
+  }
+  s.tables.add(t.json());
+  out.push_back(std::move(s));
+}
+
+// NCCL 2.31+ user tags: which of the model's collectives the NCCL time went
+// to. Per tag (and the untagged calls): records, kernel time summed over
+// ranks and its share of all GPU-timed time, latency and busbw percentiles;
+// a box of busbw per tag. Only GPU-timed records give time and bandwidth.
+// Absent when no call carries a tag.
+void tags_section(const Page& p, std::vector<RSection>& out) {
+  if (p.data.tagged.empty()) return;
+  const TagNames names = tag_names(p.res, p.o.tag_map);
+  struct Acc {
+    std::uint64_t records = 0;
+    double gpu_us = 0;
+    QuantileSketch lat, bw;
+    std::set<Func> funcs;
+  };
+  std::map<std::uint64_t, Acc> acc;
+  double total_us = 0;
+  auto tagged = p.data.tagged.begin();
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    const Op& op = p.ops[i];
+    while (tagged != p.data.tagged.end() && tagged->first < i) ++tagged;
+    const std::uint64_t tag = tagged != p.data.tagged.end() && tagged->first == i ? tagged->second : 0;
+    Acc& a = acc[tag];
+    ++a.records;
+    a.funcs.insert(op.func);
+    if (!gpu_timed(op.timing) || !std::isfinite(op.dur_us)) continue;
+    a.gpu_us += op.dur_us;
+    total_us += op.dur_us;
+    a.lat.add(op.dur_us);
+    if (op.has_busbw()) a.bw.add(op.busbw_gbs);
+  }
+  // Rows by kernel time, the busiest first.
+  std::vector<std::pair<std::uint64_t, const Acc*>> order;
+  for (const auto& [tag, a] : acc) order.push_back({tag, &a});
+  std::stable_sort(order.begin(), order.end(), [](const auto& x, const auto& y) { return x.second->gpu_us > y.second->gpu_us; });
+  RSection s = section("tags", "Tagged collectives: where the NCCL time went");
+  s.note = "NCCL 2.31+ user tags (ncclCollConfig_t.userProfilerTag), named by the logs' tag records "
+           "(ncclInspectorNameTag) or --tag-map. Kernel time is summed over ranks; only GPU-timed records give time "
+           "and bandwidth. Boxes: P25-P75 with the median; whiskers P5-P95.";
+  if (std::string n = names.note(); !n.empty()) s.note += " " + n + ".";
+  constexpr std::size_t kMaxBoxes = 40;
+  std::vector<std::string> cats, boxes;
+  for (const auto& [tag, a] : order) {
+    if (a->bw.count() == 0 || boxes.size() >= kMaxBoxes) continue;
+    boxes.push_back(box_of(static_cast<int>(cats.size()), a->bw));
+    cats.push_back(names.label(tag));
+  }
+  if (!boxes.empty())
+    s.plots.add_plot("{\"type\":\"box\",\"title\":\"busbw per tag (the busiest first)\",\"ylabel\":\"busbw (GB/s)\","
+                     "\"categories\":" + str_array(cats) + ",\"series\":[" + series_box("busbw", boxes) + "]}",
+                     boxes.size());
+  RTable t;
+  t.title = "Per tag";
+  t.columns = {"tag", "ops", "records", "kernel time (ms)", "share (%)", "P50 (us)", "P90 (us)", "busbw P50 (GB/s)"};
+  for (const auto& [tag, a] : order) {
+    if (t.rows.size() >= 400) {
+      t.note = "First 400 tags; nccl-inspector summary --group-by tag has them all.";
+      break;
+    }
+    std::string funcs;
+    for (Func f : a->funcs) funcs += (funcs.empty() ? "" : " ") + std::string(to_string(f));
+    const bool timed = a->lat.count() > 0;
+    t.rows.push_back({q(names.label(tag)), q(funcs), std::to_string(a->records), timed ? num(a->gpu_us / 1000.0) : "null",
+                      timed && total_us > 0 ? num(100.0 * a->gpu_us / total_us) : "null",
+                      timed ? num(a->lat.quantile(0.5)) : "null", timed ? num(a->lat.quantile(0.9)) : "null",
+                      a->bw.count() ? num(a->bw.quantile(0.5)) : "null"});
   }
   s.tables.add(t.json());
   out.push_back(std::move(s));
@@ -875,7 +945,8 @@ void analysis_sections(const Page& p, std::vector<RSection>& out) {
 // The page's sections, in order; each adds nothing when it has nothing to show.
 using SectionFn = void (*)(const Page&, std::vector<RSection>&);
 constexpr SectionFn kSections[] = {&health_section,     &busbw_section,   &size_section,
-                                   &latency_section,    &phases_section,  &time_section,
+                                   &latency_section,    &phases_section,  &tags_section,
+                                   &time_section,
                                    &stragglers_section, &channels_section, &occupancy_section,
                                    &analysis_sections};
 

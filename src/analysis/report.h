@@ -27,6 +27,7 @@ struct ReportOptions {
   std::string_view plotly_js;  // the Plotly.js bundle to inline (required: write_report throws without one)
   std::string plotly_label;    // its name and version, for the page's footer
   const ClockCalibration* calibration = nullptr;  // applied to the ops (the health section says so)
+  std::map<std::uint64_t, std::string> tag_map;    // --tag-map: user tag names over the logs' tag records
 };
 
 struct ReportStats {

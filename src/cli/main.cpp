@@ -308,7 +308,7 @@ Command trace_command(CLI::App& app) {
 struct ReportArgs {
   Common c;
   ana::ReportOptions rpo;
-  std::string baseline_dir, plotly_file;
+  std::string baseline_dir, plotly_file, tag_map_file;
   std::string plotly_text;  // a --plotly-js bundle, which rpo.plotly_js views
   bool no_calibration = false;
 };
@@ -345,6 +345,12 @@ bool load_plotly(ReportArgs& r) {
 
 int run_report(ReportArgs& r) {
   if (!load_plotly(r)) return kExitUsage;
+  if (!r.tag_map_file.empty()) {
+    if (std::string err; !ana::load_tag_map(r.tag_map_file, r.rpo.tag_map, err)) {
+      std::cerr << "nccl-inspector: " << err << "\n";
+      return kExitUsage;
+    }
+  }
   std::vector<std::string> files;
   if (!ana::discover(r.c.inputs, files)) return kExitUsage;
   ana::ReadResult res, bres;
@@ -397,6 +403,8 @@ Command report_command(CLI::App& app) {
   rep->add_flag("--no-clock-calibration", r->no_calibration,
                 "charts at the logged times (default: each rank shifted by its clock offset from the collectives' common end)");
   rep->add_option("--title", r->rpo.title, "page title")->capture_default_str();
+  rep->add_option("--tag-map", r->tag_map_file,
+                  "file of 'tag name' lines naming the user tags in the Tags section (over the logs' tag records)");
   rep->add_option("--plotly-js", r->plotly_file,
                   "inline this Plotly.js bundle instead of the one built in (plotly.js-cartesian-dist-min or "
                   "plotly.js-dist-min, 4.x)");

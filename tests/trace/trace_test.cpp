@@ -819,6 +819,59 @@ TEST(Report, KernelTimeSplitFromPhases) {
   EXPECT_EQ(shares, (std::set<double>{1.0, 50.0}));
 }
 
+// NCCL 2.31+ user tags: the Tags section gives each tag (named by the logs' tag record, or its number) and the
+// untagged calls their records, kernel time summed over ranks and its share, busiest first, with a busbw box per
+// tag; a log without tags has no such section.
+TEST(Report, TagsSectionSplitsTheTimePerTag) {
+  if (plotly_bundle().empty()) GTEST_SKIP() << "built without " << NI_PLOTLY_JS << " (npm ci --prefix web)";
+  const std::string dir = ni::test::temp_dir("report_tags");
+  std::string text = R"({"type":"meta","format":"nccl-inspector-log","format_version":1,"host":"hA","pid":1})" "\n"
+                     R"({"type":"tag","wall_ns":1000000000,"user_tag":12,"label":"layer 12 fwd"})" "\n";
+  auto coll = [&](int seq, int dur, int busbw, const char* tag) {
+    text += R"({"type":"coll","comm_hash":"0x0a","rank":0,"nranks":4,"nnodes":1,"func":"AllReduce","algo":"RING",)"
+            R"("proto":"LL","seq":)" + std::to_string(seq) + R"(,"bytes":1048576,"start_wall_ns":)" +
+            std::to_string(1000000000 + seq * 1000000) + R"(,"dur_us":)" + std::to_string(dur) +
+            R"(,"timing":"gpu","busbw_gbs":)" + std::to_string(busbw) + (tag ? std::string(R"(,"user_tag":)") + tag : "") +
+            "}\n";
+  };
+  int seq = 0;
+  for (int i = 0; i < 10; ++i) coll(seq++, 100, 10, "12");
+  for (int i = 0; i < 10; ++i) coll(seq++, 300, 5, "13");
+  for (int i = 0; i < 5; ++i) coll(seq++, 100, 10, nullptr);
+  ni::test::write_text(dir + "/a.jsonl", text);
+  std::string log;
+  ASSERT_EQ(run(cli() + " report " + dir + " -o " + dir + "/r.html", &log), 0) << log;
+  const json data = report_data(ni::test::read_text(dir + "/r.html"));
+  const json* tg = nullptr;
+  for (const auto& sec : data["sections"])
+    if (sec["id"] == "tags") tg = &sec;
+  ASSERT_NE(tg, nullptr) << data.dump().substr(0, 2000);
+  ASSERT_EQ((*tg)["plots"].size(), 1u);
+  EXPECT_EQ((*tg)["plots"][0]["categories"], json::parse(R"x(["13","layer 12 fwd","(untagged)"])x"));
+  const json& rows = (*tg)["tables"][0]["rows"];
+  ASSERT_EQ(rows.size(), 3u);
+  const std::vector<std::tuple<std::string, int, double, double>> want = {
+      {"13", 10, 3.0, 3000.0 / 45}, {"layer 12 fwd", 10, 1.0, 1000.0 / 45}, {"(untagged)", 5, 0.5, 500.0 / 45}};
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(rows[i][0], std::get<0>(want[i])) << rows[i].dump();
+    EXPECT_EQ(rows[i][2], std::get<1>(want[i])) << rows[i].dump();
+    EXPECT_NEAR(rows[i][3].get<double>(), std::get<2>(want[i]), 1e-6) << rows[i].dump();
+    EXPECT_NEAR(rows[i][4].get<double>(), std::get<3>(want[i]), 1e-3) << rows[i].dump();
+  }
+  ni::test::write_text(dir + ".tags", "13 layer 13 bwd\n");
+  ASSERT_EQ(run(cli() + " report --tag-map " + dir + ".tags " + dir + " -o " + dir + "/r2.html", &log), 0) << log;
+  EXPECT_NE(ni::test::read_text(dir + "/r2.html").find("\"layer 13 bwd\""), std::string::npos);
+  // Without tags: no section.
+  const std::string plain = ni::test::temp_dir("report_no_tags");
+  std::string untagged = text;
+  std::size_t at = 0;
+  while ((at = untagged.find(R"(,"user_tag":12)")) != std::string::npos) untagged.erase(at, 14);
+  while ((at = untagged.find(R"(,"user_tag":13)")) != std::string::npos) untagged.erase(at, 14);
+  ni::test::write_text(plain + "/a.jsonl", untagged);
+  ASSERT_EQ(run(cli() + " report " + plain + " -o " + plain + "/r.html", &log), 0) << log;
+  for (const auto& sec : report_data(ni::test::read_text(plain + "/r.html"))["sections"]) EXPECT_NE(sec["id"], "tags");
+}
+
 // A build without the bundle says how to get one and writes nothing; --plotly-js inlines a given file (escaping
 // "</script"), and refuses a file that is not Plotly.js.
 TEST(Report, WithoutBundle) {
