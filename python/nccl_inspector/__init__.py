@@ -17,7 +17,8 @@ from . import _core
 __version__ = _core.__version__
 __all__ = ["LogProcessor", "__version__"]
 
-_CATEGORIES = ["host", "kind", "comm_hash", "comm_name", "comm_role", "func", "algo", "proto", "timing", "transport"]
+_CATEGORIES = ["host", "kind", "comm_hash", "comm_name", "comm_role", "func", "algo", "proto", "timing", "transport",
+               "tag_name"]
 
 
 class LogProcessor:

@@ -19,6 +19,7 @@
 #include "src/analysis/collect_sink.h"
 #include "src/analysis/locate.h"
 #include "src/analysis/reader.h"
+#include "src/analysis/tags.h"
 
 namespace py = pybind11;
 namespace ana = ni::analysis;
@@ -172,6 +173,13 @@ py::dict read_ops(const std::vector<std::string>& inputs, int threads) {
     for (std::size_t i = 0; i < v.size(); ++i) a.mutable_data()[i] = v[i];
     return a;
   };
+  // The tags' names, from the logs' tag records (ncclInspectorNameTag); None where unnamed or untagged.
+  const ana::TagNames names = ana::tag_names(res, {});
+  py::list tag_name;
+  for (std::size_t i = 0; i < n; ++i) {
+    auto it = user_tag[i] != 0 ? names.names.find(user_tag[i]) : names.names.end();
+    tag_name.append(it == names.names.end() ? py::object(py::none()) : py::object(py::str(it->second)));
+  }
   py::dict c;
   c["host"] = host;
   c["pid"] = pid;
@@ -209,6 +217,7 @@ py::dict read_ops(const std::vector<std::string>& inputs, int threads) {
   c["compute_us"] = column(compute_us);
   c["final_sync_us"] = column(final_sync_us);
   c["user_tag"] = column(user_tag);  // uint64: 0 = no tag (NCCL before 2.31, or an untagged call)
+  c["tag_name"] = tag_name;
   c["net_send_bytes"] = column(net_send);
   c["net_recv_bytes"] = column(net_recv);
   c["net_wait_us"] = column(net_wait);

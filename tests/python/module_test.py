@@ -146,9 +146,14 @@ tagged = LogProcessor(os.path.join(emulate("tagged", "2.31", NCCL_INSPECTOR_ENAB
     "world": 4, "nodes": 1, "comms": [{"name": "tp", "nranks": 4, "layout": "contiguous", "nchannels": 2}],
     "program": [{"comm": "tp", "func": "AllReduce", "bytes": 1048576, "tag": 9007199254740993},
                 {"comm": "tp", "func": "AllGather", "bytes": 1048576, "kernel_variant": "AllGather_STMC"}],
+    "tag_names": {"9007199254740993": "layer 3 fwd TP"},
     "iterations": 1, "truth": {"rank_skew_us": {"2": 30}}}), "dump")).ops()
 tags = dict(tagged.groupby("func", observed=True).user_tag.agg(lambda v: sorted(set(int(x) for x in v))))
 check(tags == {"AllReduce": [9007199254740993], "AllGather": [0]}, f"user_tag from NCCL 2.31: {tags}")
+# The tag's name, from the tag record the emulated application wrote (ncclInspectorNameTag); none for untagged calls.
+names = tagged.groupby("func", observed=True).tag_name.agg(lambda v: sorted(set(str(x) for x in v)))
+check(str(tagged.tag_name.dtype) == "category" and names.to_dict() == {"AllReduce": ["layer 3 fwd TP"], "AllGather": ["nan"]},
+      f"tag_name from the logs' tag records: {names.to_dict()}")
 # A symmetric kernel: its algo is the variant's ("sym:" and NCCL's algo), kernel_variant names it, no proto.
 ag, ar = tagged[tagged.func == "AllGather"], tagged[tagged.func == "AllReduce"]
 check(len(ag) == 4 and (ag.algo == "sym:STMC").all() and (ag.kernel_variant == "AllGather_STMC").all()
