@@ -6,8 +6,11 @@
 #     communicator (nranks == 1 collectives produce no profiler events); then a 2-rank communicator on GPU 0 (two
 #     processes that NCCL_HOSTID makes two hosts: socket transport) with collectives, Send/Recv and AlltoAll; real
 #     collectives over all GPUs when there are several; each op timed with CUDA events,
-#  4. checks the records (GPU timing, durations against the CUDA events, the ABI version bound for this NCCL,
-#     no WARN lines, no drops) and prints one summary table.
+#  4. checks the records (GPU timing, durations against the CUDA events, the ABI version bound for this NCCL --
+#     v7 from 2.31 --, on NCCL >= 2.31 the kernel phases of the 2-rank run's collectives (it runs with
+#     NCCL_INSPECTOR_ENABLE_PHASES=1; older releases never send them), no WARN lines, no drops) and prints one
+#     summary table. Not checked yet: user tags set through ncclCollConfig_t.userProfilerTag (nccl_check.cu does
+#     not call the 2.31 nccl*Config() entry points).
 #
 # Usage: scripts/gpu-check.sh [--detect-only]
 # Environment: CUDA_HOME (default: nvcc on PATH, else /usr/local/cuda), NCCL_HOME (directory with include/nccl.h
@@ -130,7 +133,7 @@ echo "gpu-check: running a 2-rank communicator on GPU 0 (two processes, NCCL_HOS
 pids=()
 for r in 0 1; do
   NCCL_PROFILER_PLUGIN=$plugin NCCL_INSPECTOR_DUMP_DIR=$pair/logs NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES=0 \
-    NCCL_INSPECTOR_ENABLE_NET=1 NCCL_INSPECTOR_HOSTNAME=ni-check-host$r NCCL_HOSTID=ni-check-host$r \
+    NCCL_INSPECTOR_ENABLE_NET=1 NCCL_INSPECTOR_ENABLE_PHASES=1 NCCL_INSPECTOR_HOSTNAME=ni-check-host$r NCCL_HOSTID=ni-check-host$r \
     NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,PROFILE \
     LD_LIBRARY_PATH="$nccl_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
     timeout 240 "$work/nccl_check" --pair $r "$pair/id" "$pair/events$r.csv" "$pair_iters" >"$pair/run$r.log" 2>&1 &

@@ -16,7 +16,7 @@ pair_dir = sys.argv[6] if len(sys.argv) > 6 else None
 major, minor = (code // 10000, (code % 10000) // 100) if code >= 10000 else (code // 1000, (code % 1000) // 100)
 ver = (major, minor)
 expected_abi = 1 if ver <= (2, 23) else 2 if ver <= (2, 25) else 3 if ver == (2, 26) else 4 if ver == (2, 27) \
-    else 5 if ver == (2, 28) else 6
+    else 5 if ver == (2, 28) else 6 if ver <= (2, 30) else 7
 
 
 
@@ -218,6 +218,12 @@ if pair_dir:
     peer_ops = [r for r in pops if not (r["type"] == "p2p" and r.get("peer") == r.get("rank"))]
     add("2-rank proxy events", bool(peer_ops) and len(net) == len(peer_ops),
         f"{len(net)}/{len(peer_ops)} records with transport network and proxy ops (NCCL_INSPECTOR_ENABLE_NET=1)")
+    if ver >= (2, 31):
+        # NCCL 2.31+ (ABI v7) with NCCL_INSPECTOR_ENABLE_PHASES=1: the kernel phases of every GPU-timed collective.
+        gpu_colls = [r for r in pops if r["type"] == "coll" and r.get("timing") == "gpu"]
+        with_ph = [r for r in gpu_colls if r.get("phases")]
+        add("2-rank kernel phases (2.31+)", bool(gpu_colls) and len(with_ph) == len(gpu_colls),
+            f"{len(with_ph)}/{len(gpu_colls)} GPU-timed collective records with phases (NCCL_INSPECTOR_ENABLE_PHASES=1)")
     for (rk, fn, b), (ev, pl) in sorted(per.items()):
         size_rows.append((f"r{rk} {fn} {b}", len(ev), pct(ev, .5), len(pl), pct(pl, .5),
                           pct(pl, .5) / pct(ev, .5) if ev else float("nan"),
