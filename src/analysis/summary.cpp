@@ -493,6 +493,15 @@ void summary_table(Report& r, const SummarySink& s, const ReadResult& res, const
                           : "util_pct: busbw P50 / --peak-busbw (by op, else by link type of most ops, else the default)");
   sec.notes.push_back("busbw per record and per rank (nccl-tests factors); never averaged across ranks");
   if (std::string n = tags.note(); !n.empty()) sec.notes.push_back(std::move(n));
+  if (o.group_by == GroupBy::kTag &&
+      std::all_of(s.groups.begin(), s.groups.end(), [](const auto& g) { return g.first.group == 0; })) {
+    int abi = 0;
+    for (const FileInfo& f : res.files) abi = std::max(abi, f.abi_version);
+    sec.notes.push_back("no call carries a user tag: NCCL passes them from 2.31 on, to a plugin bound through profiler "
+                        "ABI v7 only" +
+                        (abi > 0 ? " (these logs: ABI v" + std::to_string(abi) + ")" : std::string()) +
+                        ", and only for calls the application tagged (ncclCollConfig_t.userProfilerTag)");
+  }
   if (any_cpu)
     sec.notes.push_back(
         "timing cpu: latency as the CPU saw it (the proxy thread, network progress, or just the enqueue of a "

@@ -711,6 +711,64 @@ TEST(RasMask, ThePluginRecordsWhatTheOverrideSendsNotWhatItAskedFor) {
   }
 }
 
+// A plugin build without ncclProfiler_v7 (as one from before NCCL 2.31) on
+// NCCL 2.31: bound as v6 through NCCL's adapter, every op recorded once, and
+// no tag, symmetric-kernel id or phase anywhere (the adapter drops them) even
+// with phases asked for; summary --group-by tag says why there is no tag.
+TEST(V6Build, OnNccl231BindsV6AndRecordsEveryOpWithoutTags) {
+  fs::path dir = temp_dir("v6build");
+  fs::create_directories(dir);
+  {
+    std::ofstream w(dir / "w.json");
+    w << R"({"world": 4, "nodes": 1,
+      "comms": [{"name": "tp", "nranks": 4, "layout": "contiguous", "nchannels": 2}],
+      "program": [{"comm": "tp", "func": "AllGather", "bytes": 1048576, "kernel_variant": "AllGather_STMC", "tag": 5}],
+      "mix": [{"comm": "tp", "func": "AllReduce", "bytes": [65536, 1048576], "tag": 12}],
+      "tag_names": {"12": "layer 12 fwd"}, "iterations": 10})";
+  }
+  const std::string cmd = "NCCL_INSPECTOR_ENABLE_PHASES=1 NCCL_INSPECTOR_DUMP_DIR=" + (dir / "logs").string() +
+                          " NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES=0 NCCL_DEBUG=WARN " + NI_EMU_PATH + " --plugin " +
+                          NI_PLUGIN_V6_PATH + " --nccl 2.31 --pace none --workload " + (dir / "w.json").string() +
+                          " --truth " + (dir / "truth.jsonl").string() + " > " + (dir / "emu.log").string() + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::ifstream el(dir / "emu.log");
+  const std::string emu_log((std::istreambuf_iterator<char>(el)), std::istreambuf_iterator<char>());
+  EXPECT_NE(emu_log.find("bound ncclProfiler_v6"), std::string::npos) << emu_log;
+  size_t visible = 0, tagged = 0;
+  std::ifstream tf(dir / "truth.jsonl");
+  std::string line;
+  while (std::getline(tf, line)) {
+    json t = json::parse(line);
+    if (t.value("type", "") != "op" || !t.value("visible", false)) continue;
+    ++visible;
+    tagged += t.contains("user_tag");
+  }
+  EXPECT_EQ(tagged, visible) << "the calls were tagged (the truth); the adapter gives the plugin none";
+  const std::vector<json> recs = log_ops(dir / "logs");
+  EXPECT_EQ(recs.size(), visible);
+  size_t all_gather = 0;
+  for (const json& r : recs) {
+    EXPECT_FALSE(r.contains("user_tag")) << r.dump();
+    EXPECT_FALSE(r.contains("phases")) << r.dump();
+    EXPECT_FALSE(r.contains("kernel_variant")) << r.dump();
+    EXPECT_FALSE(r.contains("sym")) << r.dump();
+    all_gather += r.value("func", "") == "AllGather";  // the symmetric-kernel plan, recorded as a plain collective
+  }
+  EXPECT_EQ(all_gather, 4u);
+  Read rd = read_dir(dir / "logs");
+  ASSERT_FALSE(rd.result.files.empty());
+  for (const auto& f : rd.result.files) EXPECT_EQ(f.abi_version, 6);
+  const std::string sum = dir.string() + "/summary.txt";
+  ASSERT_EQ(std::system((std::string(NI_CLI) + " summary --no-progress --group-by tag " + (dir / "logs").string() + " > " +
+                         sum + " 2>&1").c_str()),
+            0);
+  std::ifstream sf(sum);
+  const std::string summary((std::istreambuf_iterator<char>(sf)), std::istreambuf_iterator<char>());
+  EXPECT_NE(summary.find("no call carries a user tag"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("(these logs: ABI v6)"), std::string::npos) << summary;
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
 TEST(Burst, MillionOpsThroughATinyRingAreWrittenOrCounted) {
   fs::path dir = temp_dir("burst");
   setenv("NCCL_INSPECTOR_DUMP_DIR", (dir / "logs").c_str(), 1);
