@@ -47,9 +47,9 @@ fi
 # (grep -c reads everything: grep -q would stop early and, under pipefail, readelf's SIGPIPE would fail the test)
 readelf -VW "$so" | grep -c 'Version needs section' >/dev/null || err "readelf -V shows no version needs (not a glibc-linked .so?)"
 
-# 4. Exports: exactly the seven profiler tables and the two marker functions.
+# 4. Exports: exactly the seven profiler tables and the three user functions (mark, name a tag, flush).
 mapfile -t exported < <(objdump -T "$so" | awk '$0 !~ /\*UND\*/ && NF >= 6 && $2 ~ /^[gwu]$/ { print $NF }' | sort -u)
-expected=(ncclInspectorFlush ncclInspectorMark ncclProfiler_v1 ncclProfiler_v2 ncclProfiler_v3 ncclProfiler_v4
+expected=(ncclInspectorFlush ncclInspectorMark ncclInspectorNameTag ncclProfiler_v1 ncclProfiler_v2 ncclProfiler_v3 ncclProfiler_v4
   ncclProfiler_v5 ncclProfiler_v6 ncclProfiler_v7)
 echo "exported: ${exported[*]}"
 if [[ "${exported[*]}" != "${expected[*]}" ]]; then
