@@ -85,7 +85,7 @@ void outliers(const std::vector<Op>& ops, const ReadResult& res, const AnomalyOp
       f.when = "seq " + std::to_string(op.seq) + (op.has_start() ? " at " + time_str(op.start_wall_ns) : "");
       f.magnitude = d[j] / med;
       f.evidence = std::string(to_string(op.func)) + " " + size_bucket_label(size_bucket(op.bytes)) + " " +
-                   std::string(to_string(op.algo)) + "/" + std::string(to_string(op.proto)) + ": " +
+                   std::string(to_string(op.algo)) + "/" + std::string(proto_label(op.algo, op.proto)) + ": " +
                    fmt("%.1f us", d[j]) + fmt(" vs median %.1f us", med) + fmt(" (robust z %.1f)", z) +
                    (op.has_busbw() ? fmt(", busbw %.1f GB/s", op.busbw_gbs) : "");
       all.emplace_back(z, std::move(f));

@@ -62,7 +62,7 @@ CompareResult compare_runs(const std::vector<std::string>& base, const std::vect
     std::vector<Cell> row;
     if (o.by_tag) row.push_back(tags.label(k.tag));
     row.insert(row.end(), {std::string(to_string(k.func)), size_bucket_label(k.bucket), k.nranks,
-                           std::string(to_string(k.algo)), std::string(to_string(k.proto))});
+                           std::string(to_string(k.algo)), std::string(proto_label(k.algo, k.proto))});
     if (where != 3) {
       const GroupAcc& a = where == 1 ? mb.at(k) : mr.at(k);
       row.insert(row.end(), {"-", where == 1 ? Cell(a.count) : Cell(0), where == 2 ? Cell(a.count) : Cell(0),

@@ -52,7 +52,7 @@ class ExportSink : public OpSink {
                     op.nnodes, std::string(to_string(op.func)).c_str(),
                     static_cast<unsigned long long>(op.seq), op.peer,
                     static_cast<unsigned long long>(op.bytes), size_bucket(op.bytes),
-                    std::string(to_string(op.algo)).c_str(), std::string(to_string(op.proto)).c_str(),
+                    std::string(to_string(op.algo)).c_str(), std::string(proto_label(op.algo, op.proto)).c_str(),
                     op.nchannels, op.has_start() ? std::to_string(op.start_wall_ns).c_str() : "", op.dur_us);
       buf_ += num;
       if (bw) {
@@ -82,7 +82,7 @@ class ExportSink : public OpSink {
                     op.rank, op.nranks, op.nnodes, std::string(to_string(op.func)).c_str(),
                     static_cast<unsigned long long>(op.seq), op.peer, static_cast<unsigned long long>(op.bytes),
                     size_bucket(op.bytes), std::string(to_string(op.algo)).c_str(),
-                    std::string(to_string(op.proto)).c_str(), op.nchannels,
+                    std::string(proto_label(op.algo, op.proto)).c_str(), op.nchannels,
                     op.has_start() ? std::to_string(op.start_wall_ns).c_str() : "null", op.dur_us);
       buf_ += num;
       if (bw) std::snprintf(num, sizeof num, "\"busbw_gbs\":%.6g,", op.busbw_gbs);

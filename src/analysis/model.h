@@ -77,6 +77,9 @@ inline constexpr std::uint8_t kSymBase = 32;
 inline constexpr int kMaxSym = 255 - kSymBase;
 Algo sym_algo(std::string_view variant);
 constexpr bool is_sym(Algo a) { return static_cast<std::uint8_t>(a) >= kSymBase; }
+// The protocol as shown: a symmetric kernel has none (NCCL gives "" for it),
+// shown as "" rather than "unknown".
+inline std::string_view proto_label(Algo a, Proto p) { return is_sym(a) && p == Proto::kUnknown ? std::string_view() : to_string(p); }
 std::string_view sym_variant(Algo a);  // the variant's full name; "" when not one
 
 Func parse_func(std::string_view s);

@@ -151,7 +151,8 @@ std::string script_safe(std::string_view js) {
 
 std::string algo_proto(const Op& op) {
   if (op.kind != OpKind::kColl) return std::string(to_string(op.kind));
-  return std::string(to_string(op.algo)) + "/" + std::string(to_string(op.proto));
+  const std::string_view proto = proto_label(op.algo, op.proto);
+  return std::string(to_string(op.algo)) + (proto.empty() ? "" : "/" + std::string(proto));
 }
 
 // busbw vs message size: per op, series per algo/proto, medians per size bucket.

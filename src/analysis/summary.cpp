@@ -463,7 +463,7 @@ void summary_table(Report& r, const SummarySink& s, const ReadResult& res, const
     const GroupKey& k = *row.k;
     const GroupAcc& a = *row.a;
     std::vector<Cell> c = {row.label, std::string(to_string(k.func)), std::string(to_string(k.algo)),
-                           std::string(to_string(k.proto)), size_bucket_label(k.bucket), k.nranks,
+                           std::string(proto_label(k.algo, k.proto)), size_bucket_label(k.bucket), k.nranks,
                            static_cast<int>(k.nnodes)};
     if (o.per_rank) c.push_back(k.rank);
     c.push_back(a.count);
@@ -535,7 +535,7 @@ void summary_table(Report& r, const SummarySink& s, const ReadResult& res, const
     const GroupAcc& a = *row.a;
     if (a.sync.count() == 0) continue;
     std::vector<Cell> c = {row.label, std::string(to_string(k.func)), std::string(to_string(k.algo)),
-                           std::string(to_string(k.proto)), size_bucket_label(k.bucket), k.nranks};
+                           std::string(proto_label(k.algo, k.proto)), size_bucket_label(k.bucket), k.nranks};
     if (o.per_rank) c.push_back(k.rank);
     c.push_back(a.sync.count());
     c.push_back(Cell(a.sync.quantile(0.5), 2));
@@ -584,9 +584,9 @@ void advice_table(Report& r, const SummarySink& s) {
         pin += std::string(pin.empty() ? "" : " ") + "NCCL_PROTO=" + std::string(to_string(bk->proto));
       adv.table.rows.push_back({std::string(to_string(std::get<0>(key))), size_bucket_label(std::get<1>(key)),
                                 std::get<2>(key), std::get<3>(key),
-                                std::string(to_string(bk->algo)) + "/" + std::string(to_string(bk->proto)),
+                                std::string(to_string(bk->algo)) + "/" + std::string(proto_label(bk->algo, bk->proto)),
                                 Cell(ba->lat.quantile(0.5), 2), Cell(ba->bw.quantile(0.5), 2),
-                                std::string(to_string(ok->algo)) + "/" + std::string(to_string(ok->proto)),
+                                std::string(to_string(ok->algo)) + "/" + std::string(proto_label(ok->algo, ok->proto)),
                                 Cell(oa->lat.quantile(0.5), 2), Cell(speedup, 2), pin});
     }
   }

@@ -724,7 +724,7 @@ void TraceBuild::write_op(TraceJson& j, std::size_t k) {
     j.raw(",\"algo\":");
     j.str(to_string(op.algo));
     j.raw(",\"proto\":");
-    j.str(to_string(op.proto));
+    j.str(proto_label(op.algo, op.proto));
   }
   if (op.kind == OpKind::kP2p) {
     j.raw(",\"peer\":");

@@ -495,8 +495,25 @@ TEST_P(SymmetricKernels, EveryRecordNamesItsVariantAsTheTruthDoes) {
     for (const ana::Op& op : ops->ops) {
       if (ana::is_sym(op.algo)) {
         EXPECT_EQ(ana::sym_variant(op.algo).substr(0, 9) == "AllReduce", op.func == ana::Func::kAllReduce);
+        // No protocol (NCCL's ""), not an "unknown" one.
+        EXPECT_EQ(ana::proto_label(op.algo, op.proto), "");
+      } else {
+        EXPECT_NE(ana::proto_label(op.algo, op.proto), "") << ana::to_string(op.algo);
       }
     }
+    // As summary prints them: the variant's algo and an empty proto.
+    const std::string sum = (dir / "summary.csv").string();
+    ASSERT_EQ(std::system((std::string(NI_CLI) + " summary --no-progress -f csv " + (dir / "logs").string() + " > " + sum).c_str()), 0);
+    std::ifstream sf(sum);
+    std::string row;
+    size_t sym_rows = 0;
+    while (std::getline(sf, row)) {
+      if (row.find(",sym:") == std::string::npos) continue;
+      ++sym_rows;
+      EXPECT_NE(row.find(",,"), std::string::npos) << "an empty proto: " << row;
+      EXPECT_EQ(row.find("unknown"), std::string::npos) << row;
+    }
+    EXPECT_GE(sym_rows, 4u);
   } else {
     for (const auto& [algo, n] : by_algo) EXPECT_EQ(algo.rfind("sym", 0), std::string::npos) << algo;
   }
