@@ -485,6 +485,8 @@ class Pool {
   }
 
   void free(uint32_t i) noexcept {
+    // Relaxed, a hint (pop_at_maximum()): something was freed since the last refusal.
+    if (refused_.load(std::memory_order_relaxed) != 0) [[unlikely]] refused_.store(0, std::memory_order_relaxed);
     // A push-only stack emptied only by exchange has no ABA problem: no tag.
     uint32_t h = returned_.load(std::memory_order_relaxed);  // relaxed: the CAS below re-checks it
     for (;;) {
@@ -541,15 +543,24 @@ class Pool {
   // allocating thread may hold every free slot between its exchange in pop()
   // and its transit_ increment in install_batch() (two instructions; but a
   // thread can be preempted there): yield to it a bounded number of times
-  // before reporting the pool exhausted. Only this path, which is about to
-  // drop an op, pays for it.
+  // before reporting the pool exhausted. Only once per exhaustion: after a
+  // refusal, and until something is freed (refused_), no chain can have
+  // formed, and a burst of starts that all find the pool full must not each
+  // pay eight system calls on NCCL's threads; such refusals try once.
   __attribute__((noinline)) uint32_t pop_at_maximum() noexcept {
-    for (int tries = 0; tries < 8; ++tries) {
-      const uint32_t i = pop();
-      if (i != UINT32_MAX) return i;
-      std::this_thread::yield();
+    // Relaxed: a hint (a stale value costs one refusal its yields, or one
+    // spurious yield spell); the free lists' own atomics order the slots.
+    if (refused_.load(std::memory_order_relaxed) == 0) {
+      for (int tries = 0; tries < 8; ++tries) {
+        const uint32_t i = pop();
+        if (i != UINT32_MAX) return i;
+        refusal_yields_.fetch_add(1, std::memory_order_relaxed);  // a statistic for tests; pairs with nothing
+        std::this_thread::yield();
+      }
     }
-    return pop();
+    const uint32_t i = pop();
+    if (i == UINT32_MAX) refused_.store(1, std::memory_order_relaxed);  // the hint above
+    return i;
   }
 
   // Both stacks looked empty: another thread may be moving a batch (or be a
@@ -599,6 +610,9 @@ class Pool {
   // Adds one chunk. Only one thread grows at a time (growing_ flag); a thread
   // that loses the race returns true so its caller retries the free list.
   __attribute__((noinline)) bool grow() noexcept {
+    // Relaxed: only the grower writes it, and it only grows: a pool at its
+    // maximum says so without the CAS below (a shared line's write per refusal).
+    if (n_chunks_.load(std::memory_order_relaxed) >= max_chunks_) return false;
     uint32_t expected = 0;
     // Acquire pairs with the release store that clears the flag below.
     if (!growing_.compare_exchange_strong(expected, 1, std::memory_order_acquire, std::memory_order_relaxed))
@@ -628,6 +642,12 @@ class Pool {
   alignas(kCacheLine) std::atomic<uint64_t> head_{0};  // (aba tag << 32) | (global index + 1)
   std::atomic<uint32_t> transit_{0};                   // chains taken from returned_, not yet in head_
   alignas(kCacheLine) std::atomic<uint32_t> returned_{0};  // global index + 1
+  std::atomic<uint32_t> refused_{0};  // 1: a refusal at the maximum, nothing freed since (pop_at_maximum())
+  std::atomic<uint64_t> refusal_yields_{0};
+
+ public:
+  // Yields spent in refusals at the maximum (tests).
+  uint64_t refusal_yields() const noexcept { return refusal_yields_.load(std::memory_order_relaxed); }
 };
 
 // ------------------------------------------------------------------ context

@@ -16,6 +16,7 @@
 #include "plugin/abi/all.h"
 #include "src/output/memory_sink.h"
 #include "src/core/names.h"
+#include "src/core/tracker.h"
 
 extern "C" {
 extern ni::abi::ProfilerV1 ncclProfiler_v1;
@@ -939,6 +940,27 @@ TEST_F(Tracker, MemorySinkDiscardDrainsWithoutKeeping) {
   EXPECT_EQ(sink()->discard(), 3u);
   EXPECT_TRUE(sink()->take().empty());
   EXPECT_EQ(ni::stats().ops_completed, 3u);
+}
+
+// A pool at its maximum: the first refusal yields to a possible batch in
+// transit (8 times), the refusals after it, with nothing freed, try once and
+// return; a free() ends that, and the next exhaustion waits once again.
+TEST(Pool, RefusalsAtTheMaximumWaitOnlyOncePerExhaustion) {
+  ni::core::Pool<ni::core::OpSlot> p;
+  ASSERT_TRUE(p.init(ni::core::kChunk, nullptr));
+  std::vector<uint32_t> got;
+  for (uint32_t i = 0; i < ni::core::kChunk; ++i) {
+    const uint32_t s = p.alloc();
+    ASSERT_NE(s, UINT32_MAX) << i;
+    got.push_back(s);
+  }
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(p.alloc(), UINT32_MAX);
+  EXPECT_EQ(p.refusal_yields(), 8u) << "only the first of 100 refusals waits";
+  p.free(got.back());
+  EXPECT_EQ(p.alloc(), got.back()) << "the freed slot";
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(p.alloc(), UINT32_MAX);
+  EXPECT_EQ(p.refusal_yields(), 16u);
+  for (uint32_t s : got) p.free(s);
 }
 
 TEST_F(Tracker, ExhaustedPoolDropsAndCounts) {
