@@ -357,6 +357,33 @@ std::vector<json> log_ops(const fs::path& dir) {
   return out;
 }
 
+// One emulated job with `plugin` (the real one unless said): its logs in
+// dir/logs (written from the first byte), its truth in dir/truth.jsonl, its
+// output in dir/emu.log, which is returned. `env` goes before the command
+// (after NCCL_DEBUG=WARN, which it may override), `args` after it.
+std::string run_emu(const fs::path& dir, const std::string& env, const std::string& args,
+                    const std::string& plugin = NI_PLUGIN_PATH) {
+  const std::string cmd = "NCCL_DEBUG=WARN " + env + " NCCL_INSPECTOR_DUMP_DIR=" + (dir / "logs").string() +
+                          " NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES=0 " + NI_EMU_PATH + " --plugin " + plugin +
+                          " --pace none " + args + " --truth " + (dir / "truth.jsonl").string() + " > " +
+                          (dir / "emu.log").string() + " 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::ifstream el(dir / "emu.log");
+  return std::string((std::istreambuf_iterator<char>(el)), std::istreambuf_iterator<char>());
+}
+
+// How many of the truth's ops the plugin was shown.
+size_t visible_ops(const fs::path& dir) {
+  size_t visible = 0;
+  std::ifstream tf(dir / "truth.jsonl");
+  std::string line;
+  while (std::getline(tf, line)) {
+    json t = json::parse(line);
+    visible += t.value("type", "") == "op" && t.value("visible", false);
+  }
+  return visible;
+}
+
 class UserTags : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(UserTags, EveryRecordCarriesItsCallsTag) {
@@ -377,12 +404,8 @@ TEST_P(UserTags, EveryRecordCarriesItsCallsTag) {
                   {"comm": "tp", "func": "Broadcast", "bytes": 65536, "tag": 15}],
       "iterations": 1})";
   }
-  const std::string cmd = "NCCL_INSPECTOR_DUMP_DIR=" + (dir / "logs").string() +
-                          " NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES=0 NCCL_DEBUG=WARN " + NI_EMU_PATH + " --plugin " +
-                          NI_PLUGIN_PATH + " --nccl " + version + " --pace none --quiet --workload " +
-                          (dir / "w.json").string() + " --truth " + (dir / "truth.jsonl").string() + " > " +
-                          (dir / "emu.log").string() + " 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  run_emu(dir, "", std::string("--nccl ") + version + " --quiet --workload " + (dir / "w.json").string());
+  ASSERT_FALSE(HasFailure());
   // (comm, rank, func, tag) of every visible op of the truth, and of every record.
   using Key = std::tuple<uint64_t, int, std::string, uint64_t>;
   std::multiset<Key> want, got;
@@ -446,12 +469,8 @@ TEST_P(SymmetricKernels, EveryRecordNamesItsVariantAsTheTruthDoes) {
                   {"comm": "dp", "func": "SendRecv", "bytes": 65536, "shift": 1}],
       "iterations": 1})";
   }
-  const std::string cmd = "NCCL_INSPECTOR_DUMP_DIR=" + (dir / "logs").string() +
-                          " NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES=0 NCCL_DEBUG=WARN " + NI_EMU_PATH + " --plugin " +
-                          NI_PLUGIN_PATH + " --nccl " + version + " --pace none --quiet --workload " +
-                          (dir / "w.json").string() + " --truth " + (dir / "truth.jsonl").string() + " > " +
-                          (dir / "emu.log").string() + " 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  run_emu(dir, "", std::string("--nccl ") + version + " --quiet --workload " + (dir / "w.json").string());
+  ASSERT_FALSE(HasFailure());
   // (comm, rank, seq, func, algo, proto, variant) of every visible collective of the truth, and of every record.
   using Key = std::tuple<uint64_t, int, uint64_t, std::string, std::string, std::string, std::string>;
   std::multiset<Key> want, got;
@@ -549,13 +568,9 @@ TEST_P(KernelPhases, EveryOpsPhasesAreItsChannelsAsTheTruthHasThem) {
               {"comm": "dp", "func": "SendRecv", "bytes": [262144], "weight": 1}],
       "iterations": 24, "truth": {"rank_skew_us": {"5": 40}}})";
   }
-  const std::string cmd = std::string(enabled ? "NCCL_INSPECTOR_ENABLE_PHASES=1 " : "") +
-                          "NCCL_INSPECTOR_DUMP_DIR=" + (dir / "logs").string() +
-                          " NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES=0 NCCL_DEBUG=WARN " + NI_EMU_PATH + " --plugin " +
-                          NI_PLUGIN_PATH + " --nccl " + version + " --pace none --quiet --workload " +
-                          (dir / "w.json").string() + " --truth " + (dir / "truth.jsonl").string() + " > " +
-                          (dir / "emu.log").string() + " 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  run_emu(dir, enabled ? "NCCL_INSPECTOR_ENABLE_PHASES=1" : "",
+          "--nccl " + version + " --quiet --workload " + (dir / "w.json").string());
+  ASSERT_FALSE(HasFailure());
   // (comm, rank, func, the phases as [min, median, max, channels] in ns) per op.
   using Phases = std::vector<std::array<int64_t, 4>>;
   using Key = std::tuple<uint64_t, int, std::string, Phases>;
@@ -648,23 +663,12 @@ INSTANTIATE_TEST_SUITE_P(Releases, KernelPhases,
 TEST(KernelTiming, OffMeansNoKernelEventsAndEveryOpCpuTimed) {
   for (const char* version : {"2.28", "2.31"}) {
     fs::path dir = temp_dir(std::string("nokernel") + version);
-    const std::string cmd = "NCCL_INSPECTOR_DUMP_DIR=" + (dir / "logs").string() +
-                            " NCCL_INSPECTOR_KERNEL_TIMING=0 NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES=0 NCCL_DEBUG=WARN " +
-                            NI_EMU_PATH + " --plugin " + NI_PLUGIN_PATH + " --nccl " + version +
-                            " --pace none --iters 20 --truth " + (dir / "truth.jsonl").string() + " > " +
-                            (dir / "emu.log").string() + " 2>&1";
-    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-    std::ifstream el(dir / "emu.log");
-    const std::string emu_log((std::istreambuf_iterator<char>(el)), std::istreambuf_iterator<char>());
+    const std::string emu_log =
+        run_emu(dir, "NCCL_INSPECTOR_KERNEL_TIMING=0", std::string("--nccl ") + version + " --iters 20");
+    ASSERT_FALSE(HasFailure());
     EXPECT_NE(emu_log.find("callbacks:"), std::string::npos) << emu_log;
     EXPECT_EQ(emu_log.find("KernelCh.start"), std::string::npos) << version << ": " << emu_log;
-    size_t visible = 0;
-    std::ifstream tf(dir / "truth.jsonl");
-    std::string line;
-    while (std::getline(tf, line)) {
-      json t = json::parse(line);
-      visible += t.value("type", "") == "op" && t.value("visible", false);
-    }
+    const size_t visible = visible_ops(dir);
     Read r = read_dir(dir / "logs");
     size_t api_only = 0;
     for (const ana::Op& op : r.ops) {
@@ -688,23 +692,12 @@ TEST(RasMask, ThePluginRecordsWhatTheOverrideSendsNotWhatItAskedFor) {
   for (const char* mask : {"0x6", "0x8046"}) {
     const bool kernel = std::string(mask) == "0x8046";
     fs::path dir = temp_dir(std::string("ras") + mask);
-    const std::string cmd = "NCCL_INSPECTOR_DUMP_DIR=" + (dir / "logs").string() +
-                            " NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES=0 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT " +
-                            NI_EMU_PATH + " --plugin " + NI_PLUGIN_PATH + " --nccl 2.31 --ras-mask " + mask +
-                            " --pace none --iters 20 --truth " + (dir / "truth.jsonl").string() + " > " +
-                            (dir / "emu.log").string() + " 2>&1";
-    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-    std::ifstream el(dir / "emu.log");
-    const std::string emu_log((std::istreambuf_iterator<char>(el)), std::istreambuf_iterator<char>());
+    const std::string emu_log = run_emu(dir, "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT",
+                                        std::string("--nccl 2.31 --ras-mask ") + mask + " --iters 20");
+    ASSERT_FALSE(HasFailure());
     EXPECT_NE(emu_log.find(std::string("event mask ") + mask + " set by RAS"), std::string::npos) << emu_log;
     EXPECT_EQ(emu_log.find("KernelCh.start") != std::string::npos, kernel) << mask << ": " << emu_log;
-    size_t visible = 0;
-    std::ifstream tf(dir / "truth.jsonl");
-    std::string line;
-    while (std::getline(tf, line)) {
-      json t = json::parse(line);
-      visible += t.value("type", "") == "op" && t.value("visible", false);
-    }
+    const size_t visible = visible_ops(dir);
     Read r = read_dir(dir / "logs");
     size_t with_phases = 0, gpu = 0;
     for (const ana::Op& op : r.ops) {
@@ -743,13 +736,9 @@ TEST(V6Build, OnNccl231BindsV6AndRecordsEveryOpWithoutTags) {
       "mix": [{"comm": "tp", "func": "AllReduce", "bytes": [65536, 1048576], "tag": 12}],
       "tag_names": {"12": "layer 12 fwd"}, "iterations": 10})";
   }
-  const std::string cmd = "NCCL_INSPECTOR_ENABLE_PHASES=1 NCCL_INSPECTOR_DUMP_DIR=" + (dir / "logs").string() +
-                          " NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES=0 NCCL_DEBUG=WARN " + NI_EMU_PATH + " --plugin " +
-                          NI_PLUGIN_V6_PATH + " --nccl 2.31 --pace none --workload " + (dir / "w.json").string() +
-                          " --truth " + (dir / "truth.jsonl").string() + " > " + (dir / "emu.log").string() + " 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  std::ifstream el(dir / "emu.log");
-  const std::string emu_log((std::istreambuf_iterator<char>(el)), std::istreambuf_iterator<char>());
+  const std::string emu_log = run_emu(dir, "NCCL_INSPECTOR_ENABLE_PHASES=1",
+                                      "--nccl 2.31 --workload " + (dir / "w.json").string(), NI_PLUGIN_V6_PATH);
+  ASSERT_FALSE(HasFailure());
   EXPECT_NE(emu_log.find("bound ncclProfiler_v6"), std::string::npos) << emu_log;
   size_t visible = 0, tagged = 0;
   std::ifstream tf(dir / "truth.jsonl");
