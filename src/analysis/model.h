@@ -127,6 +127,12 @@ struct Op {
   std::uint8_t flags = 0;
   std::uint8_t transport = 0;  // 0 unknown, 1 intra_node, 2 network
 
+  // The share of a GPU-timed kernel time the median channel waited for its
+  // peers (initial_sync / duration, %, at most 100); NaN without phases or GPU time.
+  double wait_pct() const {
+    if (!std::isfinite(sync_us) || !gpu_timed(timing) || !(dur_us > 0)) return kNaN;
+    return std::min(100.0, 100.0 * sync_us / dur_us);
+  }
   bool has_start() const { return (flags & kFlagHasStart) != 0; }
   bool has_busbw() const { return !std::isnan(busbw_gbs); }
 };

@@ -429,8 +429,8 @@ void phases_section(const Page& p, std::vector<RSection>& out) {
   std::map<std::tuple<std::string, std::uint64_t, Func, int>, std::pair<QuantileSketch, QuantileSketch>> rows;
   std::set<Func> funcs;
   for (const auto& op : ops) {
-    if (!std::isfinite(op.sync_us) || !gpu_timed(op.timing) || !(op.dur_us > 0)) continue;
-    const double pct = std::min(100.0, 100.0 * op.sync_us / op.dur_us);
+    const double pct = op.wait_pct();
+    if (std::isnan(pct)) continue;
     share[{op.func, op.comm_hash}].add(pct);
     funcs.insert(op.func);
     auto& r = rows[{comm_short(op.comm_hash, res), op.comm_hash, op.func, size_bucket(op.bytes)}];

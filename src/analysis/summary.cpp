@@ -41,9 +41,9 @@ void GroupAcc::add(const Op& op, int& lat_bucket, int& bw_bucket) {
   network += op.transport == 2;
   if (!std::isnan(op.dur_us)) lat.add(op.dur_us, lat_bucket);  // NaN: an assembled call of CPU-timed parts
   if (op.has_busbw()) bw.add(op.busbw_gbs, bw_bucket);
-  if (std::isfinite(op.sync_us) && gpu_timed(op.timing) && op.dur_us > 0) [[unlikely]] {
+  if (const double pct = op.wait_pct(); !std::isnan(pct)) [[unlikely]] {
     sync.add(op.sync_us);
-    wait_pct.add(std::min(100.0, 100.0 * op.sync_us / op.dur_us));
+    wait_pct.add(pct);
   }
 }
 void GroupAcc::merge(const GroupAcc& o) {
