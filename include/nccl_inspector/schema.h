@@ -82,6 +82,7 @@ inline constexpr std::string_view kAlgo = "algo";          // "RING", "TREE", ..
 inline constexpr std::string_view kProto = "proto";        // "LL", "LL128", "SIMPLE", "unknown"; "" for symmetric kernels
 inline constexpr std::string_view kSym = "sym";            // bool (coll, NCCL 2.31+), present only when true: a symmetric kernel ran it
 inline constexpr std::string_view kKernelVariant = "kernel_variant";  // string (with sym): NCCL's id of that kernel
+inline constexpr std::string_view kSymPlanTasks = "sym_plan_tasks";  // a symmetric plan's head: the tasks its kernel time covers (>= 2); no bandwidth
 inline constexpr std::string_view kPhases = "phases";      // object (NCCL 2.31+, NCCL_INSPECTOR_ENABLE_PHASES): per phase [min us, median us, max us, channels]
 inline constexpr std::string_view kPhaseInitialSync = "initial_sync";  // phases members, NCCL's phase names
 inline constexpr std::string_view kPhaseCompute = "compute";

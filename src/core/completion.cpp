@@ -144,7 +144,6 @@ inline void zero_after_start(OpRecord& r) noexcept {
 __attribute__((always_inline)) inline void write_header(OpRecord& r, const OpSlot& s,
                                                         bool reclaimed) noexcept {
   std::memcpy(static_cast<void*>(&r), &s.start, sizeof(OpStart));
-  r.reserved_ = 0;  // OpStart::pad_
   zero_after_start(r);
   // Relaxed: written before the handle was published (see start_coll()).
   // Collectives: the issue index; P2P: the group number (start_p2p).

@@ -158,7 +158,7 @@ struct OpRecord {
   uint8_t n_warps;
   uint8_t abi_version;
   uint8_t kernel_variant; // kFlagSymKernel: the kernel's id string, interned (names.h variant_name); 0 unknown
-  uint8_t reserved_;      // zero
+  uint8_t sym_tasks;      // kFlagSymKernel, a plan's head: later tasks of its plan its kernel time covers (max 255)
   // --- filled at completion
   uint64_t start_ns;      // earliest channel start (GPU pTimer ns for kGpu; CPU monotonic ns otherwise)
   uint64_t end_ns;        // latest channel stop, same clock as start_ns

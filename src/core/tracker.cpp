@@ -135,7 +135,7 @@ __attribute__((always_inline)) inline void reset_slot(Context& c, OpSlot& s, OpK
   r.n_warps = 0;
   r.abi_version = static_cast<uint8_t>(c.abi);
   r.kernel_variant = 0;
-  r.pad_ = 0;
+  r.sym_tasks = 0;
   const uint64_t t = clk::read_ticks();
   // Relaxed: everything below is published by open_op()'s release store of `claim`.
   s.start_ticks.store(t, std::memory_order_relaxed);
@@ -330,6 +330,36 @@ __attribute__((always_inline)) inline OpSlot* begin_op(Runtime* rt, Context* c, 
 }
 }  // namespace
 
+// NCCL 2.31.2 runs a group's symmetric tasks of one kernel as one plan: its
+// Colls start back to back on the launching thread; the head says the plan's
+// channel count and alone gets KernelCh, which time the whole plan; the others
+// say nChannels 0 (profiler-abi.md §13; docs/log-format.md `sym_plan_tasks`).
+// The launching thread remembers its last head, and each later task of the
+// same kernel and function counts itself in the head's sym_tasks, so that the
+// head's record says its kernel time is not its own alone.
+struct SymHead {
+  uint64_t pv = 0;  // the head's handle value; 0 none
+  uint8_t variant = 0, func = 0;
+};
+thread_local SymHead t_sym_head;
+
+__attribute__((noinline)) void sym_plan_task(void* handle, const CollStart& d) noexcept {
+  if (d.n_channels != 0) {
+    t_sym_head = {hv(handle), d.kernel_variant, static_cast<uint8_t>(d.func)};
+    return;
+  }
+  if (t_sym_head.pv == 0 || t_sym_head.variant != d.kernel_variant || t_sym_head.func != static_cast<uint8_t>(d.func))
+    return;
+  OpSlot* head = live_op(t_sym_head.pv);
+  if (head == nullptr) {
+    t_sym_head.pv = 0;
+    return;
+  }
+  // Plain: the head's start line, written by this same thread; its Coll stop
+  // (release, later on this thread) publishes it to the completer.
+  if (head->start.sym_tasks != 255) ++head->start.sym_tasks;
+}
+
 void* start_coll(void* ctx, void* parent, int rank, const CollStart& d) noexcept {
   Runtime* rt = runtime();
   if (rt == nullptr) return nullptr;
@@ -372,13 +402,17 @@ void* start_coll(void* ctx, void* parent, int rank, const CollStart& d) noexcept
   if (d.sym) [[unlikely]] {
     r.flags |= kFlagSymKernel;
     r.kernel_variant = d.kernel_variant;
+  } else if (t_sym_head.pv != 0) [[unlikely]] {
+    t_sym_head.pv = 0;  // another collective: the plan (if any) ended
   }
   // A Broadcast with its Coll on ABI v6+ although NCCL_ALLGATHERV_ENABLE was not 0 when the plugin
   // started (set later, or a release that behaves otherwise): its CollApi calls are markers from now
   // on (start_coll_api). Relaxed: a one-way flag.
   if (d.func == Func::kBroadcast && c->abi >= 6 && !rt->bcast_coll_seen.load(std::memory_order_relaxed)) [[unlikely]]
     rt->bcast_coll_seen.store(true, std::memory_order_relaxed);
-  return open_op(*s, slot);
+  void* handle = open_op(*s, slot);
+  if (d.sym) [[unlikely]] sym_plan_task(handle, d);
+  return handle;
 }
 
 void* start_p2p(void* ctx, void* parent, int rank, const P2pStart& d) noexcept {

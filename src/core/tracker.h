@@ -127,7 +127,11 @@ struct alignas(kCacheLine) OpStart {
   uint16_t flags;  // OpFlag
   uint8_t kind, func, dtype, algo, proto, n_channels, n_warps, abi_version;
   uint8_t kernel_variant;  // symmetric-kernel plans (names.h variant_id); 0 otherwise
-  uint8_t pad_;            // the record's reserved_
+  // A symmetric plan's head: how many later tasks its kernel ran too
+  // (saturating at 255), counted by their starts (start_coll: the one field
+  // written after the handle went to NCCL, by the same launching thread,
+  // before the head's own stop publishes it to the completer).
+  uint8_t sym_tasks;
 };
 static_assert(sizeof(OpStart) == kCacheLine);
 
@@ -168,6 +172,7 @@ NI_SAME_OFFSET(n_channels);
 NI_SAME_OFFSET(n_warps);
 NI_SAME_OFFSET(abi_version);
 NI_SAME_OFFSET(kernel_variant);
+NI_SAME_OFFSET(sym_tasks);
 #undef NI_SAME_OFFSET
 
 // Where an op's kernel side stands (OpSlotFields::ch_mode). With a known

@@ -271,6 +271,9 @@ struct TruthOp {
   std::string api_func; // as the application called it
   uint64_t user_tag = 0;// 2.31+: the tag its descriptors carry (0 = none)
   std::string kernel_variant;  // 2.31+: the symmetric kernel's variant (algo its suffix, proto ""), empty none
+  // 2.31+: a symmetric plan's head: the tasks its kernel ran (itself included;
+  // 0 when alone); its duration covers them all, so it has no busbw.
+  int sym_plan_tasks = 0;
   uint64_t seq = 0;     // NCCL seqNumber (coll), own per-(peer,direction) order (p2p)
   uint64_t count = 0;   // as the Coll/P2p descriptor carries it
   std::string dtype;    // as the descriptor carries it

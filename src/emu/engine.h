@@ -97,6 +97,12 @@ struct Task {
   uint32_t redop = 0;
   uint64_t user_tag = 0;  // 2.31+: the call's tag (OpSpec::tag); older releases never pass it
   const char* kernel_variant = nullptr;  // 2.31+: a symmetric-kernel plan's variant (interned), else NULL
+  // 2.31+: a task of a symmetric plan after its head (same group, comm,
+  // function and variant): no channels of its own (its Coll says nChannels 0)
+  // and no KernelCh; the head's channels run its work too.
+  Task* sym_head = nullptr;
+  int sym_tasks = 0;        // a head: its later tasks
+  uint64_t sym_bytes = 0;   // a head: their bytes
   std::vector<ChanTime> chans;
   uint64_t seq = 0;
   int mask = 0;               // activation-mask snapshot the task carries

@@ -25,6 +25,29 @@ const char* intern_variant(const std::string& v) {
 
 constexpr uint64_t kPaceLeadNs = 300000;  // the app enqueues up to 300 us ahead of the GPU
 
+// The truth's channel times, duration and busbw, from the task's channels.
+void truth_times(const Rank& R, const Comm& c, const Task& t, TruthOp& tr) {
+  tr.ch_phase_ns.clear();
+  tr.channels.clear();
+  tr.ch_start_ptimer.clear();
+  tr.ch_stop_ptimer.clear();
+  uint64_t longest = 0;
+  for (const ChanTime& ch : t.chans) {
+    tr.ch_phase_ns.push_back({ch.sync_end_ns - ch.start_ns, ch.final_start_ns - ch.sync_end_ns, ch.stop_ns - ch.final_start_ns});
+    tr.channels.push_back(ch.ch);
+    tr.ch_start_ptimer.push_back(R.epoch + ch.start_ns);
+    tr.ch_stop_ptimer.push_back(R.epoch + ch.stop_ns);
+    longest = std::max(longest, ch.stop_ns - ch.start_ns);
+  }
+  if (longest > 0) tr.duration_us = static_cast<double>(longest) / 1000.0;
+  const double bus = static_cast<double>(t.bytes) * (t.type == kP2p ? 1.0 : busbw_factor(t.func, c.nranks));
+  if (tr.duration_us > 0) tr.busbw_gbps = bus / (tr.duration_us * 1000.0);
+  if (t.sym_tasks > 0) {  // a symmetric plan's head: its time is the plan's
+    tr.sym_plan_tasks = 1 + t.sym_tasks;
+    tr.busbw_gbps = 0;
+  }
+}
+
 void fill_truth(Proc& P, Rank& R, Comm& c, Task& t) {
   auto tr = std::make_unique<TruthOp>();
   tr->comm = c.spec->name;
@@ -55,19 +78,9 @@ void fill_truth(Proc& P, Rank& R, Comm& c, Task& t) {
   tr->peer = t.peer;
   tr->net = t.net;
   tr->planted = t.planted;
-  uint64_t longest = 0;
-  for (const ChanTime& ch : t.chans) {
-    tr->ch_phase_ns.push_back({ch.sync_end_ns - ch.start_ns, ch.final_start_ns - ch.sync_end_ns, ch.stop_ns - ch.final_start_ns});
-    tr->channels.push_back(ch.ch);
-    tr->ch_start_ptimer.push_back(R.epoch + ch.start_ns);
-    tr->ch_stop_ptimer.push_back(R.epoch + ch.stop_ns);
-    longest = std::max(longest, ch.stop_ns - ch.start_ns);
-  }
   tr->ptimer_to_monotonic_ns = static_cast<int64_t>(P.t0_mono_ns - R.epoch);
   tr->ptimer_to_realtime_ns = static_cast<int64_t>(P.t0_real_ns - R.epoch);
-  if (longest > 0) tr->duration_us = static_cast<double>(longest) / 1000.0;
-  const double bus = static_cast<double>(t.bytes) * (t.type == kP2p ? 1.0 : busbw_factor(t.func, c.nranks));
-  if (tr->duration_us > 0) tr->busbw_gbps = bus / (tr->duration_us * 1000.0);
+  truth_times(R, c, t, *tr);
   for (size_t i = 0; i < t.faults.size(); ++i)
     if (t.faults.test(i)) tr->faults.emplace_back(fault_name(static_cast<Fault>(i)));
   if (t.hang != HangMode::kNone) {
@@ -169,7 +182,16 @@ void issue_coll(Proc& P, Rank& R, Comm& c, const OpSpec& op, int f, int dt, bool
   t->api_count = op.count;
   t->api_dtype = dt;
   t->user_tag = P.minor >= 31 ? op.tag : 0;
-  if (P.minor >= 31 && !ce && !op.kernel_variant.empty()) t->kernel_variant = intern_variant(op.kernel_variant);
+  if (P.minor >= 31 && !ce && !op.kernel_variant.empty()) {
+    t->kernel_variant = intern_variant(op.kernel_variant);
+    // The next task of a symmetric plan in a group (NCCL 2.31.2 batches a
+    // group's symmetric tasks of one kernel into one plan, its first the head).
+    if (R.api.user_depth > 0 && !R.api.pending.empty()) {
+      Task& prev = *R.api.pending.back();
+      if (prev.comm == &c && prev.type == kColl && prev.kernel_variant == t->kernel_variant && prev.func == f)
+        t->sym_head = prev.sym_head != nullptr ? prev.sym_head : &prev;
+    }
+  }
   t->root = op.root;
   t->bytes = op.count * dtype_size(dt);
   t->op_index = c.op_index;
@@ -182,7 +204,7 @@ void issue_coll(Proc& P, Rank& R, Comm& c, const OpSpec& op, int f, int dt, bool
   }
   if (!ce) {
     choose_algo_proto(P, c, *t, op);
-    pick_coll_channels(c, *t, op);
+    if (t->sym_head == nullptr) pick_coll_channels(c, *t, op);
     fill_net(P, c, *t);
   }
   if (!issues || op.count == 0 || (is_coll && c.nranks == 1)) {
@@ -196,7 +218,28 @@ void issue_coll(Proc& P, Rank& R, Comm& c, const OpSpec& op, int f, int dt, bool
     ++c.op_index;
     return;
   }
-  assign_times(P, c, {t.get()}, -1);
+  if (t->sym_head != nullptr) {
+    // The head's kernel runs this task's work too, right after what it ran so
+    // far, at the head's own pace (its data time per byte): its channels end
+    // that much later, and so does the comm's clock. This task has no time of
+    // its own on the GPU.
+    Task& h = *t->sym_head;
+    uint64_t longest = 0;
+    for (ChanTime& ct : h.chans) {
+      const double per_byte = static_cast<double>(ct.final_start_ns - ct.sync_end_ns) /
+                              static_cast<double>(std::max<uint64_t>(1, h.bytes + h.sym_bytes));
+      const auto more = static_cast<uint64_t>(per_byte * static_cast<double>(t->bytes));
+      ct.final_start_ns += more;
+      ct.stop_ns += more;
+      longest = std::max(longest, more);
+    }
+    ++h.sym_tasks;
+    h.sym_bytes += t->bytes;
+    c.clock_ns += longest;
+    if (h.truth != nullptr) truth_times(R, c, h, *h.truth);
+  } else {
+    assign_times(P, c, {t.get()}, -1);
+  }
   if (hang != nullptr) {
     t->hang = hang->mode;
     t->stuck_recv_peer = hang->stuck_recv_peer;

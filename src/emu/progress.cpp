@@ -228,7 +228,8 @@ class ProxyRun {
     std::vector<void*> kh(t.chans.size(), nullptr);
     if (N_ < 26 || !(t.mask & kKernelCh) || self_p2p(t)) return kh;
     if (t.hang == HangMode::kNoKernel) return kh;  // kernel_stuck culprit: its kernel never runs
-    if (t.truth) t.truth->kernel_events = P_.live() && P_.binding->forwards(kKernelCh);
+    // A symmetric plan's later task has no channels: no KernelCh (the head's cover its work).
+    if (t.truth) t.truth->kernel_events = !t.chans.empty() && P_.live() && P_.binding->forwards(kKernelCh);
     for (size_t i = 0; i < t.chans.size(); ++i) {
       P_.pace_until(t.chans[i].start_ns);
       Ev e;

@@ -28,6 +28,7 @@ nlohmann::json op_json(const TruthOp& t) {
   j["api_func"] = t.api_func;
   if (t.user_tag != 0) j["user_tag"] = t.user_tag;
   if (!t.kernel_variant.empty()) j["kernel_variant"] = t.kernel_variant;
+  if (t.sym_plan_tasks > 0) j["sym_plan_tasks"] = t.sym_plan_tasks;
   if (t.phase_events) j["ch_phase_ns"] = t.ch_phase_ns;
   j["seq"] = t.seq;
   j["count"] = t.count;

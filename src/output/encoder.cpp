@@ -254,7 +254,10 @@ OpTiming op_timing(const OpRecord& r, int nranks) {
   // network progress, the enqueue) says when the CPU saw things happen, not
   // how long the bytes moved: an enqueue-timed copy-engine AllGather would
   // read 22,000 GB/s. Such records keep their duration and say their timing.
-  const bool measures_transfer = timing == TimingSource::kGpu || timing == TimingSource::kCudaEvent;
+  // A symmetric plan's head: its kernel time covers the plan's later tasks
+  // too, whose bytes it does not know: no bandwidth (sym_plan_tasks says why).
+  const bool plan_time = (r.flags & kFlagSymKernel) != 0 && r.sym_tasks != 0;
+  const bool measures_transfer = (timing == TimingSource::kGpu || timing == TimingSource::kCudaEvent) && !plan_time;
   if (measures_transfer && t.span_ns > 0 && r.bytes > 0 && !(nranks <= 0 && traffic_needs_n(func))) {
     t.algbw_gbs = static_cast<double>(r.bytes) * traffic_multiplier(func, kind, nranks) / static_cast<double>(t.span_ns);
     t.has_algbw = std::isfinite(t.algbw_gbs);
@@ -340,6 +343,7 @@ void Encoder::op_identity(Buf& b, const OpRecord& r, const CommInfo* comm, int n
     kv_str(b, sc::kProto, "");
     flag(b, sc::kSym);
     if (!v.empty()) kv_str(b, sc::kKernelVariant, v);
+    if (r.sym_tasks != 0) kv_int(b, sc::kSymPlanTasks, 1 + r.sym_tasks);
   } else if (kind == OpKind::kColl) {
     kv_str(b, sc::kAlgo, algo_name(enum_or(r.algo, Algo::kCount_, Algo::kUnknown)));
     kv_str(b, sc::kProto, proto_name(enum_or(r.proto, Proto::kCount_, Proto::kUnknown)));

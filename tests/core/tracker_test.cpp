@@ -232,7 +232,7 @@ TEST_F(Tracker, ChannelTimesAreRelativeToTheEarliestStart) {
   EXPECT_EQ(r.max_channel_ns, 700u);
   EXPECT_EQ(r.min_channel_ns, 0u);
   EXPECT_EQ(r.flags & ni::kFlagChannelSums, 0) << "the internal flag never reaches a sink";
-  EXPECT_EQ(r.reserved_, 0);
+  EXPECT_EQ(r.sym_tasks, 0) << "no symmetric plan";
   EXPECT_EQ(r.kernel_variant, 0) << "no symmetric kernel";
 }
 
@@ -1410,6 +1410,76 @@ TEST_F(Tracker, BroadcastWithItsCollIsRecordedOnceFromIt) {
   c.stop(c.start(a));
   c.finalize();
   EXPECT_TRUE(sink()->take().empty());
+}
+
+// NCCL 2.31.2's symmetric plans of several tasks: the head says the plan's
+// channels and alone gets KernelCh, which time the whole plan; the later tasks
+// (same kernel and function, started back to back on the launching thread)
+// say nChannels 0. The head's record counts them (sym_tasks) and the later
+// ones complete at their stop, CPU-timed; another collective ends the plan.
+TEST_F(Tracker, SymmetricPlanTasksAreCountedOnTheirHead) {
+  void* ctx = nullptr;
+  int mask = 0;
+  ncclProfiler_v7.init(&ctx, kHash, &mask, "tp", 1, 4, 0, nullptr);
+  ASSERT_NE(ctx, nullptr);
+  auto coll = [&](uint64_t seq, const char* variant, uint8_t nch) {
+    EventDescrV7 c{};
+    c.type = kColl;
+    c.coll.seqNumber = seq;
+    c.coll.func = "AllReduce";
+    c.coll.count = 1 << 20;
+    c.coll.datatype = "ncclFloat32";
+    c.coll.nChannels = nch;
+    c.coll.isSymColl = variant != nullptr;
+    c.coll.kernelVariant = variant;
+    c.coll.algo = variant != nullptr ? std::strchr(variant, '_') + 1 : "RING";
+    c.coll.proto = variant != nullptr ? "" : "SIMPLE";
+    void* h = reinterpret_cast<void*>(0xdead);
+    ncclProfiler_v7.startEvent(ctx, &h, &c);
+    return h;
+  };
+  auto kernel = [&](void* op, uint8_t ch, uint64_t t0, uint64_t t1) {
+    EventDescrV7 k{};
+    k.type = kKernelCh;
+    k.parentObj = op;
+    k.kernelCh.channelId = ch;
+    k.kernelCh.pTimer = t0;
+    void* kh = reinterpret_cast<void*>(0xdead);
+    ncclProfiler_v7.startEvent(ctx, &kh, &k);
+    StateArgsV7 a{};
+    a.kernelCh.pTimer = t1;
+    ncclProfiler_v7.recordEventState(kh, kKernelChStop, &a);
+    ncclProfiler_v7.stopEvent(kh);
+  };
+  // Plan 1: a head and two later tasks; then a plain collective; then a lone head.
+  void* head = coll(0, "AllReduce_AGxLL_R", 2);
+  void* t1 = coll(1, "AllReduce_AGxLL_R", 0);
+  void* t2 = coll(2, "AllReduce_AGxLL_R", 0);
+  for (void* h : {head, t1, t2}) ncclProfiler_v7.stopEvent(h);
+  void* plain = coll(3, nullptr, 2);
+  void* stray = coll(4, "AllReduce_AGxLL_R", 0);  // after a plain collective: no head to count on
+  ncclProfiler_v7.stopEvent(plain);
+  ncclProfiler_v7.stopEvent(stray);
+  void* lone = coll(5, "AllReduce_AGxLL_R", 2);
+  ncclProfiler_v7.stopEvent(lone);
+  for (uint8_t ch = 0; ch < 2; ++ch) {
+    kernel(head, ch, 1000, 4000);
+    kernel(plain, ch, 5000, 6000);
+    kernel(lone, ch, 7000, 8000);
+  }
+  ncclProfiler_v7.finalize(ctx);
+  std::map<uint64_t, OpRecord> by_seq;
+  for (const OpRecord& r : sink()->take()) by_seq[r.seq] = r;
+  ASSERT_EQ(by_seq.size(), 6u);
+  EXPECT_EQ(by_seq[0].sym_tasks, 2) << "the head ran two later tasks";
+  EXPECT_EQ(by_seq[0].timing, static_cast<uint8_t>(ni::TimingSource::kGpu));
+  for (uint64_t seq : {1, 2, 4}) {
+    EXPECT_EQ(by_seq[seq].sym_tasks, 0) << seq;
+    EXPECT_NE(by_seq[seq].flags & ni::kFlagSymKernel, 0) << seq;
+    EXPECT_NE(by_seq[seq].timing, static_cast<uint8_t>(ni::TimingSource::kGpu)) << seq << ": no kernel time of its own";
+  }
+  EXPECT_EQ(by_seq[3].sym_tasks, 0);
+  EXPECT_EQ(by_seq[5].sym_tasks, 0) << "a head alone";
 }
 
 // ABI v7 kernel phases (NCCL_INSPECTOR_ENABLE_PHASES=1): asked for only when

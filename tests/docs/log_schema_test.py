@@ -117,6 +117,8 @@ WORKLOAD = {
     "program": [
         {"comm": "tp", "func": "AllReduce", "bytes": 1048576, "tag": 4611686018427387905},
         {"comm": "tp", "func": "AllReduce", "bytes": 1048576, "kernel_variant": "AllReduce_RSxLD_AGxST"},
+        {"group": [{"comm": "tp", "func": "AllGather", "bytes": 262144, "kernel_variant": "AllGather_STMC"},
+                   {"comm": "tp", "func": "AllGather", "bytes": 262144, "kernel_variant": "AllGather_STMC"}]},
         {"comm": "tp", "func": "Broadcast", "bytes": 262144, "tag": 3},
         {"comm": "dp", "func": "SendRecv", "bytes": 1048576, "shift": 1, "tag": 2},
         {"comm": "tp", "func": "AllGather", "bytes": 4194304, "ce": True, "tag": 1},
@@ -135,7 +137,7 @@ RELEASES = ["2.23", "2.24", "2.25", "2.26", "2.27", "2.28", "2.29", "2.30", "2.3
 
 seen_types, seen_parts, lines_checked = set(), set(), 0
 temp_dirs = []
-PARTS = ["api_only", "kernel_desync", "user_tag", "sym", "kernel_variant", "phases", "phases.initial_sync", "group", "net", "hcas", "ch_times", "ch_slow", "root", "graph", "reclaimed", "partial", "algbw_gbs", "instance",
+PARTS = ["api_only", "kernel_desync", "user_tag", "sym", "kernel_variant", "sym_plan_tasks", "phases", "phases.initial_sync", "group", "net", "hcas", "ch_times", "ch_slow", "root", "graph", "reclaimed", "partial", "algbw_gbs", "instance",
          "stuck", "stuck.net", "api_issued", "job.global_rank"]
 
 

@@ -166,6 +166,61 @@ TEST_F(Emu, V7On231CarriesTheUserTag) {
   for (const Call& c : p2p_api) EXPECT_EQ(c.user_tag, 42u) << c.func;
 }
 
+// NCCL 2.31.2 batches a group's symmetric tasks of one kernel into one plan
+// (profiler-abi.md §13; scheduler/symmetric_sched.cc, plugin/profiler.cc):
+// every task gets its Coll (isSymColl, the same variant), the head says the
+// plan's channels and alone gets KernelCh, which span the whole plan; the
+// later tasks say nChannels 0. The truth: the head's sym_plan_tasks and
+// duration cover the plan; the later tasks have no kernel events.
+TEST_F(Emu, V7On231SymmetricPlanOfSeveralTasksHasKernelChOnItsHeadOnly) {
+  Workload w = one_comm(2, 1);
+  OpSpec a = op("AllReduce", 1 << 20);
+  a.kernel_variant = "AllReduce_AGxLL_R";
+  w.program.push_back(group({a, a, a}));
+  w.program.push_back(solo(a));  // alone: a plan of one
+  RunResult r = go("2.31", w);
+  ASSERT_EQ(r.bound_abi, 7);
+  auto cs = ni::rec::calls();
+  const auto colls = starts(cs, kColl);
+  ASSERT_EQ(colls.size(), 4u);
+  const int nch = colls[0].nchannels;
+  EXPECT_GT(nch, 0) << "the head says the plan's channels";
+  for (size_t i = 0; i < colls.size(); ++i) {
+    EXPECT_TRUE(colls[i].sym) << i;
+    EXPECT_TRUE(colls[i].kernel_variant) << i;
+    EXPECT_EQ(colls[i].nchannels, i == 1 || i == 2 ? 0 : nch) << i;
+  }
+  std::map<void*, int> kch_of;
+  for (const Call& k : starts(cs, kKernelCh)) ++kch_of[k.parent];
+  EXPECT_EQ(kch_of.size(), 2u) << "KernelCh for the two heads only";
+  EXPECT_EQ(kch_of[colls[0].handle], nch);
+  EXPECT_EQ(kch_of[colls[3].handle], nch);
+  std::vector<TruthOp> t = r.truth;
+  std::sort(t.begin(), t.end(), [](const TruthOp& x, const TruthOp& y) { return x.seq < y.seq; });
+  ASSERT_EQ(t.size(), 4u);
+  EXPECT_EQ(t[0].sym_plan_tasks, 3);
+  EXPECT_EQ(t[0].busbw_gbps, 0) << "the head's time is the plan's: no bandwidth";
+  EXPECT_EQ(t[3].sym_plan_tasks, 0);
+  EXPECT_GT(t[3].busbw_gbps, 0);
+  for (int i : {1, 2}) {
+    EXPECT_FALSE(t[i].kernel_events) << i;
+    EXPECT_TRUE(t[i].channels.empty()) << i;
+    EXPECT_TRUE(t[i].visible) << i;
+  }
+  // The plan of three moves data about three times as long as the lone one (the compute phase of each
+  // channel; the wait for the peers before it is each op's own).
+  ASSERT_FALSE(t[0].ch_phase_ns.empty());
+  ASSERT_FALSE(t[3].ch_phase_ns.empty());
+  EXPECT_NEAR(static_cast<double>(t[0].ch_phase_ns[0][1]) / static_cast<double>(t[3].ch_phase_ns[0][1]), 3.0, 0.6);
+  // 2.30 has no symmetric kernels in its profiler events: four plain collectives.
+  ni::rec::reset();
+  go("2.30", w);
+  for (const Call& c : starts(ni::rec::calls(), kColl)) {
+    EXPECT_FALSE(c.sym);
+    EXPECT_GT(c.nchannels, 0);
+  }
+}
+
 // 2.31+ KernelPhase (the recorder asks for every event): per channel, each
 // phase's start (parent: that channel's KernelCh, pTimer its start), state 31
 // (pTimer its end) and stop, phases in order and back to back, from the

@@ -546,6 +546,67 @@ INSTANTIATE_TEST_SUITE_P(Releases, SymmetricKernels, ::testing::Values("2.30", "
                            return "nccl_" + s;
                          });
 
+// NCCL 2.31.2's symmetric plans of several tasks: the head's record says how
+// many tasks its kernel time covers (sym_plan_tasks, as the truth) and has no
+// bandwidth; the later tasks, which NCCL gives no KernelCh, are recorded
+// CPU-timed, without bandwidth either; a symmetric op alone keeps its
+// bandwidth; every task is recorded once.
+TEST(SymmetricPlans, TheHeadSaysItsTasksAndNoRecordClaimsABandwidth) {
+  fs::path dir = temp_dir("symplans");
+  {
+    std::ofstream w(dir / "w.json");
+    w << R"({"world": 4, "nodes": 1, "comms": [{"name": "tp", "nranks": 4, "nchannels": 4}],
+      "program": [{"group": [{"comm": "tp", "func": "AllReduce", "bytes": 1048576, "kernel_variant": "AllReduce_AGxLL_R"},
+                             {"comm": "tp", "func": "AllReduce", "bytes": 524288, "kernel_variant": "AllReduce_AGxLL_R"},
+                             {"comm": "tp", "func": "AllReduce", "bytes": 1048576, "kernel_variant": "AllReduce_AGxLL_R"}]},
+                  {"comm": "tp", "func": "AllReduce", "bytes": 1048576, "kernel_variant": "AllReduce_AGxLL_R"},
+                  {"comm": "tp", "func": "AllReduce", "bytes": 1048576}],
+      "iterations": 0})";
+  }
+  run_emu(dir, "", "--nccl 2.31 --quiet --workload " + (dir / "w.json").string());
+  ASSERT_FALSE(HasFailure());
+  std::map<std::pair<int, uint64_t>, json> truth;  // (rank, seq)
+  std::ifstream tf(dir / "truth.jsonl");
+  std::string line;
+  while (std::getline(tf, line)) {
+    json t = json::parse(line);
+    if (t.value("type", "") == "op" && t.value("visible", false)) truth[{t["rank"].get<int>(), t["seq"].get<uint64_t>()}] = t;
+  }
+  ASSERT_EQ(truth.size(), 20u);
+  size_t heads = 0, later = 0, lone = 0;
+  const std::vector<json> recs = log_ops(dir / "logs");
+  EXPECT_EQ(recs.size(), truth.size());
+  for (const json& r : recs) {
+    const json& t = truth.at({r["rank"].get<int>(), r["seq"].get<uint64_t>()});
+    EXPECT_EQ(r["bytes"], t["bytes"]) << r.dump();
+    if (!r.contains("sym")) {
+      EXPECT_TRUE(r.contains("busbw_gbs")) << "a plain collective keeps its bandwidth: " << r.dump();
+      continue;
+    }
+    const bool plan = t.contains("sym_plan_tasks") || !t.value("kernel_events", true);
+    EXPECT_EQ(r.contains("busbw_gbs"), !plan) << r.dump();
+    EXPECT_EQ(r.contains("algbw_gbs"), !plan) << r.dump();
+    if (t.contains("sym_plan_tasks")) {
+      ++heads;
+      EXPECT_EQ(r.value("sym_plan_tasks", 0), 3) << r.dump();
+      EXPECT_EQ(r["timing"], "gpu") << r.dump();
+      EXPECT_NEAR(r["dur_us"].get<double>(), t["duration_us"].get<double>(), 0.01) << r.dump();
+    } else if (!t.value("kernel_events", true)) {
+      ++later;
+      EXPECT_FALSE(r.contains("nchannels")) << r.dump();
+      EXPECT_NE(r["timing"], "gpu") << r.dump();
+    } else {
+      ++lone;
+      EXPECT_FALSE(r.contains("sym_plan_tasks")) << r.dump();
+      EXPECT_EQ(r["timing"], "gpu") << r.dump();
+    }
+  }
+  EXPECT_EQ(heads, 4u);
+  EXPECT_EQ(later, 8u);
+  EXPECT_EQ(lone, 4u);
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
 // Kernel phases (NCCL 2.31+, NCCL_INSPECTOR_ENABLE_PHASES=1): every op's
 // phases are its channels' as the emulated NCCL stamped them (shortest,
 // median, longest, channel count per phase; zero-length phases are not sent),
