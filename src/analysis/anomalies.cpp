@@ -527,6 +527,7 @@ AnomalyResult find_anomalies(const CollectSink& c, const ReadResult& res, const 
   timed.reserve(c.ops.size());
   for (const Op& op : c.ops) {
     if (duration_is_enqueue(op.timing)) ++out.enqueue_timed;
+    else if (op.sym_plan != 0) ++out.sym_plan_heads;  // the plan's time: no outlier among single ops
     else timed.push_back(op);
   }
   outliers(timed, res, o, out);
@@ -658,6 +659,10 @@ Report anomalies_report(const AnomalyResult& r) {
     f.notes.push_back(std::to_string(r.hca_alone) +
                       " (comm, rank, HCA) with wire times but no other rank of their communicator in these logs: not "
                       "judged (slow_hca compares a NIC with the same device on the comm's other ranks)");
+  if (r.sym_plan_heads)
+    f.notes.push_back(std::to_string(r.sym_plan_heads) +
+                      " heads of symmetric-kernel plans of several tasks not analysed: their kernel time is the "
+                      "whole plan's (sym_plan_tasks)");
   if (r.enqueue_timed)
     f.notes.push_back(std::to_string(r.enqueue_timed) +
                       " ops timed only by their enqueue (no GPU timer, or copy-engine collectives) not analysed: "

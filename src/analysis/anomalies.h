@@ -64,6 +64,7 @@ struct AnomalyResult {
   std::vector<Finding> outliers;   // worst single-op outliers (top N)
   std::uint64_t outlier_count = 0;
   std::uint64_t enqueue_timed = 0;  // ops left out: their duration is only the enqueue (model.h)
+  std::uint64_t sym_plan_heads = 0;  // ops left out: a symmetric plan's head, its time the plan's (Op::sym_plan)
   std::uint64_t short_comms = 0;    // communicators with too few collectives to search for change points
   std::uint64_t min_change_instances = 0;  // that minimum (4 x min_window)
   // slow_channel: (instance, rank) samples measured, those alone in their

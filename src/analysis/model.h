@@ -126,6 +126,9 @@ struct Op {
   Timing timing = Timing::kUnknown;
   std::uint8_t flags = 0;
   std::uint8_t transport = 0;  // 0 unknown, 1 intra_node, 2 network
+  // NCCL 2.31.2, the head of a symmetric plan of several tasks (sym_plan_tasks,
+  // at most 255): its duration is the plan's kernel time; 0 otherwise.
+  std::uint8_t sym_plan = 0;
 
   // The share of a GPU-timed kernel time the median channel waited for its
   // peers (initial_sync / duration, %, at most 100); NaN without phases or GPU time.

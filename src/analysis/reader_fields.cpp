@@ -70,6 +70,7 @@ Field field_id(std::string_view k) {
       {sc::kUserTag, Field::kUserTag},
       {sc::kSym, Field::kSym},
       {sc::kKernelVariant, Field::kKernelVariant},
+      {sc::kSymPlanTasks, Field::kSymPlanTasks},
       {sc::kPhases, Field::kPhases},
       {sc::kGroupNo, Field::kGroupNo},
       {up::kP2pPerf, Field::kP2pPerf},

@@ -25,7 +25,7 @@ enum class Field : std::uint8_t {
   kReclaimedOps, kSeq, kStartWallNs, kType, kTiming, kTransport, kWallNs, kUncertainty, kSamples,
   kCudaDev, kPciBusId, kIssue, kIssued, kStarted, kP2pStarted, kInFlight, kStuck, kRoot, kEnqueueWallNs, kConfig,
   kLastFunc, kQuietMs, kApiIssued, kLastApiFunc, kIssueOff, kInstance, kRecordsPending, kApiOnly, kGroupNo,
-  kKernelDesync, kUserTag, kSym, kKernelVariant, kPhases
+  kKernelDesync, kUserTag, kSym, kKernelVariant, kPhases, kSymPlanTasks
 };
 
 Field field_id(std::string_view key);
@@ -50,6 +50,7 @@ struct Line {
   std::uint64_t user_tag = 0;  // op: the application's tag (NCCL 2.31+; 0: none written)
   bool sym = false;                 // coll: a symmetric kernel ran it (NCCL 2.31+)
   std::string_view kernel_variant;  // coll with sym: NCCL's id of that kernel
+  std::uint64_t sym_plan_tasks = 0;  // coll: a symmetric plan's head, the tasks its kernel time covers
   float sync_us = std::numeric_limits<float>::quiet_NaN();  // op: initial_sync's median channel (phases)
   std::int64_t wall_ns = 0;
   bool has_wall = false;

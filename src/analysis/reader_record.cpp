@@ -349,6 +349,7 @@ template <class V>
     case Field::kUserTag: get_u64(v, L.user_tag); break;
     case Field::kSym: if (get_bool(v, b)) L.sym = b; break;
     case Field::kKernelVariant: get_str(v, L.kernel_variant); break;
+    case Field::kSymPlanTasks: get_u64(v, L.sym_plan_tasks); break;
     case Field::kPhases: phases(v); break;
     case Field::kP2pPerf: upstream_op(v, true); break;
     case Field::kRank: get_i64(v, L.rank); break;
@@ -1086,7 +1087,10 @@ void RecordReader::fill_op(RecType rt, Op& op) {
   op.kind = rt == RecType::kOpColl ? OpKind::kColl : rt == RecType::kOpP2p ? OpKind::kP2p : OpKind::kCe;
   op.func = cached(func_cache_, L.func, parse_func);
   op.algo = cached(algo_cache_, L.algo, parse_algo);
-  if (L.sym) [[unlikely]] op.algo = sym_algo_of(L.kernel_variant);
+  if (L.sym) [[unlikely]] {
+    op.algo = sym_algo_of(L.kernel_variant);
+    op.sym_plan = static_cast<std::uint8_t>(std::min<std::uint64_t>(L.sym_plan_tasks, 255));
+  }
   op.proto = cached(proto_cache_, L.proto, parse_proto);
   op.timing = cached(timing_cache_, L.timing, timing_of);
   op.bytes = L.bytes;

@@ -39,7 +39,9 @@ void GroupAcc::add(const Op& op, int& lat_bucket, int& bw_bucket) {
   bytes += op.bytes;
   intra += op.transport == 1;
   network += op.transport == 2;
-  if (!std::isnan(op.dur_us)) lat.add(op.dur_us, lat_bucket);  // NaN: an assembled call of CPU-timed parts
+  // NaN: an assembled call of CPU-timed parts. A symmetric plan's head: the
+  // plan's time, not this op's (counted, no latency; OpHealth says how many).
+  if (!std::isnan(op.dur_us) && op.sym_plan == 0) lat.add(op.dur_us, lat_bucket);
   if (op.has_busbw()) bw.add(op.busbw_gbs, bw_bucket);
   if (const double pct = op.wait_pct(); !std::isnan(pct)) [[unlikely]] {
     sync.add(op.sync_us);
@@ -67,6 +69,7 @@ void OpHealth::add(const Op& op) {
   if (cpu_timed(op.timing)) ++cpu_timed_ops;
   if (op.flags & kFlagKernelDesync) ++kernel_desync;
   if (!op.has_start()) ++no_start;
+  if (op.sym_plan != 0) [[unlikely]] ++sym_plan_heads;
 }
 void OpHealth::merge(const OpHealth& o) {
   for (int i = 0; i < static_cast<int>(Timing::kCount_); ++i) by_timing[i] += o.by_timing[i];
@@ -78,6 +81,7 @@ void OpHealth::merge(const OpHealth& o) {
   kernel_desync += o.kernel_desync;
   no_start += o.no_start;
   graph += o.graph;
+  sym_plan_heads += o.sym_plan_heads;
 }
 
 bool parse_peak(const std::string& s, std::map<std::string, double>& out) {
@@ -493,6 +497,11 @@ void summary_table(Report& r, const SummarySink& s, const ReadResult& res, const
                           : "util_pct: busbw P50 / --peak-busbw (by op, else by link type of most ops, else the default)");
   sec.notes.push_back("busbw per record and per rank (nccl-tests factors); never averaged across ranks");
   if (std::string n = tags.note(); !n.empty()) sec.notes.push_back(std::move(n));
+  if (s.health.sym_plan_heads != 0)
+    sec.notes.push_back(std::to_string(s.health.sym_plan_heads) +
+                        " records are heads of symmetric-kernel plans of several tasks (NCCL 2.31+, sym_plan_tasks): "
+                        "their kernel time is the whole plan's, so they are counted without latency or bandwidth; "
+                        "the plans' other tasks are CPU-timed rows");
   if (o.group_by == GroupBy::kTag &&
       std::all_of(s.groups.begin(), s.groups.end(), [](const auto& g) { return g.first.group == 0; })) {
     int abi = 0;

@@ -70,6 +70,7 @@ struct OpHealth {
   std::uint64_t reclaimed = 0, partial = 0, no_busbw = 0, no_start = 0, graph = 0;
   std::uint64_t kernel_desync = 0;  // CPU-timed because NCCL's KernelCh stamps were another work's
   std::uint64_t cpu_timed_ops = 0;  // of no_busbw: CPU-timed (model.h: cpu_timed), bandwidth never used
+  std::uint64_t sym_plan_heads = 0; // heads of symmetric plans (Op::sym_plan): no latency, no bandwidth
   std::uint64_t by_kind[3] = {};
   void add(const Op& op);
   void merge(const OpHealth& o);

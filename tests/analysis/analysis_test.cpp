@@ -12,6 +12,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "src/analysis/anomalies.h"
 #include "src/analysis/collect_sink.h"
 #include "src/analysis/export.h"
 #include "src/analysis/iterations.h"
@@ -1121,6 +1122,50 @@ TEST(Summary, GroupByTagNamesTheTagsFromTheLogsTagRecords) {
   EXPECT_EQ(t.label(15), "15");
   EXPECT_EQ(t.label(0), "(untagged)");
   EXPECT_EQ(t.conflicts, 1u);
+}
+
+// NCCL 2.31.2 symmetric plans: a plan's head (sym_plan_tasks) has the plan's
+// kernel time, so summary counts it without a latency (the group's latency is
+// its single ops') and says how many; anomalies leave the heads out (three
+// times the single ops' time is no outlier) and say so.
+TEST(Summary, SymmetricPlanHeadsGiveNoLatencyAndAreSaid) {
+  const auto dir = ni::test::temp_dir("sym_plans");
+  std::string text = R"({"type":"meta","format":"nccl-inspector-log","format_version":1,"host":"h","pid":1})" "\n";
+  auto coll = [&](int seq, double dur, const std::string& extra) {
+    text += R"({"type":"coll","comm_hash":"0x0a","rank":0,"nranks":4,"nnodes":1,"seq":)" + std::to_string(seq) +
+            R"(,"func":"AllReduce","bytes":1048576,"algo":"AGxLL_R","proto":"","sym":true,"kernel_variant":"AllReduce_AGxLL_R","dur_us":)" +
+            std::to_string(dur) + extra + "}\n";
+  };
+  int seq = 0;
+  for (int i = 0; i < 40; ++i) coll(seq++, 100 + i % 3, R"(,"timing":"gpu","nchannels":4,"busbw_gbs":10)");
+  for (int i = 0; i < 5; ++i) {
+    coll(seq++, 300, R"(,"timing":"gpu","nchannels":4,"sym_plan_tasks":3)");
+    coll(seq++, 20, R"(,"timing":"enqueue_cpu")");
+    coll(seq++, 20, R"(,"timing":"enqueue_cpu")");
+  }
+  ni::test::write_text(dir + "/h-pid1.jsonl", text);
+  const Cmd c = run(std::string(NI_CLI) + " summary --no-progress -f json " + dir);
+  ASSERT_EQ(c.rc, 0) << c.out;
+  const auto js = nlohmann::json::parse(c.out);
+  int gpu_rows = 0;
+  for (const auto& row : js["summary"]["rows"]) {
+    if (row["timing"] != "gpu") continue;
+    ++gpu_rows;
+    EXPECT_EQ(row["algo"], "sym:AGxLL_R");
+    EXPECT_EQ(row["count"], 45) << "the heads are counted";
+    EXPECT_LE(row["lat_max_us"].get<double>(), 102.0) << "no head's plan time among the latencies: " << row.dump();
+    EXPECT_DOUBLE_EQ(row["busbw_p50_gbs"].get<double>(), 10.0);
+  }
+  EXPECT_EQ(gpu_rows, 1);
+  EXPECT_NE(c.out.find("5 records are heads of symmetric-kernel plans"), std::string::npos) << c.out;
+  const Cmd a = run(std::string(NI_CLI) + " anomalies --no-progress -f json " + dir);
+  EXPECT_NE(a.out.find("5 heads of symmetric-kernel plans of several tasks not analysed"), std::string::npos) << a.out;
+  ana::ReadResult res;
+  ana::ReadOptions ro;
+  auto sink = ana::read_merged<ana::CollectSink>({dir + "/h-pid1.jsonl"}, ro, 1, res, false);
+  const ana::AnomalyResult ar = ana::find_anomalies(*sink, res, {});
+  EXPECT_EQ(ar.sym_plan_heads, 5u);
+  EXPECT_EQ(ar.outlier_count, 0u) << "a plan's time is no outlier among single ops";
 }
 
 // compare --by-tag: the tag is part of the key, so the one tagged collective
