@@ -32,6 +32,17 @@ std::map<int, double> int_map(const json& j) {
   return m;
 }
 
+// NCCL 2.31.2 has nccl*Config() variants (the carriers of userProfilerTag) of
+// every collective and of AlltoAll, Gather and Scatter, but none of ncclSend
+// or ncclRecv: a Send, Recv or SendRecv (an application's group of them)
+// cannot be tagged.
+void no_p2p_tag(const std::string& func, uint64_t tag, const char* what) {
+  if (tag != 0 && (func == "Send" || func == "Recv" || func == "SendRecv"))
+    throw std::runtime_error(std::string(what) + ": a " + func +
+                             " takes no tag (NCCL has no ncclSendConfig/ncclRecvConfig; tag an AlltoAll, Gather, "
+                             "Scatter or a collective)");
+}
+
 OpSpec parse_op(const json& j) {
   check_keys(j,
              {"comm", "func", "dtype", "count", "bytes", "root", "peer", "shift", "ranks", "algo", "proto", "nchannels", "ce",
@@ -59,6 +70,7 @@ OpSpec parse_op(const json& j) {
   get(j, "tag", o.tag);
   get(j, "kernel_variant", o.kernel_variant);
   if (o.tag >> 63) throw std::runtime_error("op: tag " + std::to_string(o.tag) + " has the top bit set (reserved by NCCL)");
+  no_p2p_tag(o.func, o.tag, "op");
   return o;
 }
 
@@ -182,6 +194,7 @@ Workload parse_workload_json(const std::string& text) {
       get(m, "weight", e.weight);
       get(m, "tag", e.tag);
       if (e.tag >> 63) throw std::runtime_error("mix entry: tag " + std::to_string(e.tag) + " has the top bit set (reserved by NCCL)");
+      no_p2p_tag(e.func, e.tag, "mix entry");
       w.mix.push_back(e);
     }
     if (j.contains("truth")) {

@@ -398,7 +398,7 @@ TEST_P(UserTags, EveryRecordCarriesItsCallsTag) {
                 {"name": "dp", "nranks": 2, "layout": "strided", "nchannels": 2}],
       "program": [{"comm": "tp", "func": "AllReduce", "bytes": 1048576, "tag": 4611686018427387905},
                   {"comm": "dp", "func": "AllReduce", "bytes": 65536},
-                  {"comm": "dp", "func": "SendRecv", "bytes": 65536, "tag": 12},
+                  {"comm": "dp", "func": "SendRecv", "bytes": 65536},
                   {"comm": "tp", "func": "AllGather", "bytes": 1048576, "ce": true, "tag": 13},
                   {"comm": "tp", "func": "AlltoAll", "bytes": 65536, "tag": 14},
                   {"comm": "tp", "func": "Broadcast", "bytes": 65536, "tag": 15}],
