@@ -869,7 +869,8 @@ TEST(Report, TagsSectionSplitsTheTimePerTag) {
   while ((at = untagged.find(R"(,"user_tag":13)")) != std::string::npos) untagged.erase(at, 14);
   ni::test::write_text(plain + "/a.jsonl", untagged);
   ASSERT_EQ(run(cli() + " report " + plain + " -o " + plain + "/r.html", &log), 0) << log;
-  for (const auto& sec : report_data(ni::test::read_text(plain + "/r.html"))["sections"]) EXPECT_NE(sec["id"], "tags");
+  const json plain_data = report_data(ni::test::read_text(plain + "/r.html"));
+  for (const auto& sec : plain_data["sections"]) EXPECT_NE(sec["id"], "tags");
 }
 
 // A build without the bundle says how to get one and writes nothing; --plotly-js inlines a given file (escaping
