@@ -335,8 +335,9 @@ __attribute__((always_inline)) inline OpSlot* begin_op(Runtime* rt, Context* c, 
 // channel count and alone gets KernelCh, which time the whole plan; the others
 // say nChannels 0 (profiler-abi.md §13; docs/log-format.md `sym_plan_tasks`).
 // The launching thread remembers its last head, and each later task of the
-// same kernel and function counts itself in the head's sym_tasks, so that the
-// head's record says its kernel time is not its own alone.
+// same kernel and function, with the next seq, counts itself in the head's
+// sym_tasks, so that the head's record says its kernel time is not its own
+// alone. Only symmetric starts touch this state: none on the common path.
 struct SymHead {
   uint64_t pv = 0;  // the head's handle value; 0 none
   uint8_t variant = 0, func = 0;
@@ -351,7 +352,11 @@ __attribute__((noinline)) void sym_plan_task(void* handle, const CollStart& d) n
   if (t_sym_head.pv == 0 || t_sym_head.variant != d.kernel_variant || t_sym_head.func != static_cast<uint8_t>(d.func))
     return;
   OpSlot* head = live_op(t_sym_head.pv);
-  if (head == nullptr) {
+  // A later task of the head's plan has the next seq of its function (seq
+  // counts every call of it): a gap means the plan ended (another call of
+  // the function came between). Plain reads: the head's start line, this
+  // thread's writes.
+  if (head == nullptr || d.seq != head->start.seq + head->start.sym_tasks + 1u) {
     t_sym_head.pv = 0;
     return;
   }
@@ -402,8 +407,6 @@ void* start_coll(void* ctx, void* parent, int rank, const CollStart& d) noexcept
   if (d.sym) [[unlikely]] {
     r.flags |= kFlagSymKernel;
     r.kernel_variant = d.kernel_variant;
-  } else if (t_sym_head.pv != 0) [[unlikely]] {
-    t_sym_head.pv = 0;  // another collective: the plan (if any) ended
   }
   // A Broadcast with its Coll on ABI v6+ although NCCL_ALLGATHERV_ENABLE was not 0 when the plugin
   // started (set later, or a release that behaves otherwise): its CollApi calls are markers from now
