@@ -113,6 +113,17 @@ class Analysis {
   virtual AnalysisResult run(const AnalysisInput&);
   // Input::kFiles / kOwnInputs.
   virtual AnalysisResult run_files(const FilesInput&);
+  // Input::kOps whose findings are each one communicator's: when the input
+  // is over the memory budget (--memory-limit, partition.h), run_part() runs
+  // on batches of whole communicators, one after the other, and
+  // finish_parts() then returns what run() on every op at once would have.
+  virtual bool by_comm() const { return false; }
+  // Input::kOps that reads only the read result (hangs: the files' progress
+  // state, bounded per comm rank): the CLI keeps no op, and its memory does
+  // not grow with the records.
+  virtual bool keeps_ops() const { return true; }
+  virtual void run_part(const AnalysisInput&) {}
+  virtual AnalysisResult finish_parts(const ReadResult&);
   // Whether the report shows the result tables as a section of their own (the
   // built-in analyses have custom sections there).
   virtual bool tables_in_report() const { return true; }

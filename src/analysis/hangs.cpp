@@ -838,6 +838,7 @@ class HangsAnalysis : public Analysis {
            "found)";
   }
   Input input() const override { return Input::kOps; }
+  bool keeps_ops() const override { return false; }  // find_hangs reads the files' progress state only
   AnalysisResult run(const AnalysisInput& in) override {
     AnalysisResult r;
     HangResult h = find_hangs(in.res);

@@ -53,6 +53,13 @@ AnalysisResult Analysis::run(const AnalysisInput&) {
   return r;
 }
 
+AnalysisResult Analysis::finish_parts(const ReadResult&) {
+  AnalysisResult r;
+  r.exit = kExitUsage;
+  r.error = std::string(name()) + " does not run in parts";
+  return r;
+}
+
 AnalysisResult Analysis::run_files(const FilesInput&) {
   AnalysisResult r;
   r.exit = kExitUsage;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
+#include <tuple>
 #include <numeric>
 
 #include "src/analysis/analysis.h"
@@ -154,7 +156,7 @@ void align_collectives(const std::vector<Op>& ops, const std::vector<std::uint32
   }
 }
 
-// Each rank's scores against chance (1/nranks), its clock offset, its flag, and the order of the list.
+// Each rank's scores against chance (1/nranks), its clock offset and its flag (finish_stragglers orders them).
 void score_ranks(Alignment& al, const StragglerOptions& o, StragglerResult& out) {
   for (auto& [key, a] : al.acc) {
     RankLateness r = a.r;
@@ -176,10 +178,6 @@ void score_ranks(Alignment& al, const StragglerOptions& o, StragglerResult& out)
     }
     out.ranks.push_back(std::move(r));
   }
-  std::sort(out.ranks.begin(), out.ranks.end(), [](const RankLateness& a, const RankLateness& b) {
-    if (a.flagged != b.flagged) return a.flagged;
-    return a.last_margin_us * static_cast<double>(a.last) > b.last_margin_us * static_cast<double>(b.last);
-  });
 }
 
 // Per comm: the range of its ranks' clock offsets.
@@ -265,8 +263,7 @@ void p2p_skews(const std::vector<Op>& ops, const std::vector<std::uint32_t>& p2p
 
 }  // namespace
 
-StragglerResult find_stragglers(const std::vector<Op>& ops, const ReadResult& res,
-                                const StragglerOptions& o) {
+StragglerResult find_stragglers_part(const std::vector<Op>& ops, const ReadResult& res, const StragglerOptions& o) {
   StragglerResult out;
   std::vector<std::uint32_t> idx;
   std::vector<std::uint32_t> p2p;
@@ -277,20 +274,65 @@ StragglerResult find_stragglers(const std::vector<Op>& ops, const ReadResult& re
     else if (op.kind == OpKind::kColl) idx.push_back(static_cast<std::uint32_t>(i));
     else if (op.kind == OpKind::kP2p && op.has_start()) p2p.push_back(static_cast<std::uint32_t>(i));
   }
-  std::sort(idx.begin(), idx.end(), [&](std::uint32_t a, std::uint32_t b) {
+  // Stable, and by file last: ops of one rank with one seq (graph replays)
+  // keep their log order, whatever order the files were read in.
+  std::stable_sort(idx.begin(), idx.end(), [&](std::uint32_t a, std::uint32_t b) {
     const Op &x = ops[a], &y = ops[b];
-    return std::tie(x.comm_hash, x.func, x.seq, x.rank) < std::tie(y.comm_hash, y.func, y.seq, y.rank);
+    return std::tie(x.comm_hash, x.func, x.seq, x.rank, x.file_idx) <
+           std::tie(y.comm_hash, y.func, y.seq, y.rank, y.file_idx);
   });
+  std::stable_sort(p2p.begin(), p2p.end(), [&](std::uint32_t a, std::uint32_t b) { return ops[a].file_idx < ops[b].file_idx; });
   Alignment al;
   align_collectives(ops, idx, res, out, al);
   score_ranks(al, o, out);
   comm_clocks(out);
   comm_skews(al, o, out);
   p2p_skews(ops, p2p, out);
+  return out;
+}
+
+void merge_stragglers(StragglerResult& into, StragglerResult&& part) {
+  auto append = [](auto& a, auto& b) { a.insert(a.end(), std::make_move_iterator(b.begin()), std::make_move_iterator(b.end())); };
+  append(into.ranks, part.ranks);
+  append(into.comms, part.comms);
+  append(into.clocks, part.clocks);
+  append(into.p2p, part.p2p);
+  for (const auto& [host, v] : part.hosts) {
+    auto& h = into.hosts[host];
+    h.first += v.first;
+    h.second += v.second;
+  }
+  into.aligned += part.aligned;
+  into.single_rank += part.single_rank;
+  into.no_start += part.no_start;
+  into.measured += part.measured;
+  into.measured_by_phases += part.measured_by_phases;
+  into.no_identity += part.no_identity;
+}
+
+void finish_stragglers(StragglerResult& r, const ReadResult& res) {
+  // Flagged first, then by how much lateness each rank caused (last x margin);
+  // ties by comm and rank, so that the order does not depend on the batches.
+  std::sort(r.ranks.begin(), r.ranks.end(), [](const RankLateness& a, const RankLateness& b) {
+    if (a.flagged != b.flagged) return a.flagged;
+    const double ka = a.last_margin_us * static_cast<double>(a.last), kb = b.last_margin_us * static_cast<double>(b.last);
+    if (ka != kb) return ka > kb;
+    return std::tie(a.comm, a.rank) < std::tie(b.comm, b.rank);
+  });
+  std::sort(r.comms.begin(), r.comms.end(), [](const CommSkew& a, const CommSkew& b) { return a.comm < b.comm; });
+  std::sort(r.clocks.begin(), r.clocks.end(), [](const CommClock& a, const CommClock& b) { return a.comm < b.comm; });
+  std::sort(r.p2p.begin(), r.p2p.end(), [](const P2pSkew& a, const P2pSkew& b) {
+    return std::tie(a.comm, a.sender, a.receiver) < std::tie(b.comm, b.sender, b.receiver);
+  });
   std::vector<Judged> units;
-  for (const auto& k : out.ranks)
+  for (const auto& k : r.ranks)
     if (k.ops != 0) units.push_back({k.file, k.flagged});
-  out.where = concentrations(res, units);
+  r.where = concentrations(res, units);
+}
+
+StragglerResult find_stragglers(const std::vector<Op>& ops, const ReadResult& res, const StragglerOptions& o) {
+  StragglerResult out = find_stragglers_part(ops, res, o);
+  finish_stragglers(out, res);
   return out;
 }
 
@@ -479,18 +521,28 @@ class StragglersAnalysis : public Analysis {
                  &opt_.min_last_fraction, true});
   }
   AnalysisResult run(const AnalysisInput& in) override {
-    AnalysisResult r;
-    StragglerResult sr = find_stragglers(in.data.ops, in.res, opt_);
-    r.report = stragglers_report(sr, in.res, opt_);
-    r.markers = straggler_markers(sr, in.res);
-    r.detail = std::move(sr);
-    return r;
+    return result(find_stragglers(in.data.ops, in.res, opt_), in.res);
+  }
+  // Every instance is one communicator's: the analysis runs on batches of whole ones.
+  bool by_comm() const override { return true; }
+  void run_part(const AnalysisInput& in) override { merge_stragglers(parts_, find_stragglers_part(in.data.ops, in.res, opt_)); }
+  AnalysisResult finish_parts(const ReadResult& res) override {
+    finish_stragglers(parts_, res);
+    return result(std::move(parts_), res);
   }
   // The report draws its own stragglers section (a heatmap and the ranks by lateness).
   bool tables_in_report() const override { return false; }
 
  private:
+  AnalysisResult result(StragglerResult sr, const ReadResult& res) const {
+    AnalysisResult r;
+    r.report = stragglers_report(sr, res, opt_);
+    r.markers = straggler_markers(sr, res);
+    r.detail = std::move(sr);
+    return r;
+  }
   StragglerOptions opt_;
+  StragglerResult parts_;
 };
 
 }  // namespace

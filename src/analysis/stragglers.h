@@ -97,6 +97,12 @@ struct StragglerResult {
 
 StragglerResult find_stragglers(const std::vector<Op>& ops, const ReadResult& res,
                                 const StragglerOptions& o);
+// The same in parts (partition.h): every op of a communicator in one part;
+// each part's result merged, then finished (ordered, concentrations found),
+// equals find_stragglers on all the ops.
+StragglerResult find_stragglers_part(const std::vector<Op>& ops, const ReadResult& res, const StragglerOptions& o);
+void merge_stragglers(StragglerResult& into, StragglerResult&& part);
+void finish_stragglers(StragglerResult& r, const ReadResult& res);
 
 // Every rank on one timeline: each (comm, rank)'s times shifted by its clock
 // offset from the collectives' common end, relative to the rank of its comm

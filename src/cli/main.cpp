@@ -21,6 +21,7 @@
 
 #include "include/nccl_inspector/version.h"
 #include "src/analysis/analysis.h"
+#include "src/analysis/partition.h"
 #include "src/analysis/plotly_bundle.h"
 #include "src/analysis/reader.h"
 #include "src/analysis/report.h"
@@ -46,6 +47,7 @@ struct Common {
   bool progress = false, no_progress = false;
   std::string host_map;
   std::string section;  // --section: the one table to write
+  std::string memory_limit;  // --memory-limit ("" : default_memory_limit())
 };
 
 void add_common(CLI::App* app, Common& c, bool inputs = true, bool host_map = true) {
@@ -165,6 +167,39 @@ int finish(const ana::AnalysisResult& r, const Common& c) {
   return r.exit;
 }
 
+// Over the memory budget: the ops spilled by communicator to temporary files,
+// then analysed in batches of whole communicators (partition.h).
+int run_in_parts(ana::Analysis& a, const Common& c, const ana::FilesInput& in, std::uint64_t limit) {
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string dir = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+  ana::ReadResult res;
+  auto spill = ana::read_merged<ana::SpillSink>(in.files, in.ro, in.threads, res, dir);
+  if (!spill->error().empty()) {
+    std::cerr << "nccl-inspector: " << spill->error() << "\n";
+    return kExitInvalid;
+  }
+  if (!ana::check_read(res) || !assign_racks(c, res)) return kExitUsage;
+  const std::size_t max_ops = ana::batch_ops(limit);
+  const std::size_t batches = spill->for_each_batch(max_ops, [&](std::vector<ana::Op>& ops) {
+    ana::CollectSink part;
+    part.ops.swap(ops);
+    a.run_part(ana::AnalysisInput{part, res});
+    part.ops.swap(ops);
+  });
+  if (!spill->error().empty()) {
+    std::cerr << "nccl-inspector: " << spill->error() << "\n";
+    return kExitInvalid;
+  }
+  std::cerr << "nccl-inspector: over the memory limit (" << ana::format_bytes(static_cast<double>(limit))
+            << "): " << spill->ops() << " ops spilled to " << dir << " and analysed in " << batches
+            << (batches == 1 ? " batch" : " batches") << " of whole communicators";
+  if (spill->largest_batch() > max_ops)
+    std::cerr << "; one communicator of " << spill->largest_batch() << " ops is larger than the limit allows ("
+              << max_ops << "), analysed whole";
+  std::cerr << "\n";
+  return finish(a.finish_parts(res), c);
+}
+
 // A registered analysis's subcommand: check its options, find the inputs, read what
 // it needs (or let it read), run it, write what it returns.
 int run_analysis(ana::Analysis& a, const Common& c) {
@@ -178,6 +213,21 @@ int run_analysis(ana::Analysis& a, const Common& c) {
   in.output = c.output;
   if (a.input() != ana::Input::kOwnInputs && !ana::discover(c.inputs, in.files)) return kExitUsage;
   if (a.input() != ana::Input::kOps && a.input() != ana::Input::kOpsDetail) return finish(a.run_files(in), c);
+  if (!a.keeps_ops()) {  // the read result alone: every op read and counted, none kept
+    ana::ReadResult res;
+    ana::read_merged<ana::DiscardSink>(in.files, in.ro, in.threads, res);
+    if (!ana::check_read(res) || !assign_racks(c, res)) return kExitUsage;
+    const ana::CollectSink none;
+    return finish(a.run(ana::AnalysisInput{none, res}), c);
+  }
+  if (a.by_comm()) {
+    std::uint64_t limit = ana::default_memory_limit();
+    if (!c.memory_limit.empty() && !ana::parse_memory_limit(c.memory_limit, limit)) {
+      std::cerr << "nccl-inspector: --memory-limit '" << c.memory_limit << "': not a size (512M, 2G, bytes)\n";
+      return kExitUsage;
+    }
+    if (ana::estimate_ops(in.files) * ana::kBytesPerOpInMemory > limit) return run_in_parts(a, c, in, limit);
+  }
   ana::ReadResult res;
   auto ops = ana::read_merged<ana::CollectSink>(in.files, in.ro, in.threads, res,
                                                 a.input() == ana::Input::kOpsDetail);
@@ -193,6 +243,10 @@ Command analysis_command(CLI::App& app, ana::Analysis& a) {
   // themselves (summary has its own, for --group-by rack).
   add_common(sub, *c, a.input() != ana::Input::kOwnInputs,
              a.input() == ana::Input::kOps || a.input() == ana::Input::kOpsDetail);
+  if (a.by_comm())
+    sub->add_option("--memory-limit", c->memory_limit,
+                    "memory budget (512M, 2G): larger inputs are spilled to $TMPDIR and analysed in batches of whole "
+                    "communicators (default: a quarter of this machine's memory)");
   std::vector<ana::OptionSpec> specs;
   a.options(specs);
   for (const auto& s : specs) add_spec(sub, s);

@@ -1,0 +1,183 @@
+// SpillSink and the memory budget (see partition.h).
+#include "src/analysis/partition.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+
+namespace ni::analysis {
+
+static_assert(std::is_trivially_copyable_v<Op>, "ops are spilled as their bytes");
+
+bool parse_memory_limit(const std::string& s, std::uint64_t& bytes) {
+  if (s.empty()) return false;
+  std::size_t i = 0;
+  std::uint64_t v = 0;
+  for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
+    if (v > (UINT64_MAX - 9) / 10) return false;
+    v = v * 10 + static_cast<std::uint64_t>(s[i] - '0');
+  }
+  if (i == 0) return false;
+  int shift = 0;
+  if (i < s.size()) {
+    switch (s[i] | 0x20) {
+      case 'k': shift = 10; break;
+      case 'm': shift = 20; break;
+      case 'g': shift = 30; break;
+      case 't': shift = 40; break;
+      default: return false;
+    }
+    ++i;
+    if (i < s.size() && (s[i] | 0x20) == 'b') ++i;  // "512MB"
+    if (i != s.size()) return false;
+  }
+  if (v == 0 || (shift != 0 && v > (UINT64_MAX >> shift))) return false;
+  bytes = v << shift;
+  return true;
+}
+
+std::uint64_t default_memory_limit() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  const std::uint64_t phys = pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) : 0;
+  return std::max<std::uint64_t>(phys / 4, 256ull << 20);
+}
+
+std::uint64_t estimate_ops(const std::vector<std::string>& files) {
+  std::uint64_t n = 0;
+  for (const std::string& f : files) {
+    const int fd = open_input(f);
+    if (fd < 0) continue;
+    struct stat st {};
+    unsigned char magic[2] = {0, 0};
+    if (::fstat(fd, &st) == 0 && st.st_size > 0) {
+      const bool gz = ::pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+      n += static_cast<std::uint64_t>(st.st_size) / (gz ? 20 : 150) + 1;
+    }
+    ::close(fd);
+  }
+  return n;
+}
+
+std::size_t batch_ops(std::uint64_t limit) {
+  return static_cast<std::size_t>(std::max<std::uint64_t>(1, limit / kBytesPerOpInMemory));
+}
+
+SpillSink::File::~File() {
+  if (fd >= 0) ::close(fd);
+}
+
+SpillSink::SpillSink(std::string dir) : dir_(std::move(dir)), own_(std::make_shared<File>()) {
+  files_.push_back(own_);
+  std::string templ = dir_ + "/nccl-inspector-spill-XXXXXX";
+  own_->fd = ::mkostemp(templ.data(), O_CLOEXEC);
+  if (own_->fd < 0) {
+    error_ = "cannot create a spill file in " + dir_ + ": " + std::strerror(errno) +
+             " (set TMPDIR to a writable directory, or raise --memory-limit)";
+    return;
+  }
+  ::unlink(templ.c_str());  // gone with the process, whatever happens to it
+}
+
+SpillSink::~SpillSink() = default;
+
+void SpillSink::on_op(const Op& op, const OpDetail*, const FileInfo&) {
+  const int b = bucket_of(op.comm_hash);
+  std::vector<Op>& v = buf_[static_cast<std::size_t>(b)];
+  if (v.capacity() == 0) v.reserve(kChunkOps);
+  v.push_back(op);
+  ++count_[static_cast<std::size_t>(b)];
+  ++ops_;
+  if (v.size() == static_cast<std::size_t>(kChunkOps)) flush(b);
+}
+
+void SpillSink::flush(int b) {
+  std::vector<Op>& v = buf_[static_cast<std::size_t>(b)];
+  if (v.empty()) return;
+  if (error_.empty()) {
+    const char* p = reinterpret_cast<const char*>(v.data());
+    std::size_t left = v.size() * sizeof(Op);
+    std::uint64_t at = own_->size;
+    while (left > 0) {
+      const ssize_t w = ::pwrite(own_->fd, p, left, static_cast<off_t>(at));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        error_ = std::string("cannot write the spill file in ") + dir_ + ": " +
+                 (w < 0 ? std::strerror(errno) : "no space written") +
+                 " (set TMPDIR to a directory with room, or raise --memory-limit)";
+        break;
+      }
+      p += w;
+      at += static_cast<std::uint64_t>(w);
+      left -= static_cast<std::size_t>(w);
+    }
+    if (error_.empty()) {
+      own_->chunks.push_back({own_->size, static_cast<std::uint32_t>(v.size()), static_cast<std::uint16_t>(b)});
+      own_->size = at;
+    }
+  }
+  v.clear();
+}
+
+void SpillSink::merge(SpillSink&& o) {
+  for (int b = 0; b < kBuckets; ++b) o.flush(b);
+  if (error_.empty() && !o.error_.empty()) error_ = o.error_;
+  files_.insert(files_.end(), o.files_.begin(), o.files_.end());
+  o.files_.clear();
+  for (int b = 0; b < kBuckets; ++b) count_[static_cast<std::size_t>(b)] += o.count_[static_cast<std::size_t>(b)];
+  ops_ += o.ops_;
+}
+
+std::size_t SpillSink::for_each_batch(std::size_t max_ops, const std::function<void(std::vector<Op>&)>& fn) {
+  for (int b = 0; b < kBuckets; ++b) flush(b);
+  if (!error_.empty()) return 0;
+  // Per bucket, its chunks in every file (file order, then the file's order).
+  std::vector<std::vector<std::pair<const File*, const Chunk*>>> where(kBuckets);
+  for (const auto& f : files_)
+    for (const Chunk& c : f->chunks) where[c.bucket].push_back({f.get(), &c});
+  std::vector<Op> batch;
+  std::size_t batches = 0;
+  auto run = [&] {
+    if (batch.empty()) return;
+    largest_ = std::max(largest_, batch.size());
+    ++batches;
+    fn(batch);
+    batch.clear();
+    batch.shrink_to_fit();
+  };
+  for (int b = 0; b < kBuckets; ++b) {
+    const std::uint64_t n = count_[static_cast<std::size_t>(b)];
+    if (n == 0) continue;
+    if (!batch.empty() && batch.size() + n > max_ops) run();
+    batch.reserve(batch.size() + static_cast<std::size_t>(n));
+    for (const auto& [f, c] : where[static_cast<std::size_t>(b)]) {
+      const std::size_t at = batch.size();
+      batch.resize(at + c->count);
+      char* p = reinterpret_cast<char*>(batch.data() + at);
+      std::size_t left = c->count * sizeof(Op);
+      std::uint64_t off = c->offset;
+      while (left > 0) {
+        const ssize_t r = ::pread(f->fd, p, left, static_cast<off_t>(off));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+          error_ = std::string("cannot read back the spill file: ") + (r < 0 ? std::strerror(errno) : "short read");
+          return 0;
+        }
+        p += r;
+        off += static_cast<std::uint64_t>(r);
+        left -= static_cast<std::size_t>(r);
+      }
+    }
+  }
+  run();
+  return batches;
+}
+
+}  // namespace ni::analysis

@@ -1,0 +1,104 @@
+// Bounded memory for the analyses that align ops across ranks: when the input
+// is larger than a memory budget, the reader spills every op to temporary files
+// by communicator (SpillSink), and the analysis then runs on batches of whole
+// communicators that fit the budget, folding each batch's result into the
+// final one (Analysis::by_comm in analysis.h). A communicator is never split:
+// a (comm, seq) instance needs every rank's op at once. One communicator larger
+// than the budget is analysed alone, over the budget (said on stderr).
+//
+// Contract: like every OpSink, one SpillSink is used by one reader thread;
+// read_merged() then merges them into the first, which alone reads back.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "src/analysis/reader.h"
+
+namespace ni::analysis {
+
+// The budget: "--memory-limit" values like 512M, 2G, 1500000000 (bytes; K, M,
+// G, T are powers of 1024). False on anything else.
+bool parse_memory_limit(const std::string& s, std::uint64_t& bytes);
+// The default budget: a quarter of the machine's physical memory (at least 256 MiB).
+std::uint64_t default_memory_limit();
+// The ops the files hold, over-estimated from their sizes (gzip about 20 bytes
+// per record at the least, plain text about 150): whether to spill at all.
+std::uint64_t estimate_ops(const std::vector<std::string>& files);
+// Bytes an analysis of the in-memory path holds per op (the op, its index and
+// per-instance state), for the estimate against the budget. The budget is for
+// the ops and what is derived from them; the program, the read result and the
+// readers' spill buffers (kBuckets x kChunkOps ops each, ~6 MB) come on top.
+inline constexpr std::uint64_t kBytesPerOpInMemory = 200;
+// Ops per batch under a budget of `limit` bytes, at least 1.
+std::size_t batch_ops(std::uint64_t limit);
+
+// Keeps nothing: for the analyses that need only the read result (Analysis::keeps_ops).
+class DiscardSink : public OpSink {
+ public:
+  std::uint32_t op_fields() const override { return kOpFieldSeq; }
+  void on_op(const Op&, const OpDetail*, const FileInfo&) override {}
+  void merge(DiscardSink&&) {}
+};
+
+class SpillSink : public OpSink {
+ public:
+  static constexpr int kBuckets = 256;     // a communicator's bucket: its hash, mixed
+  static constexpr int kChunkOps = 256;    // ops buffered per bucket before a write
+  explicit SpillSink(std::string dir);
+  ~SpillSink() override;
+  SpillSink(const SpillSink&) = delete;
+  SpillSink& operator=(const SpillSink&) = delete;
+
+  std::uint32_t op_fields() const override { return kOpFieldsAll; }
+  void on_op(const Op& op, const OpDetail*, const FileInfo&) override;
+  void merge(SpillSink&& o);
+
+  // After the read (and merge): the ops spilled, and the first failure to
+  // write or read the spill ("" none; then some ops are missing and the
+  // analysis must not run).
+  std::uint64_t ops() const { return ops_; }
+  const std::string& error() const { return error_; }
+
+  // Calls fn with the ops of whole buckets, batch after batch, each batch at
+  // most max_ops ops unless one bucket alone is larger. Returns the number of
+  // batches (0 and error() on a read failure). Within a bucket, the ops of one
+  // log file keep their order.
+  std::size_t for_each_batch(std::size_t max_ops, const std::function<void(std::vector<Op>&)>& fn);
+  // The largest batch for_each_batch made (ops).
+  std::size_t largest_batch() const { return largest_; }
+
+  static int bucket_of(std::uint64_t comm_hash) {
+    return static_cast<int>((comm_hash * 0x9E3779B97F4A7C15ull) >> 56);
+  }
+
+ private:
+  struct Chunk {
+    std::uint64_t offset;
+    std::uint32_t count;
+    std::uint16_t bucket;
+  };
+  struct File {  // one reader thread's spill: an unlinked temporary file
+    int fd = -1;
+    std::uint64_t size = 0;
+    std::vector<Chunk> chunks;
+    ~File();
+  };
+  void flush(int bucket);
+
+  std::string dir_;
+  std::shared_ptr<File> own_;
+  std::vector<std::shared_ptr<File>> files_;  // own_ first, then the merged sinks'
+  std::array<std::vector<Op>, kBuckets> buf_;
+  std::array<std::uint64_t, kBuckets> count_{};  // ops per bucket, every file
+  std::uint64_t ops_ = 0;
+  std::size_t largest_ = 0;
+  std::string error_;
+};
+
+}  // namespace ni::analysis

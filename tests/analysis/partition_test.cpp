@@ -1,0 +1,157 @@
+// The memory budget's pieces (src/analysis/partition.h): the size parser, the
+// spill of ops by communicator and its read back in batches of whole
+// communicators, and a spill that cannot be written (a full disk) failing
+// with a clear error instead of an analysis of part of the ops.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "src/analysis/partition.h"
+#include "tests/analysis/fixtures.h"
+
+namespace ana = ni::analysis;
+
+namespace {
+
+TEST(MemoryLimit, ParsesSizesAndRefusesTheRest) {
+  std::uint64_t b = 0;
+  ASSERT_TRUE(ana::parse_memory_limit("1500000000", b));
+  EXPECT_EQ(b, 1500000000u);
+  ASSERT_TRUE(ana::parse_memory_limit("512M", b));
+  EXPECT_EQ(b, 512ull << 20);
+  ASSERT_TRUE(ana::parse_memory_limit("2g", b));
+  EXPECT_EQ(b, 2ull << 30);
+  ASSERT_TRUE(ana::parse_memory_limit("64KB", b));
+  EXPECT_EQ(b, 64ull << 10);
+  ASSERT_TRUE(ana::parse_memory_limit("1T", b));
+  EXPECT_EQ(b, 1ull << 40);
+  for (const char* bad : {"", "0", "M", "12X", "1.5G", "-1", "5MBB", "99999999999999999999", "20000000T"})
+    EXPECT_FALSE(ana::parse_memory_limit(bad, b)) << bad;
+  EXPECT_GE(ana::default_memory_limit(), 256ull << 20);
+  // A budget smaller than what the program holds anyway still analyses: one op per batch at least.
+  EXPECT_EQ(ana::batch_ops(1), 1u);
+  EXPECT_EQ(ana::batch_ops(1ull << 30), (1ull << 30) / ana::kBytesPerOpInMemory);
+}
+
+ana::Op op_of(std::uint64_t comm, int rank, std::uint64_t seq, std::uint32_t file) {
+  ana::Op o;
+  o.comm_hash = comm;
+  o.rank = rank;
+  o.seq = seq;
+  o.file_idx = file;
+  o.bytes = seq * 8 + static_cast<std::uint64_t>(rank);
+  o.dur_us = static_cast<double>(seq) + 0.5;
+  return o;
+}
+
+using Key = std::tuple<std::uint64_t, int, std::uint64_t, std::uint32_t>;
+Key key(const ana::Op& o) { return {o.comm_hash, o.rank, o.seq, o.file_idx}; }
+
+// Ops of 300 communicators (more than there are buckets) written by three
+// "reader threads", merged, read back under budgets from one op to all of
+// them: every op comes back once with its bytes, each communicator whole in
+// one batch, a batch over the budget only when one bucket alone is, and a
+// file's ops in their order.
+TEST(Spill, EveryOpComesBackOnceWithItsCommunicatorWhole) {
+  const std::string dir = ni::test::temp_dir("spill");
+  std::mt19937_64 rng(7);
+  std::vector<std::uint64_t> comms;
+  for (int i = 0; i < 300; ++i) comms.push_back(rng());
+  std::multiset<Key> want;
+  ana::SpillSink first(dir), second(dir), third(dir);
+  ana::SpillSink* sinks[] = {&first, &second, &third};
+  ana::FileInfo fi;
+  for (std::uint32_t file = 0; file < 6; ++file) {
+    ana::SpillSink& s = *sinks[file % 3];
+    for (std::uint64_t seq = 0; seq < 400; ++seq) {
+      const ana::Op o = op_of(comms[(seq * 7 + file) % comms.size()], static_cast<int>(file), seq, file);
+      s.on_op(o, nullptr, fi);
+      want.insert(key(o));
+    }
+  }
+  first.merge(std::move(second));
+  first.merge(std::move(third));
+  ASSERT_EQ(first.error(), "");
+  EXPECT_EQ(first.ops(), want.size());
+  for (std::size_t max_ops : {std::size_t{1}, std::size_t{50}, std::size_t{700}, want.size()}) {
+    std::multiset<Key> got;
+    std::map<std::uint64_t, std::size_t> batch_of;
+    std::size_t batch = 0;
+    bool ordered = true;
+    const std::size_t n = first.for_each_batch(max_ops, [&](std::vector<ana::Op>& ops) {
+      ++batch;
+      std::set<int> buckets;
+      std::map<std::pair<std::uint32_t, std::uint64_t>, std::uint64_t> last_seq;  // per (file, comm): its order kept
+      for (const ana::Op& o : ops) {
+        got.insert(key(o));
+        buckets.insert(ana::SpillSink::bucket_of(o.comm_hash));
+        auto [it, fresh] = batch_of.emplace(o.comm_hash, batch);
+        EXPECT_EQ(it->second, batch) << "a communicator split over two batches";
+        auto [ls, first_seen] = last_seq.emplace(std::make_pair(o.file_idx, o.comm_hash), o.seq);
+        ordered = ordered && (first_seen || o.seq > ls->second);
+        ls->second = o.seq;
+        EXPECT_DOUBLE_EQ(o.dur_us, static_cast<double>(o.seq) + 0.5);
+        EXPECT_EQ(o.bytes, o.seq * 8 + static_cast<std::uint64_t>(o.rank));
+      }
+      if (ops.size() > max_ops) {
+        EXPECT_EQ(buckets.size(), 1u) << "over the budget with more than one bucket";
+      }
+    });
+    EXPECT_EQ(n, batch);
+    EXPECT_EQ(got, want) << "max_ops " << max_ops;
+    EXPECT_TRUE(ordered);
+    if (max_ops == want.size()) {
+      EXPECT_EQ(n, 1u);
+    }
+    if (max_ops == 1) {  // every bucket used, on its own
+      std::set<int> used;
+      for (std::uint64_t c : comms) used.insert(ana::SpillSink::bucket_of(c));
+      EXPECT_EQ(n, used.size());
+      EXPECT_GT(n, 150u);  // the mix spreads 300 hashes over most of the 256 buckets
+    }
+  }
+}
+
+// A spill that cannot be written (the file size limit stands for a full disk:
+// the write fails with EFBIG): the sink says so and reads nothing back.
+TEST(Spill, AFullDiskIsAnErrorNotAPartialAnalysis) {
+  const std::string dir = ni::test::temp_dir("spill_full");
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    signal(SIGXFSZ, SIG_IGN);
+    rlimit rl{64 << 10, 64 << 10};
+    setrlimit(RLIMIT_FSIZE, &rl);
+    ana::SpillSink s(dir);
+    ana::FileInfo fi;
+    for (std::uint64_t i = 0; i < 20000; ++i) s.on_op(op_of(i % 5, 0, i, 0), nullptr, fi);
+    bool called = false;
+    const std::size_t n = s.for_each_batch(1000, [&](std::vector<ana::Op>&) { called = true; });
+    const bool ok = n == 0 && !called && s.error().find("cannot write the spill file") != std::string::npos &&
+                    s.error().find("TMPDIR") != std::string::npos;
+    _exit(ok ? 0 : 1);
+  }
+  int st = 0;
+  ASSERT_EQ(waitpid(pid, &st, 0), pid);
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 0);
+}
+
+TEST(Spill, AnUnwritableDirectoryIsAnError) {
+  ana::SpillSink s("/nonexistent-dir-for-spill");
+  EXPECT_NE(s.error().find("cannot create a spill file in /nonexistent-dir-for-spill"), std::string::npos) << s.error();
+  EXPECT_EQ(s.for_each_batch(10, [](std::vector<ana::Op>&) {}), 0u);
+}
+
+}  // namespace

@@ -1,0 +1,128 @@
+// Bounded memory (src/analysis/partition.h), end to end: an emulated job of
+// several hosts (one nccl-emu process per host, as a launcher starts them),
+// with a planted late rank and P2P, analysed by the CLI in memory and then over
+// budgets that force the spill and batches of whole communicators. Every
+// output must be byte for byte what the in-memory path printed, and the
+// stderr must say how the input was split.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+
+#include "tests/integration/harness.h"
+
+namespace {
+
+using ni::it::fs::path;
+using json = nlohmann::json;
+
+struct Out {
+  int rc = -1;
+  std::string out, err;
+};
+
+std::string slurp(const path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+Out cli(const path& dir, const std::string& args, const std::string& env = "") {
+  const std::string cmd = env + " " + NI_CLI + " " + args + " > " + (dir / "out").string() + " 2> " + (dir / "err").string();
+  Out o;
+  const int st = std::system(cmd.c_str());
+  o.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  o.out = slurp(dir / "out");
+  o.err = slurp(dir / "err");
+  return o;
+}
+
+// world ranks over `hosts` processes; tp groups within a host, dp across.
+path run_job(const std::string& tag, int world, int hosts, int seed) {
+  const path dir = ni::it::temp_dir("part-" + tag);
+  json w;
+  w["world"] = world;
+  w["nodes"] = hosts;
+  w["comms"] = json::array({json{{"name", "tp"}, {"nranks", 4}, {"layout", "contiguous"}, {"nchannels", 4}},
+                            json{{"name", "dp"}, {"nranks", world / 4}, {"layout", "strided"}, {"nchannels", 2}}});
+  w["mix"] = json::array({json{{"comm", "tp"}, {"func", "AllReduce"}, {"bytes", {1048576, 4194304}}, {"weight", 2}},
+                          json{{"comm", "tp"}, {"func", "AllGather"}, {"bytes", {262144}}, {"weight", 1}},
+                          json{{"comm", "dp"}, {"func", "AllReduce"}, {"bytes", {4194304}}, {"weight", 1}},
+                          json{{"comm", "dp"}, {"func", "SendRecv"}, {"bytes", {65536}}, {"weight", 1}}});
+  w["iterations"] = 25;
+  w["truth"] = json{{"rank_skew_us", json{{"5", 60}}}};
+  std::ofstream(dir / "job.json") << w.dump();
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  const long long start_at = static_cast<long long>(ts.tv_sec) * 1000000000LL + ts.tv_nsec + 300000000LL;
+  const int per = world / hosts;
+  std::string cmd = "cd " + dir.string() + " && export NCCL_DEBUG=WARN NCCL_INSPECTOR_DUMP_DIR=" + (dir / "logs").string() + "; ";
+  for (int k = 0; k < hosts; ++k)
+    cmd += "NCCL_INSPECTOR_HOSTNAME=node" + std::to_string(k) + " " + NI_EMU_PATH + " --plugin " + NI_PLUGIN_PATH +
+           " --nccl 2.28 --workload job.json --pace none --quiet --seed " + std::to_string(seed) + " --start-at " +
+           std::to_string(start_at) + " --ranks " + std::to_string(k * per) + "-" + std::to_string(k * per + per - 1) +
+           " > emu-" + std::to_string(k) + ".log 2>&1 & ";
+  cmd += "fail=0; for p in $(jobs -p); do wait $p || fail=1; done; exit $fail";
+  const int st = std::system(("bash -c '" + cmd + "'").c_str());
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << cmd;
+  return dir;
+}
+
+std::size_t batches_of(const std::string& err) {
+  std::smatch m;
+  static const std::regex re("analysed in ([0-9]+) batch(es)? of whole communicators");
+  return std::regex_search(err, m, re) ? std::stoul(m[1]) : 0;
+}
+
+TEST(MemoryLimit, StragglersInBatchesPrintWhatTheyPrintInMemory) {
+  for (const auto& [world, hosts, seed] : {std::tuple{16, 4, 3}, std::tuple{32, 8, 4}}) {
+    const path dir = run_job("late" + std::to_string(world), world, hosts, seed);
+    const std::string logs = (dir / "logs").string();
+    for (const char* fmt : {"json", "table"}) {
+      const std::string args = std::string("stragglers --no-progress -f ") + fmt + " " + logs;
+      const Out mem = cli(dir, args);
+      ASSERT_EQ(mem.rc, 0) << mem.err;
+      EXPECT_EQ(batches_of(mem.err), 0u) << "small input: in memory\n" << mem.err;
+      if (std::string(fmt) == "json") {
+        // What is compared is a real verdict: the planted rank's context flagged.
+        const json j = json::parse(mem.out);
+        ASSERT_TRUE(j.is_object() || j.is_array());
+        EXPECT_NE(mem.out.find("LATE"), std::string::npos) << mem.out.substr(0, 2000);
+      }
+      // One op per batch (every bucket alone), budgets between, one reader thread or two.
+      std::size_t most = 0;
+      for (const char* lim : {"1", "5K", "20K", "60K", "150K"})
+        for (const char* j : {"-j 1", "-j 2"}) {
+          const Out part = cli(dir, args + " " + j + " --memory-limit " + std::string(lim));
+          ASSERT_EQ(part.rc, 0) << part.err;
+          EXPECT_EQ(part.out, mem.out) << fmt << " --memory-limit " << lim << " " << j << "\n" << part.err;
+          const std::size_t n = batches_of(part.err);
+          EXPECT_GE(n, 1u) << "--memory-limit " << lim << " spills: " << part.err;
+          most = std::max(most, n);
+        }
+      EXPECT_GE(most, static_cast<std::size_t>(world / 4 + 1)) << "every communicator in a batch of its own at 1 byte";
+    }
+    if (!HasFailure()) ni::it::fs::remove_all(dir);
+  }
+}
+
+// A spill that cannot be made fails with the reason and prints no result:
+// no analysis of part of the ops.
+TEST(MemoryLimit, AnUnwritableSpillDirectoryFailsClearly) {
+  const path dir = run_job("tmpdir", 8, 2, 1);
+  const Out o = cli(dir, "stragglers --no-progress --memory-limit 1 " + (dir / "logs").string(),
+                    "TMPDIR=" + (dir / "no-such-dir").string());
+  EXPECT_EQ(o.rc, 1);
+  EXPECT_EQ(o.out, "");
+  EXPECT_NE(o.err.find("cannot create a spill file in " + (dir / "no-such-dir").string()), std::string::npos) << o.err;
+  const Out bad = cli(dir, "stragglers --no-progress --memory-limit 12Q " + (dir / "logs").string());
+  EXPECT_EQ(bad.rc, 2);
+  EXPECT_NE(bad.err.find("--memory-limit '12Q': not a size"), std::string::npos) << bad.err;
+  if (!HasFailure()) ni::it::fs::remove_all(dir);
+}
+
+}  // namespace
