@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
@@ -43,11 +44,32 @@ bool parse_memory_limit(const std::string& s, std::uint64_t& bytes) {
   return true;
 }
 
+namespace {
+
+// The memory limit of this process's control group (cgroup v2 memory.max, or
+// v1 memory.limit_in_bytes): a container's or a SLURM job's share of the
+// machine. 0 when none is set or none can be read.
+std::uint64_t cgroup_limit() {
+  for (const char* path : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+    std::FILE* f = std::fopen(path, "re");
+    if (f == nullptr) continue;
+    char buf[64] = {0};
+    const bool got = std::fgets(buf, sizeof buf, f) != nullptr;
+    std::fclose(f);
+    unsigned long long v = 0;
+    if (got && std::sscanf(buf, "%llu", &v) == 1 && v > 0 && v < (1ull << 60)) return v;  // "max": none
+  }
+  return 0;
+}
+
+}  // namespace
+
 std::uint64_t default_memory_limit() {
   const long pages = ::sysconf(_SC_PHYS_PAGES);
   const long page = ::sysconf(_SC_PAGESIZE);
-  const std::uint64_t phys = pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) : 0;
-  return std::max<std::uint64_t>(phys / 4, 256ull << 20);
+  std::uint64_t mem = pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) : 0;
+  if (const std::uint64_t cg = cgroup_limit(); cg != 0 && (mem == 0 || cg < mem)) mem = cg;
+  return std::max<std::uint64_t>(mem / 4, 256ull << 20);
 }
 
 std::uint64_t estimate_ops(const std::vector<std::string>& files) {
@@ -142,41 +164,49 @@ std::size_t SpillSink::for_each_batch(std::size_t max_ops, const std::function<v
   std::vector<std::vector<std::pair<const File*, const Chunk*>>> where(kBuckets);
   for (const auto& f : files_)
     for (const Chunk& c : f->chunks) where[c.bucket].push_back({f.get(), &c});
-  std::vector<Op> batch;
-  std::size_t batches = 0;
-  auto run = [&] {
-    if (batch.empty()) return;
-    largest_ = std::max(largest_, batch.size());
-    ++batches;
-    fn(batch);
-    batch.clear();
-    batch.shrink_to_fit();
-  };
+  // The batches first (consecutive buckets up to max_ops), so that each is
+  // allocated once at its size.
+  std::vector<std::pair<int, int>> plan;  // [first bucket, last bucket)
+  std::uint64_t in_batch = 0;
   for (int b = 0; b < kBuckets; ++b) {
     const std::uint64_t n = count_[static_cast<std::size_t>(b)];
     if (n == 0) continue;
-    if (!batch.empty() && batch.size() + n > max_ops) run();
-    batch.reserve(batch.size() + static_cast<std::size_t>(n));
-    for (const auto& [f, c] : where[static_cast<std::size_t>(b)]) {
-      const std::size_t at = batch.size();
-      batch.resize(at + c->count);
-      char* p = reinterpret_cast<char*>(batch.data() + at);
-      std::size_t left = c->count * sizeof(Op);
-      std::uint64_t off = c->offset;
-      while (left > 0) {
-        const ssize_t r = ::pread(f->fd, p, left, static_cast<off_t>(off));
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) {
-          error_ = std::string("cannot read back the spill file: ") + (r < 0 ? std::strerror(errno) : "short read");
-          return 0;
-        }
-        p += r;
-        off += static_cast<std::uint64_t>(r);
-        left -= static_cast<std::size_t>(r);
-      }
+    if (plan.empty() || (in_batch != 0 && in_batch + n > max_ops)) {
+      plan.push_back({b, b + 1});
+      in_batch = 0;
     }
+    plan.back().second = b + 1;
+    in_batch += n;
   }
-  run();
+  std::size_t batches = 0;
+  for (const auto& [first, end] : plan) {
+    std::uint64_t total = 0;
+    for (int b = first; b < end; ++b) total += count_[static_cast<std::size_t>(b)];
+    std::vector<Op> batch;
+    batch.reserve(static_cast<std::size_t>(total));
+    for (int b = first; b < end; ++b)
+      for (const auto& [f, c] : where[static_cast<std::size_t>(b)]) {
+        const std::size_t at = batch.size();
+        batch.resize(at + c->count);
+        char* p = reinterpret_cast<char*>(batch.data() + at);
+        std::size_t left = c->count * sizeof(Op);
+        std::uint64_t off = c->offset;
+        while (left > 0) {
+          const ssize_t r = ::pread(f->fd, p, left, static_cast<off_t>(off));
+          if (r < 0 && errno == EINTR) continue;
+          if (r <= 0) {
+            error_ = std::string("cannot read back the spill file: ") + (r < 0 ? std::strerror(errno) : "short read");
+            return 0;
+          }
+          p += r;
+          off += static_cast<std::uint64_t>(r);
+          left -= static_cast<std::size_t>(r);
+        }
+      }
+    largest_ = std::max(largest_, batch.size());
+    ++batches;
+    fn(batch);
+  }
   return batches;
 }
 

@@ -25,7 +25,8 @@ namespace ni::analysis {
 // The budget: "--memory-limit" values like 512M, 2G, 1500000000 (bytes; K, M,
 // G, T are powers of 1024). False on anything else.
 bool parse_memory_limit(const std::string& s, std::uint64_t& bytes);
-// The default budget: a quarter of the machine's physical memory (at least 256 MiB).
+// The default budget: a quarter of the machine's physical memory, or of this
+// process's cgroup limit when lower (a container, a SLURM job); at least 256 MiB.
 std::uint64_t default_memory_limit();
 // The ops the files hold, over-estimated from their sizes (gzip about 20 bytes
 // per record at the least, plain text about 150): whether to spill at all.
