@@ -22,6 +22,7 @@
 #include <variant>
 #include <vector>
 
+#include "src/analysis/partition.h"
 #include "src/analysis/reader.h"
 #include "src/analysis/table.h"
 
@@ -113,11 +114,12 @@ class Analysis {
   virtual AnalysisResult run(const AnalysisInput&);
   // Input::kFiles / kOwnInputs.
   virtual AnalysisResult run_files(const FilesInput&);
-  // Input::kOps whose findings are each one communicator's: when the input
-  // is over the memory budget (--memory-limit, partition.h), run_part() runs
-  // on batches of whole communicators, one after the other, and
-  // finish_parts() then returns what run() on every op at once would have.
-  virtual bool by_comm() const { return false; }
+  // Input::kOps whose findings are each one communicator's (Partition::kComm)
+  // or one process's (kProcess): when the input is over the memory budget
+  // (--memory-limit, partition.h), run_part() runs on batches of whole
+  // communicators or processes, one after the other, and finish_parts() then
+  // returns what run() on every op at once would have.
+  virtual Partition partition() const { return Partition::kNone; }
   // Input::kOps that reads only the read result (hangs: the files' progress
   // state, bounded per comm rank): the CLI keeps no op, and its memory does
   // not grow with the records.

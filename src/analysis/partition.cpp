@@ -96,7 +96,18 @@ SpillSink::File::~File() {
   if (fd >= 0) ::close(fd);
 }
 
-SpillSink::SpillSink(std::string dir) : dir_(std::move(dir)), own_(std::make_shared<File>()) {
+std::string_view partition_unit(Partition p) {
+  return p == Partition::kProcess ? "processes" : "communicators";
+}
+
+std::uint64_t SpillSink::process_key(const FileInfo& f) {
+  // FNV-1a over the host, then the pid: the files of one process (rotation) share it.
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : f.host) h = (h ^ c) * 0x100000001b3ull;
+  return (h ^ static_cast<std::uint64_t>(f.pid)) * 0x100000001b3ull;
+}
+
+SpillSink::SpillSink(std::string dir, Partition by) : dir_(std::move(dir)), by_(by), own_(std::make_shared<File>()) {
   files_.push_back(own_);
   std::string templ = dir_ + "/nccl-inspector-spill-XXXXXX";
   own_->fd = ::mkostemp(templ.data(), O_CLOEXEC);
@@ -110,8 +121,18 @@ SpillSink::SpillSink(std::string dir) : dir_(std::move(dir)), own_(std::make_sha
 
 SpillSink::~SpillSink() = default;
 
-void SpillSink::on_op(const Op& op, const OpDetail*, const FileInfo&) {
-  const int b = bucket_of(op.comm_hash);
+void SpillSink::on_op(const Op& op, const OpDetail*, const FileInfo& file) {
+  int b;
+  if (by_ == Partition::kProcess) {
+    if (op.file_idx != last_file_) {
+      last_file_ = op.file_idx;
+      // A file without a pid (upstream logs) is a process of its own, as map_gpus() takes it.
+      last_bucket_ = bucket_of(file.pid >= 0 ? process_key(file) : ~std::uint64_t{op.file_idx});
+    }
+    b = last_bucket_;
+  } else {
+    b = bucket_of(op.comm_hash);
+  }
   std::vector<Op>& v = buf_[static_cast<std::size_t>(b)];
   if (v.capacity() == 0) v.reserve(kChunkOps);
   v.push_back(op);

@@ -1,10 +1,11 @@
-// Bounded memory for the analyses that align ops across ranks: when the input
-// is larger than a memory budget, the reader spills every op to temporary files
-// by communicator (SpillSink), and the analysis then runs on batches of whole
-// communicators that fit the budget, folding each batch's result into the
-// final one (Analysis::by_comm in analysis.h). A communicator is never split:
-// a (comm, seq) instance needs every rank's op at once. One communicator larger
-// than the budget is analysed alone, over the budget (said on stderr).
+// Bounded memory for the analyses that hold ops: when the input is larger than
+// a memory budget, the reader spills every op to temporary files by
+// communicator or by process (SpillSink), and the analysis then runs on
+// batches of whole communicators (or processes) that fit the budget, folding
+// each batch's result into the final one (Analysis::partition in analysis.h).
+// A communicator is never split: a (comm, seq) instance needs every rank's op
+// at once; nor a process (its GPUs' time in NCCL). One larger than the budget
+// is analysed alone, over the budget (said on stderr).
 //
 // Contract: like every OpSink, one SpillSink is used by one reader thread;
 // read_merged() then merges them into the first, which alone reads back.
@@ -16,11 +17,18 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "src/analysis/reader.h"
 
 namespace ni::analysis {
+
+// What a batch holds whole (Analysis::partition): every op of a communicator
+// (analyses that align a collective across its ranks) or of a process, by
+// (host, pid), its rotated files together (analyses per process or GPU).
+enum class Partition { kNone, kComm, kProcess };
+std::string_view partition_unit(Partition p);  // "communicators", "processes"
 
 // The budget: "--memory-limit" values like 512M, 2G, 1500000000 (bytes; K, M,
 // G, T are powers of 1024). False on anything else.
@@ -51,7 +59,7 @@ class SpillSink : public OpSink {
  public:
   static constexpr int kBuckets = 256;     // a communicator's bucket: its hash, mixed
   static constexpr int kChunkOps = 256;    // ops buffered per bucket before a write
-  explicit SpillSink(std::string dir);
+  SpillSink(std::string dir, Partition by);
   ~SpillSink() override;
   SpillSink(const SpillSink&) = delete;
   SpillSink& operator=(const SpillSink&) = delete;
@@ -74,9 +82,9 @@ class SpillSink : public OpSink {
   // The largest batch for_each_batch made (ops).
   std::size_t largest_batch() const { return largest_; }
 
-  static int bucket_of(std::uint64_t comm_hash) {
-    return static_cast<int>((comm_hash * 0x9E3779B97F4A7C15ull) >> 56);
-  }
+  static int bucket_of(std::uint64_t key) { return static_cast<int>((key * 0x9E3779B97F4A7C15ull) >> 56); }
+  // A process's key: its host and pid (FileInfo), hashed.
+  static std::uint64_t process_key(const FileInfo& f);
 
  private:
   struct Chunk {
@@ -93,6 +101,9 @@ class SpillSink : public OpSink {
   void flush(int bucket);
 
   std::string dir_;
+  Partition by_;
+  std::uint32_t last_file_ = UINT32_MAX;  // kProcess: the file of the last op, and its bucket
+  int last_bucket_ = 0;
   std::shared_ptr<File> own_;
   std::vector<std::shared_ptr<File>> files_;  // own_ first, then the merged sinks'
   std::array<std::vector<Op>, kBuckets> buf_;

@@ -541,7 +541,7 @@ class StragglersAnalysis : public Analysis {
     return result(find_stragglers(in.data.ops, in.res, opt_), in.res);
   }
   // Every instance is one communicator's: the analysis runs on batches of whole ones.
-  bool by_comm() const override { return true; }
+  Partition partition() const override { return Partition::kComm; }
   void run_part(const AnalysisInput& in) override { merge_stragglers(parts_, find_stragglers_part(in.data.ops, in.res, opt_)); }
   AnalysisResult finish_parts(const ReadResult& res) override {
     finish_stragglers(parts_, res);

@@ -168,12 +168,12 @@ int finish(const ana::AnalysisResult& r, const Common& c) {
 }
 
 // Over the memory budget: the ops spilled by communicator to temporary files,
-// then analysed in batches of whole communicators (partition.h).
+// then analysed in batches of whole communicators or processes (partition.h).
 int run_in_parts(ana::Analysis& a, const Common& c, const ana::FilesInput& in, std::uint64_t limit) {
   const char* tmp = std::getenv("TMPDIR");
   const std::string dir = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
   ana::ReadResult res;
-  auto spill = ana::read_merged<ana::SpillSink>(in.files, in.ro, in.threads, res, dir);
+  auto spill = ana::read_merged<ana::SpillSink>(in.files, in.ro, in.threads, res, dir, a.partition());
   if (!spill->error().empty()) {
     std::cerr << "nccl-inspector: " << spill->error() << "\n";
     return kExitInvalid;
@@ -192,9 +192,10 @@ int run_in_parts(ana::Analysis& a, const Common& c, const ana::FilesInput& in, s
   }
   std::cerr << "nccl-inspector: over the memory limit (" << ana::format_bytes(static_cast<double>(limit))
             << "): " << spill->ops() << " ops spilled to " << dir << " and analysed in " << batches
-            << (batches == 1 ? " batch" : " batches") << " of whole communicators";
+            << (batches == 1 ? " batch" : " batches") << " of whole " << ana::partition_unit(a.partition());
   if (spill->largest_batch() > max_ops)
-    std::cerr << "; one communicator of " << spill->largest_batch() << " ops is larger than the limit allows ("
+    std::cerr << "; one " << (a.partition() == ana::Partition::kProcess ? "process" : "communicator") << " of "
+              << spill->largest_batch() << " ops is larger than the limit allows ("
               << max_ops << "), analysed whole";
   std::cerr << "\n";
   return finish(a.finish_parts(res), c);
@@ -220,7 +221,7 @@ int run_analysis(ana::Analysis& a, const Common& c) {
     const ana::CollectSink none;
     return finish(a.run(ana::AnalysisInput{none, res}), c);
   }
-  if (a.by_comm()) {
+  if (a.partition() != ana::Partition::kNone) {
     std::uint64_t limit = ana::default_memory_limit();
     if (!c.memory_limit.empty() && !ana::parse_memory_limit(c.memory_limit, limit)) {
       std::cerr << "nccl-inspector: --memory-limit '" << c.memory_limit << "': not a size (512M, 2G, bytes)\n";
@@ -243,10 +244,10 @@ Command analysis_command(CLI::App& app, ana::Analysis& a) {
   // themselves (summary has its own, for --group-by rack).
   add_common(sub, *c, a.input() != ana::Input::kOwnInputs,
              a.input() == ana::Input::kOps || a.input() == ana::Input::kOpsDetail);
-  if (a.by_comm())
+  if (a.partition() != ana::Partition::kNone)
     sub->add_option("--memory-limit", c->memory_limit,
-                    "memory budget (512M, 2G): larger inputs are spilled to $TMPDIR and analysed in batches of whole "
-                    "communicators (default: a quarter of this machine's memory)");
+                    "memory budget (512M, 2G): larger inputs are spilled to $TMPDIR and analysed in batches of whole " +
+                        std::string(ana::partition_unit(a.partition())) + " (default: a quarter of this machine's memory)");
   std::vector<ana::OptionSpec> specs;
   a.options(specs);
   for (const auto& s : specs) add_spec(sub, s);

@@ -3,7 +3,8 @@
 // each, on hosts of 8; every rank in a TP communicator of 8 contiguous ranks
 // and a DP communicator of the ranks with its local index (strided), issuing
 // the same program, so that every collective instance aligns across its
-// communicator's ranks. GPU-timed, with one late rank (world rank 5, +40 us).
+// communicator's ranks. GPU-timed, with one late rank (world rank 5, +40 us),
+// and an iteration mark every 400 records.
 // Usage: bench_gen RECORDS FILES DIR
 #include <libdeflate.h>
 
@@ -51,6 +52,11 @@ int main(int argc, char** argv) {
     long tp_seq[3] = {0, 0, 0}, dp_seq = 0;
     const long long t0 = 1767225600000000000LL;
     for (long i = 0; i < per; ++i) {
+      if (i % 400 == 0) {  // an iteration mark (ncclInspectorMark) every 100 steps of four collectives
+        std::snprintf(line, sizeof line, "{\"type\":\"mark\",\"wall_ns\":%lld,\"label\":\"iteration %ld\"}\n",
+                      t0 + i * 200000LL - 1000, i / 400);
+        chunk += line;
+      }
       // Three TP collectives then one DP AllReduce, over and over.
       const bool is_dp = i % 4 == 3;
       const int fi = is_dp ? 0 : static_cast<int>(i % 4) % 3;

@@ -69,7 +69,7 @@ TEST(Spill, EveryOpComesBackOnceWithItsCommunicatorWhole) {
   std::vector<std::uint64_t> comms;
   for (int i = 0; i < 300; ++i) comms.push_back(rng());
   std::multiset<Key> want;
-  ana::SpillSink first(dir), second(dir), third(dir);
+  ana::SpillSink first(dir, ana::Partition::kComm), second(dir, ana::Partition::kComm), third(dir, ana::Partition::kComm);
   ana::SpillSink* sinks[] = {&first, &second, &third};
   ana::FileInfo fi;
   for (std::uint32_t file = 0; file < 6; ++file) {
@@ -123,6 +123,37 @@ TEST(Spill, EveryOpComesBackOnceWithItsCommunicatorWhole) {
   }
 }
 
+// By process: the files of one (host, pid) (rotation) come back in one
+// batch, whatever their communicators; a file without a pid is its own.
+TEST(Spill, ByProcessKeepsAProcesssFilesTogether) {
+  const std::string dir = ni::test::temp_dir("spill_proc");
+  ana::SpillSink s(dir, ana::Partition::kProcess);
+  std::vector<ana::FileInfo> files(40);
+  for (std::size_t f = 0; f < files.size(); ++f) {
+    files[f].host = "node" + std::to_string(f % 10);
+    files[f].pid = f < 36 ? 100 + static_cast<std::int64_t>(f % 20) : -1;  // files f and f + 20 of one process
+  }
+  for (std::uint64_t i = 0; i < 4000; ++i) {
+    const auto f = static_cast<std::uint32_t>(i % files.size());
+    s.on_op(op_of(i * 2654435761u, 0, i, f), nullptr, files[f]);
+  }
+  std::map<std::pair<std::string, std::int64_t>, std::size_t> batch_of;
+  std::size_t batch = 0, ops = 0;
+  s.for_each_batch(1, [&](std::vector<ana::Op>& v) {
+    ++batch;
+    for (const ana::Op& o : v) {
+      const ana::FileInfo& fi = files[o.file_idx];
+      const auto key = std::make_pair(fi.host, fi.pid >= 0 ? fi.pid : -2 - static_cast<std::int64_t>(o.file_idx));
+      auto [it, fresh] = batch_of.emplace(key, batch);
+      EXPECT_EQ(it->second, batch) << fi.host << " pid " << fi.pid << " over two batches";
+      ++ops;
+    }
+  });
+  EXPECT_EQ(ops, 4000u);
+  EXPECT_EQ(batch_of.size(), 24u);  // 20 processes of two files each (node k, pid 100+k) and 4 without a pid
+  EXPECT_GE(batch, 15u);  // spread over buckets, not one batch
+}
+
 // A spill that cannot be written (the file size limit stands for a full disk:
 // the write fails with EFBIG): the sink says so and reads nothing back.
 TEST(Spill, AFullDiskIsAnErrorNotAPartialAnalysis) {
@@ -133,7 +164,7 @@ TEST(Spill, AFullDiskIsAnErrorNotAPartialAnalysis) {
     signal(SIGXFSZ, SIG_IGN);
     rlimit rl{64 << 10, 64 << 10};
     setrlimit(RLIMIT_FSIZE, &rl);
-    ana::SpillSink s(dir);
+    ana::SpillSink s(dir, ana::Partition::kComm);
     ana::FileInfo fi;
     for (std::uint64_t i = 0; i < 20000; ++i) s.on_op(op_of(i % 5, 0, i, 0), nullptr, fi);
     bool called = false;
@@ -149,7 +180,7 @@ TEST(Spill, AFullDiskIsAnErrorNotAPartialAnalysis) {
 }
 
 TEST(Spill, AnUnwritableDirectoryIsAnError) {
-  ana::SpillSink s("/nonexistent-dir-for-spill");
+  ana::SpillSink s("/nonexistent-dir-for-spill", ana::Partition::kComm);
   EXPECT_NE(s.error().find("cannot create a spill file in /nonexistent-dir-for-spill"), std::string::npos) << s.error();
   EXPECT_EQ(s.for_each_batch(10, [](std::vector<ana::Op>&) {}), 0u);
 }

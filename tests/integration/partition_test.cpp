@@ -54,6 +54,8 @@ path run_job(const std::string& tag, int world, int hosts, int seed) {
                           json{{"comm", "dp"}, {"func", "AllReduce"}, {"bytes", {4194304}}, {"weight", 1}},
                           json{{"comm", "dp"}, {"func", "SendRecv"}, {"bytes", {65536}}, {"weight", 1}}});
   w["iterations"] = 25;
+  w["mark_every"] = 5;
+  w["iteration_gap_us"] = 200;
   w["truth"] = json{{"rank_skew_us", json{{"5", 60}}}};
   std::ofstream(dir / "job.json") << w.dump();
   timespec ts{};
@@ -74,7 +76,7 @@ path run_job(const std::string& tag, int world, int hosts, int seed) {
 
 std::size_t batches_of(const std::string& err) {
   std::smatch m;
-  static const std::regex re("analysed in ([0-9]+) batch(es)? of whole communicators");
+  static const std::regex re("analysed in ([0-9]+) batch(es)? of whole (communicators|processes)");
   return std::regex_search(err, m, re) ? std::stoul(m[1]) : 0;
 }
 
@@ -108,6 +110,31 @@ TEST(MemoryLimit, StragglersInBatchesPrintWhatTheyPrintInMemory) {
     }
     if (!HasFailure()) ni::it::fs::remove_all(dir);
   }
+}
+
+// iterations: batches of whole processes (a GPU's busy time is a union over
+// its process's ops); every process here drives 4 GPUs.
+TEST(MemoryLimit, IterationsInBatchesPrintWhatTheyPrintInMemory) {
+  const path dir = run_job("iters", 32, 8, 5);
+  const std::string logs = (dir / "logs").string();
+  for (const char* fmt : {"json", "table"}) {
+    const std::string args = std::string("iterations --no-progress -f ") + fmt + " " + logs;
+    const Out mem = cli(dir, args);
+    ASSERT_EQ(mem.rc, 0) << mem.err;
+    EXPECT_EQ(batches_of(mem.err), 0u) << mem.err;
+    EXPECT_NE(mem.out.find("iteration 4"), std::string::npos) << mem.out.substr(0, 2000);
+    std::size_t most = 0;
+    for (const char* lim : {"1", "10K", "40K", "100K"})
+      for (const char* j : {"-j 1", "-j 2"}) {
+        const Out part = cli(dir, args + " " + j + " --memory-limit " + std::string(lim));
+        ASSERT_EQ(part.rc, 0) << part.err;
+        EXPECT_EQ(part.out, mem.out) << fmt << " --memory-limit " << lim << " " << j << "\n" << part.err;
+        EXPECT_NE(part.err.find("of whole processes"), std::string::npos) << part.err;
+        most = std::max(most, batches_of(part.err));
+      }
+    EXPECT_GE(most, 4u) << "the 8 processes in several batches at 1 byte";
+  }
+  if (!HasFailure()) ni::it::fs::remove_all(dir);
 }
 
 // A spill that cannot be made fails with the reason and prints no result:
