@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <ctime>
 #include <map>
+#include <memory>
+#include <tuple>
 #include <numeric>
 #include <set>
 
@@ -49,7 +51,21 @@ struct Instance {
   double ratio = 1;    // dur / median of its (comm, func, bucket)
 };
 
-void outliers(const std::vector<Op>& ops, const ReadResult& res, const AnomalyOptions& o, AnomalyResult& out) {
+// The worst outliers first: by robust z, ties by where and when (a total
+// order: the same list whatever the order the ops came in).
+bool worse(const std::pair<double, Finding>& a, const std::pair<double, Finding>& b) {
+  if (a.first != b.first) return a.first > b.first;
+  return std::tie(a.second.comm, a.second.rank, a.second.seq_first, a.second.start_ns, a.second.evidence) <
+         std::tie(b.second.comm, b.second.rank, b.second.seq_first, b.second.start_ns, b.second.evidence);
+}
+void keep_worst(std::vector<std::pair<double, Finding>>& v, std::size_t top) {
+  std::sort(v.begin(), v.end(), worse);
+  if (v.size() > top) v.erase(v.begin() + static_cast<std::ptrdiff_t>(top), v.end());
+}
+
+// The outliers of the ops' groups: counted, and the worst `top` of them kept in cands.
+void outliers(const std::vector<Op>& ops, const ReadResult& res, const AnomalyOptions& o, AnomalyResult& out,
+              std::vector<std::pair<double, Finding>>& cands) {
   std::map<GKey, std::vector<std::uint32_t>> groups;
   for (std::size_t i = 0; i < ops.size(); ++i)
     groups[{ops[i].comm_hash, ops[i].func, size_bucket(ops[i].bytes)}].push_back(static_cast<std::uint32_t>(i));
@@ -91,8 +107,8 @@ void outliers(const std::vector<Op>& ops, const ReadResult& res, const AnomalyOp
       all.emplace_back(z, std::move(f));
     }
   }
-  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  for (std::size_t i = 0; i < all.size() && i < o.top; ++i) out.outliers.push_back(std::move(all[i].second));
+  keep_worst(all, o.top);
+  for (auto& c : all) cands.push_back(std::move(c));
 }
 
 std::vector<Instance> instances(const std::vector<Op>& ops) {
@@ -446,8 +462,10 @@ Finding slow_hca_finding(const SlowHca& x, const ReadResult& res) {
   return f;
 }
 
-void hcas(const CollectSink& c, const ReadResult& res, const AnomalyOptions& o, bool from_durations,
-          AnomalyResult& out) {
+// HCA use from op durations and bytes (without wire times): per (host, HCA)
+// each op's latency over its (comm, func, bucket) median, and per process
+// the bytes per HCA. Collected batch by batch (the medians are one comm's).
+void collect_hcas(const CollectSink& c, const ReadResult& res, HcaUseAcc& acc) {
   if (c.extra.empty()) return;
   // Normalised latency of each op within its (comm, func, bucket, kind).
   std::map<std::tuple<std::uint64_t, Func, int>, std::vector<double>> durs;
@@ -455,8 +473,6 @@ void hcas(const CollectSink& c, const ReadResult& res, const AnomalyOptions& o, 
     if (!duration_is_enqueue(op.timing)) durs[{op.comm_hash, op.func, size_bucket(op.bytes)}].push_back(op.dur_us);
   std::map<std::tuple<std::uint64_t, Func, int>, double> med;
   for (auto& [k, v] : durs) med[k] = median_of(v);
-  std::map<std::pair<std::string, std::string>, std::vector<double>> per_hca;            // (host, dev) -> ratios
-  std::map<std::uint32_t, std::map<std::string, std::uint64_t>> bytes;                     // file -> dev -> bytes
   for (std::size_t i = 0; i < c.ops.size() && i < c.extra.size(); ++i) {
     const Op& op = c.ops[i];
     if (c.extra[i].hcas.empty()) continue;
@@ -464,10 +480,16 @@ void hcas(const CollectSink& c, const ReadResult& res, const AnomalyOptions& o, 
     const std::string host = op.file_idx < res.files.size() ? res.files[op.file_idx].host : "";
     for (const auto& h : c.extra[i].hcas) {
       if (h.bytes == 0) continue;
-      if (m > 0 && !duration_is_enqueue(op.timing)) per_hca[{host, h.dev}].push_back(op.dur_us / m);
-      bytes[op.file_idx][h.dev] += h.bytes;
+      if (m > 0 && !duration_is_enqueue(op.timing)) acc.per_hca[{host, h.dev}].push_back(op.dur_us / m);
+      acc.bytes[op.file_idx][h.dev] += h.bytes;
     }
   }
+}
+
+void judge_hcas(HcaUseAcc& acc, const ReadResult& res, const AnomalyOptions& o, bool from_durations,
+                AnomalyResult& out) {
+  auto& per_hca = acc.per_hca;
+  auto& bytes = acc.bytes;
   if (from_durations && per_hca.size() >= 2) {
     std::vector<std::pair<std::pair<std::string, std::string>, double>> meds;
     std::vector<double> all;
@@ -520,8 +542,14 @@ void hcas(const CollectSink& c, const ReadResult& res, const AnomalyOptions& o, 
 
 }  // namespace
 
-AnomalyResult find_anomalies(const CollectSink& c, const ReadResult& res, const AnomalyOptions& o) {
-  AnomalyResult out;
+AnomalyAcc::AnomalyAcc(const ReadResult& res, const AnomalyOptions& o) : res_(res), o_(o) {
+  out_.min_change_instances = 4 * o.min_window;
+}
+
+void AnomalyAcc::add(const CollectSink& c) {
+  const ReadResult& res = res_;
+  const AnomalyOptions& o = o_;
+  AnomalyResult& out = out_;
   // Durations that are only the enqueue say nothing about the op (model.h).
   std::vector<Op> timed;
   timed.reserve(c.ops.size());
@@ -530,12 +558,16 @@ AnomalyResult find_anomalies(const CollectSink& c, const ReadResult& res, const 
     else if (op.sym_plan != 0) ++out.sym_plan_heads;  // the plan's time: no outlier among single ops
     else timed.push_back(op);
   }
-  outliers(timed, res, o, out);
+  outliers(timed, res, o, out, outlier_cands_);
+  keep_worst(outlier_cands_, o.top);
   std::vector<Instance> ins = instances(timed);
+  timed = {};
   // Bimodal groups first: their slow mode is explained (interleaved), so
   // their instances do not count towards a change point, where a chance run
   // of slow-mode ops would read as a degradation window.
+  const std::size_t before_bimodal = out.findings.size();
   const std::set<GKey> bimodal_groups = bimodal(ins, res, o, out);
+  move_found(out.findings, before_bimodal, bimodal_);
   if (!bimodal_groups.empty())
     ins.erase(std::remove_if(ins.begin(), ins.end(),
                              [&](const Instance& in) {
@@ -543,18 +575,49 @@ AnomalyResult find_anomalies(const CollectSink& c, const ReadResult& res, const 
                              }),
               ins.end());
   change_points(ins, res, o, out);
+  move_found(out.findings, 0, change_);
   const SlowChannelResult sc = find_slow_channels(c, res, o.slow_channel);
   std::set<std::uint64_t> explained;
   for (const SlowChannel& x : sc.found) {
     explained.insert(x.comm);
-    out.findings.push_back(slow_channel_finding(x, res));
+    slow_channel_.push_back(slow_channel_finding(x, res));
   }
-  out.slow_channel_samples = sc.samples;
-  out.slow_channel_unaligned = sc.unaligned;
-  out.slow_channel_not_gpu = sc.not_gpu_timed;
-  out.slow_channel_comms = sc.comms_measured;
+  out.slow_channel_samples += sc.samples;
+  out.slow_channel_unaligned += sc.unaligned;
+  out.slow_channel_not_gpu += sc.not_gpu_timed;
+  out.slow_channel_comms += sc.comms_measured;
   channels(c, res, o, explained, out);
-  const SlowHcaResult sh = find_slow_hcas(c, res, o.slow_hca);
+  move_found(out.findings, 0, channel_);
+  collect_hca_series(c, o.slow_hca, hca_series_);
+  collect_hcas(c, res, hca_use_);
+  // Every (comm, rank) judged, for where the per-rank findings concentrate.
+  for (const Op& op : c.ops)
+    if (op.kind == OpKind::kColl && op.comm_hash != 0 && op.rank >= 0)
+      units_.emplace(std::make_pair(op.comm_hash, op.rank), Judged{op.file_idx, false});
+}
+
+void AnomalyAcc::move_found(std::vector<Finding>& from, std::size_t first, std::vector<Finding>& to) {
+  to.insert(to.end(), std::make_move_iterator(from.begin() + static_cast<std::ptrdiff_t>(first)),
+            std::make_move_iterator(from.end()));
+  from.erase(from.begin() + static_cast<std::ptrdiff_t>(first), from.end());
+}
+
+AnomalyResult AnomalyAcc::finish() {
+  const ReadResult& res = res_;
+  const AnomalyOptions& o = o_;
+  AnomalyResult out = std::move(out_);
+  // Each kind's findings in communicator order (a batch's own order within a
+  // communicator): what one pass over every op gives.
+  auto by_comm = [](std::vector<Finding>& v) {
+    std::stable_sort(v.begin(), v.end(), [](const Finding& a, const Finding& b) { return a.comm < b.comm; });
+  };
+  for (auto* v : {&bimodal_, &change_, &slow_channel_, &channel_}) {
+    by_comm(*v);
+    move_found(*v, 0, out.findings);
+  }
+  std::sort(outlier_cands_.begin(), outlier_cands_.end(), worse);
+  for (std::size_t i = 0; i < outlier_cands_.size() && i < o.top; ++i) out.outliers.push_back(std::move(outlier_cands_[i].second));
+  const SlowHcaResult sh = judge_slow_hcas(hca_series_, res, o.slow_hca);
   for (const SlowHca& x : sh.found) out.findings.push_back(slow_hca_finding(x, res));
   for (const HcaDegraded& x : sh.degraded) {
     Finding f;
@@ -582,15 +645,12 @@ AnomalyResult find_anomalies(const CollectSink& c, const ReadResult& res, const 
   out.hca_no_wire_ops = sh.ops_without_wire;
   out.hca_alone = sh.alone;
   out.hca_implausible = sh.implausible;
-  // Without wire times, HCA slowness is read from op durations (hcas()),
+  // Without wire times, HCA slowness is read from op durations (judge_hcas()),
   // which cannot tell the slow NIC from the ranks that waited for it.
-  hcas(c, res, o, sh.ops_with_wire == 0, out);
+  judge_hcas(hca_use_, res, o, sh.ops_with_wire == 0, out);
   // Where the per-rank findings concentrate: every (comm, rank) judged, and
   // those a channel finding names.
-  std::map<std::pair<std::uint64_t, int>, Judged> units;
-  for (const Op& op : c.ops)
-    if (op.kind == OpKind::kColl && op.comm_hash != 0 && op.rank >= 0)
-      units.emplace(std::make_pair(op.comm_hash, op.rank), Judged{op.file_idx, false});
+  std::map<std::pair<std::uint64_t, int>, Judged>& units = units_;
   auto mark = [&](std::uint64_t comm, int rank) {
     auto it = units.find({comm, rank});
     if (it != units.end()) it->second.affected = true;
@@ -613,6 +673,13 @@ AnomalyResult find_anomalies(const CollectSink& c, const ReadResult& res, const 
     out.findings.push_back(std::move(f));
   }
   return out;
+}
+
+
+AnomalyResult find_anomalies(const CollectSink& c, const ReadResult& res, const AnomalyOptions& o) {
+  AnomalyAcc a(res, o);
+  a.add(c);
+  return a.finish();
 }
 
 Report anomalies_report(const AnomalyResult& r) {
@@ -720,20 +787,35 @@ class AnomaliesAnalysis : public Analysis {
     o.push_back({"--slow-hca-ratio", "slow HCA: the other ranks' (and devices') send bandwidth over its own",
                  &opt_.slow_hca.ratio, true});
   }
-  AnalysisResult run(const AnalysisInput& in) override {
+  AnalysisResult run(const AnalysisInput& in) override { return result(find_anomalies(in.data, in.res, opt_)); }
+  // Every finding but the HCA ones is one communicator's; those keep compact inputs (AnomalyAcc).
+  Partition partition() const override { return Partition::kComm; }
+  void run_part(const AnalysisInput& in) override {
+    if (!acc_) acc_ = std::make_unique<AnomalyAcc>(in.res, opt_);
+    acc_->add(in.data);
+  }
+  AnalysisResult finish_parts(const ReadResult& res) override {
+    if (!acc_) acc_ = std::make_unique<AnomalyAcc>(res, opt_);
+    return result(acc_->finish());
+  }
+
+ private:
+  static AnalysisResult result(AnomalyResult ar) {
     AnalysisResult r;
-    AnomalyResult ar = find_anomalies(in.data, in.res, opt_);
     r.report = anomalies_report(ar);
     for (const auto& f : ar.findings) r.markers.push_back(marker_of(f, false));
     for (const auto& f : ar.outliers) r.markers.push_back(marker_of(f, true));
     r.detail = std::move(ar);
     return r;
   }
+
+ public:
   // The report shows its findings in the health section and on the busbw-over-time charts.
   bool tables_in_report() const override { return false; }
 
  private:
   AnomalyOptions opt_;
+  std::unique_ptr<AnomalyAcc> acc_;
 };
 
 }  // namespace

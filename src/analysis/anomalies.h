@@ -6,9 +6,13 @@
 // (hcas). Every finding says what, where, when, how big, and the evidence.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "src/analysis/locate.h"
 #include "src/analysis/reader.h"
 #include "src/analysis/slow_channel.h"
 #include "src/analysis/slow_hca.h"
@@ -76,6 +80,39 @@ struct AnomalyResult {
 };
 
 AnomalyResult find_anomalies(const CollectSink& ops, const ReadResult& res, const AnomalyOptions& o);
+
+// HCA use from op durations and bytes, collected batch by batch (anomalies'
+// hca_slow and hca_imbalance): per (host, HCA) each op's latency over its
+// group's median (8 bytes per op and HCA), per file the bytes per HCA.
+struct HcaUseAcc {
+  std::map<std::pair<std::string, std::string>, std::vector<double>> per_hca;  // (host, dev) -> ratios
+  std::map<std::uint32_t, std::map<std::string, std::uint64_t>> bytes;         // file -> dev -> bytes
+};
+
+// find_anomalies in parts (partition.h): add() once per batch of whole
+// communicators (with their detail), then finish(), which gives what
+// find_anomalies on every op at once gives. The outliers, change points,
+// bimodality, slow channels and channel imbalance are each one
+// communicator's; the HCA judgements compare a NIC across its process's
+// communicators, so their compact inputs (HcaSeries, HcaUseAcc) are kept
+// from every batch until finish().
+class AnomalyAcc {
+ public:
+  AnomalyAcc(const ReadResult& res, const AnomalyOptions& o);
+  void add(const CollectSink& c);
+  AnomalyResult finish();  // once
+
+ private:
+  static void move_found(std::vector<Finding>& from, std::size_t first, std::vector<Finding>& to);
+  const ReadResult& res_;
+  AnomalyOptions o_;
+  AnomalyResult out_;  // the counters, summed over the batches
+  std::vector<std::pair<double, Finding>> outlier_cands_;  // the worst `top` so far, with their z
+  std::vector<Finding> bimodal_, change_, slow_channel_, channel_;
+  HcaSeries hca_series_;
+  HcaUseAcc hca_use_;
+  std::map<std::pair<std::uint64_t, int>, Judged> units_;  // every (comm, rank) judged
+};
 Report anomalies_report(const AnomalyResult& r);
 
 }  // namespace ni::analysis

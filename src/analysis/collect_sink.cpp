@@ -9,7 +9,10 @@ namespace ni::analysis {
 
 void CollectSink::on_op(const Op& op, const OpDetail* d, const FileInfo&) {
   ops.push_back(op);
-  if (!detail_) return;
+  if (detail_) extra.push_back(extra_of(d));
+}
+
+CollectSink::Extra CollectSink::extra_of(const OpDetail* d) {
   Extra e;
   if (d) {
     e.hcas = d->hcas;
@@ -38,7 +41,7 @@ void CollectSink::on_op(const Op& op, const OpDetail* d, const FileInfo&) {
     }
     if (e.slowest_channel >= 0) e.slowest_ratio = e.median_us > 0 ? e.slowest_us / e.median_us : 0;
   }
-  extra.push_back(std::move(e));
+  return e;
 }
 
 void CollectSink::merge(CollectSink&& o) {

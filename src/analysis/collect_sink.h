@@ -28,6 +28,8 @@ class CollectSink : public OpSink {
     float median_us = 0;       // the median channel time (us)
   };
   std::vector<Extra> extra;
+  // An op's Extra from its detail (nullptr: none).
+  static Extra extra_of(const OpDetail* d);
 
  private:
   bool detail_;

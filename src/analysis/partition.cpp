@@ -107,7 +107,8 @@ std::uint64_t SpillSink::process_key(const FileInfo& f) {
   return (h ^ static_cast<std::uint64_t>(f.pid)) * 0x100000001b3ull;
 }
 
-SpillSink::SpillSink(std::string dir, Partition by) : dir_(std::move(dir)), by_(by), own_(std::make_shared<File>()) {
+SpillSink::SpillSink(std::string dir, Partition by, bool detail)
+    : dir_(std::move(dir)), by_(by), detail_(detail), own_(std::make_shared<File>()) {
   files_.push_back(own_);
   std::string templ = dir_ + "/nccl-inspector-spill-XXXXXX";
   own_->fd = ::mkostemp(templ.data(), O_CLOEXEC);
@@ -121,7 +122,33 @@ SpillSink::SpillSink(std::string dir, Partition by) : dir_(std::move(dir)), by_(
 
 SpillSink::~SpillSink() = default;
 
-void SpillSink::on_op(const Op& op, const OpDetail*, const FileInfo& file) {
+namespace {
+
+template <class T>
+void put(std::string& b, const T& v) {
+  b.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+template <class T>
+bool get(const char*& p, const char* end, T& v) {
+  if (static_cast<std::size_t>(end - p) < sizeof v) return false;
+  std::memcpy(&v, p, sizeof v);
+  p += sizeof v;
+  return true;
+}
+
+}  // namespace
+
+std::uint16_t SpillSink::dev_id(const std::string& dev) {
+  auto it = dev_ids_.find(dev);
+  if (it != dev_ids_.end()) return it->second;
+  if (own_->devs.size() >= 0xffff) return 0xffff;  // more HCA names than any machine has: "?"
+  const auto id = static_cast<std::uint16_t>(own_->devs.size());
+  own_->devs.push_back(dev);
+  dev_ids_.emplace(dev, id);
+  return id;
+}
+
+void SpillSink::on_op(const Op& op, const OpDetail* d, const FileInfo& file) {
   int b;
   if (by_ == Partition::kProcess) {
     if (op.file_idx != last_file_) {
@@ -133,20 +160,35 @@ void SpillSink::on_op(const Op& op, const OpDetail*, const FileInfo& file) {
   } else {
     b = bucket_of(op.comm_hash);
   }
-  std::vector<Op>& v = buf_[static_cast<std::size_t>(b)];
-  if (v.capacity() == 0) v.reserve(kChunkOps);
-  v.push_back(op);
+  Buf& buf = buf_[static_cast<std::size_t>(b)];
+  if (buf.bytes.capacity() == 0) buf.bytes.reserve(kChunkBytes + 256);
+  put(buf.bytes, op);
+  if (detail_) {
+    const CollectSink::Extra e = CollectSink::extra_of(d);
+    put(buf.bytes, static_cast<std::int32_t>(e.slowest_channel));
+    put(buf.bytes, e.slowest_ratio);
+    put(buf.bytes, e.slowest_us);
+    put(buf.bytes, e.median_us);
+    const auto nh = static_cast<std::uint16_t>(std::min<std::size_t>(e.hcas.size(), 0xffff));
+    put(buf.bytes, nh);
+    for (std::size_t h = 0; h < nh; ++h) {
+      put(buf.bytes, dev_id(e.hcas[h].dev));
+      put(buf.bytes, e.hcas[h].bytes);
+      put(buf.bytes, e.hcas[h].wire_us);
+    }
+  }
+  ++buf.count;
   ++count_[static_cast<std::size_t>(b)];
   ++ops_;
-  if (v.size() == static_cast<std::size_t>(kChunkOps)) flush(b);
+  if (buf.bytes.size() >= kChunkBytes) flush(b);
 }
 
 void SpillSink::flush(int b) {
-  std::vector<Op>& v = buf_[static_cast<std::size_t>(b)];
-  if (v.empty()) return;
+  Buf& buf = buf_[static_cast<std::size_t>(b)];
+  if (buf.count == 0) return;
   if (error_.empty()) {
-    const char* p = reinterpret_cast<const char*>(v.data());
-    std::size_t left = v.size() * sizeof(Op);
+    const char* p = buf.bytes.data();
+    std::size_t left = buf.bytes.size();
     std::uint64_t at = own_->size;
     while (left > 0) {
       const ssize_t w = ::pwrite(own_->fd, p, left, static_cast<off_t>(at));
@@ -162,11 +204,13 @@ void SpillSink::flush(int b) {
       left -= static_cast<std::size_t>(w);
     }
     if (error_.empty()) {
-      own_->chunks.push_back({own_->size, static_cast<std::uint32_t>(v.size()), static_cast<std::uint16_t>(b)});
+      own_->chunks.push_back({own_->size, static_cast<std::uint32_t>(buf.bytes.size()), buf.count,
+                              static_cast<std::uint16_t>(b)});
       own_->size = at;
     }
   }
-  v.clear();
+  buf.bytes.clear();
+  buf.count = 0;
 }
 
 void SpillSink::merge(SpillSink&& o) {
@@ -178,7 +222,37 @@ void SpillSink::merge(SpillSink&& o) {
   ops_ += o.ops_;
 }
 
-std::size_t SpillSink::for_each_batch(std::size_t max_ops, const std::function<void(std::vector<Op>&)>& fn) {
+std::uint64_t SpillSink::spilled_bytes() const {
+  std::uint64_t n = 0;
+  for (const auto& f : files_) n += f->size;
+  return n;
+}
+
+bool SpillSink::parse(const File& f, const char* p, const char* end, std::uint32_t count, CollectSink& into) {
+  for (std::uint32_t k = 0; k < count; ++k) {
+    Op op;
+    if (!get(p, end, op)) return false;
+    into.ops.push_back(op);
+    if (!detail_) continue;
+    CollectSink::Extra e;
+    std::int32_t ch = -1;
+    std::uint16_t nh = 0;
+    if (!get(p, end, ch) || !get(p, end, e.slowest_ratio) || !get(p, end, e.slowest_us) || !get(p, end, e.median_us) ||
+        !get(p, end, nh))
+      return false;
+    e.slowest_channel = ch;
+    e.hcas.resize(nh);
+    for (HcaUse& h : e.hcas) {
+      std::uint16_t id = 0;
+      if (!get(p, end, id) || !get(p, end, h.bytes) || !get(p, end, h.wire_us)) return false;
+      h.dev = id < f.devs.size() ? f.devs[id] : "?";
+    }
+    into.extra.push_back(std::move(e));
+  }
+  return p == end;
+}
+
+std::size_t SpillSink::for_each_batch(std::size_t max_ops, const std::function<void(CollectSink&)>& fn) {
   for (int b = 0; b < kBuckets; ++b) flush(b);
   if (!error_.empty()) return 0;
   // Per bucket, its chunks in every file (file order, then the file's order).
@@ -200,17 +274,18 @@ std::size_t SpillSink::for_each_batch(std::size_t max_ops, const std::function<v
     in_batch += n;
   }
   std::size_t batches = 0;
+  std::string chunk;
   for (const auto& [first, end] : plan) {
     std::uint64_t total = 0;
     for (int b = first; b < end; ++b) total += count_[static_cast<std::size_t>(b)];
-    std::vector<Op> batch;
-    batch.reserve(static_cast<std::size_t>(total));
+    CollectSink batch(detail_);
+    batch.ops.reserve(static_cast<std::size_t>(total));
+    if (detail_) batch.extra.reserve(static_cast<std::size_t>(total));
     for (int b = first; b < end; ++b)
       for (const auto& [f, c] : where[static_cast<std::size_t>(b)]) {
-        const std::size_t at = batch.size();
-        batch.resize(at + c->count);
-        char* p = reinterpret_cast<char*>(batch.data() + at);
-        std::size_t left = c->count * sizeof(Op);
+        chunk.resize(c->bytes);
+        char* p = chunk.data();
+        std::size_t left = c->bytes;
         std::uint64_t off = c->offset;
         while (left > 0) {
           const ssize_t r = ::pread(f->fd, p, left, static_cast<off_t>(off));
@@ -223,8 +298,12 @@ std::size_t SpillSink::for_each_batch(std::size_t max_ops, const std::function<v
           off += static_cast<std::uint64_t>(r);
           left -= static_cast<std::size_t>(r);
         }
+        if (!parse(*f, chunk.data(), chunk.data() + chunk.size(), c->count, batch)) {
+          error_ = "the spill file reads back damaged (chunk at byte " + std::to_string(c->offset) + ")";
+          return 0;
+        }
       }
-    largest_ = std::max(largest_, batch.size());
+    largest_ = std::max(largest_, batch.ops.size());
     ++batches;
     fn(batch);
   }

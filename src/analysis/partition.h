@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -42,7 +43,7 @@ std::uint64_t estimate_ops(const std::vector<std::string>& files);
 // Bytes an analysis of the in-memory path holds per op (the op, its index and
 // per-instance state), for the estimate against the budget. The budget is for
 // the ops and what is derived from them; the program, the read result and the
-// readers' spill buffers (kBuckets x kChunkOps ops each, ~6 MB) come on top.
+// readers' spill buffers (kBuckets x kChunkBytes each, ~6 MB) come on top.
 inline constexpr std::uint64_t kBytesPerOpInMemory = 200;
 // Ops per batch under a budget of `limit` bytes, at least 1.
 std::size_t batch_ops(std::uint64_t limit);
@@ -55,30 +56,36 @@ class DiscardSink : public OpSink {
   void merge(DiscardSink&&) {}
 };
 
+// Spills every op to an unlinked temporary file, by bucket (a communicator's
+// or a process's, Partition), and reads them back in batches of whole buckets.
+// With detail (Input::kOpsDetail), each op's CollectSink::Extra (its HCA use,
+// its slowest channel) goes with it.
 class SpillSink : public OpSink {
  public:
-  static constexpr int kBuckets = 256;     // a communicator's bucket: its hash, mixed
-  static constexpr int kChunkOps = 256;    // ops buffered per bucket before a write
-  SpillSink(std::string dir, Partition by);
+  static constexpr int kBuckets = 256;           // a communicator's bucket: its hash, mixed
+  static constexpr std::size_t kChunkBytes = 24576;  // bytes buffered per bucket before a write
+  SpillSink(std::string dir, Partition by, bool detail = false);
   ~SpillSink() override;
   SpillSink(const SpillSink&) = delete;
   SpillSink& operator=(const SpillSink&) = delete;
 
+  bool wants_detail() const override { return detail_; }
   std::uint32_t op_fields() const override { return kOpFieldsAll; }
-  void on_op(const Op& op, const OpDetail*, const FileInfo&) override;
+  void on_op(const Op& op, const OpDetail* d, const FileInfo& file) override;
   void merge(SpillSink&& o);
 
   // After the read (and merge): the ops spilled, and the first failure to
   // write or read the spill ("" none; then some ops are missing and the
   // analysis must not run).
   std::uint64_t ops() const { return ops_; }
+  std::uint64_t spilled_bytes() const;
   const std::string& error() const { return error_; }
 
-  // Calls fn with the ops of whole buckets, batch after batch, each batch at
-  // most max_ops ops unless one bucket alone is larger. Returns the number of
-  // batches (0 and error() on a read failure). Within a bucket, the ops of one
-  // log file keep their order.
-  std::size_t for_each_batch(std::size_t max_ops, const std::function<void(std::vector<Op>&)>& fn);
+  // Calls fn with the ops (and with detail, their extra) of whole buckets,
+  // batch after batch, each batch at most max_ops ops unless one bucket alone
+  // is larger. Returns the number of batches (0 and error() on a read
+  // failure). Within a bucket, the ops of one log file keep their order.
+  std::size_t for_each_batch(std::size_t max_ops, const std::function<void(CollectSink&)>& fn);
   // The largest batch for_each_batch made (ops).
   std::size_t largest_batch() const { return largest_; }
 
@@ -89,24 +96,33 @@ class SpillSink : public OpSink {
  private:
   struct Chunk {
     std::uint64_t offset;
-    std::uint32_t count;
+    std::uint32_t bytes, count;
     std::uint16_t bucket;
   };
   struct File {  // one reader thread's spill: an unlinked temporary file
     int fd = -1;
     std::uint64_t size = 0;
     std::vector<Chunk> chunks;
+    std::vector<std::string> devs;  // HCA names, by the ids its records use
     ~File();
   };
+  struct Buf {
+    std::string bytes;
+    std::uint32_t count = 0;
+  };
   void flush(int bucket);
+  std::uint16_t dev_id(const std::string& dev);
+  bool parse(const File& f, const char* p, const char* end, std::uint32_t count, CollectSink& into);
 
   std::string dir_;
   Partition by_;
+  bool detail_;
   std::uint32_t last_file_ = UINT32_MAX;  // kProcess: the file of the last op, and its bucket
   int last_bucket_ = 0;
   std::shared_ptr<File> own_;
   std::vector<std::shared_ptr<File>> files_;  // own_ first, then the merged sinks'
-  std::array<std::vector<Op>, kBuckets> buf_;
+  std::map<std::string, std::uint16_t> dev_ids_;  // own_->devs, by name
+  std::array<Buf, kBuckets> buf_;
   std::array<std::uint64_t, kBuckets> count_{};  // ops per bucket, every file
   std::uint64_t ops_ = 0;
   std::size_t largest_ = 0;

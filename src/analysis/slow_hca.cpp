@@ -19,9 +19,9 @@ bool order_points(Points& pts) {
   bool one_func = true;
   for (const auto& p : pts) one_func = one_func && p.func == pts.front().func;
   if (one_func)
-    std::sort(pts.begin(), pts.end(), [](const auto& a, const auto& b) { return a.seq < b.seq; });
+    std::sort(pts.begin(), pts.end(), [](const auto& a, const auto& b) { return std::tie(a.seq, a.t, a.gbs) < std::tie(b.seq, b.t, b.gbs); });
   else
-    std::sort(pts.begin(), pts.end(), [](const auto& a, const auto& b) { return std::tie(a.t, a.seq) < std::tie(b.t, b.seq); });
+    std::sort(pts.begin(), pts.end(), [](const auto& a, const auto& b) { return std::tie(a.t, a.seq, a.gbs) < std::tie(b.t, b.seq, b.gbs); });
   return one_func;
 }
 
@@ -134,18 +134,7 @@ void degradations(Series& series, const Files& file_of, const ReadResult& res, c
 
 }  // namespace
 
-SlowHcaResult find_slow_hcas(const CollectSink& c, const ReadResult& res, const SlowHcaOptions& o) {
-  SlowHcaResult out;
-  using Key = std::tuple<std::uint64_t, int, std::string>;  // (comm, rank, device)
-  std::map<Key, std::vector<double>> bw;
-  std::map<Key, std::uint32_t> file_of;
-  struct Point {
-    std::int64_t t;
-    std::uint64_t seq;
-    int func;
-    double gbs;
-  };
-  std::map<Key, std::vector<Point>> series;
+void collect_hca_series(const CollectSink& c, const SlowHcaOptions& o, HcaSeries& into) {
   for (std::size_t i = 0; i < c.ops.size() && i < c.extra.size(); ++i) {
     const Op& op = c.ops[i];
     if (c.extra[i].hcas.empty()) continue;
@@ -153,21 +142,35 @@ SlowHcaResult find_slow_hcas(const CollectSink& c, const ReadResult& res, const 
     for (const HcaUse& h : c.extra[i].hcas) {
       if (!std::isfinite(h.wire_us) || h.bytes < o.min_bytes) continue;
       wire = true;
-      const Key k{op.comm_hash, op.rank, h.dev};
+      const HcaSeries::Key k{op.comm_hash, op.rank, h.dev};
       const double g = static_cast<double>(h.bytes) / (h.wire_us * 1000.0);
       if (g > o.max_gbs) {
-        ++out.implausible;
+        ++into.implausible;
         continue;
       }
-      bw[k].push_back(g);
-      series[k].push_back({op.has_start() ? op.start_wall_ns : 0, op.seq, static_cast<int>(op.func), g});
-      file_of.emplace(k, op.file_idx);
+      into.series[k].push_back({op.has_start() ? op.start_wall_ns : 0, op.seq, static_cast<int>(op.func), g});
+      into.file_of.emplace(k, op.file_idx);
     }
-    ++(wire ? out.ops_with_wire : out.ops_without_wire);
+    ++(wire ? into.ops_with_wire : into.ops_without_wire);
   }
+}
+
+SlowHcaResult judge_slow_hcas(HcaSeries& s, const ReadResult& res, const SlowHcaOptions& o) {
+  SlowHcaResult out;
+  out.ops_with_wire = s.ops_with_wire;
+  out.ops_without_wire = s.ops_without_wire;
+  out.implausible = s.implausible;
+  using Key = HcaSeries::Key;
   std::map<Key, double> med;
-  for (auto& [k, v] : bw)
-    if (v.size() >= o.min_ops) med[k] = median_of(v);
+  std::map<Key, std::size_t> nops;
+  for (const auto& [k, pts] : s.series) {
+    nops[k] = pts.size();
+    if (pts.size() < o.min_ops) continue;
+    std::vector<double> v;
+    v.reserve(pts.size());
+    for (const auto& p : pts) v.push_back(p.gbs);
+    med[k] = median_of(v);
+  }
   out.measured = med.size();
   // Per (file, device): the NIC, over the comms it was measured in.
   std::map<std::pair<std::uint32_t, std::string>, SlowHca> found;
@@ -185,15 +188,15 @@ SlowHcaResult find_slow_hcas(const CollectSink& c, const ReadResult& res, const 
     }
     const double p = median_of(peers), w = own.empty() ? 0 : median_of(own);
     if (!(b * o.ratio < p) || (!own.empty() && !(b * o.ratio < w))) continue;
-    const std::uint32_t file = file_of[k];
+    const std::uint32_t file = s.file_of[k];
     SlowHca& f = found[{file, dev}];
     f.file = file;
     f.host = file < res.files.size() ? res.files[file].host : "";
     f.dev = dev;
-    f.ops += bw[k].size();
+    f.ops += nops[k];
     f.comm_ranks.emplace_back(comm, rank);
     // The comm where it was measured on the most ops gives the numbers.
-    if (bw[k].size() * 2 > f.ops || f.gbs == 0) {
+    if (nops[k] * 2 > f.ops || f.gbs == 0) {
       f.gbs = b;
       f.peers_gbs = p;
       f.own_gbs = w;
@@ -201,8 +204,14 @@ SlowHcaResult find_slow_hcas(const CollectSink& c, const ReadResult& res, const 
     }
   }
   for (auto& [k, f] : found) out.found.push_back(std::move(f));
-  degradations(series, file_of, res, o, out);
+  degradations(s.series, s.file_of, res, o, out);
   return out;
+}
+
+SlowHcaResult find_slow_hcas(const CollectSink& c, const ReadResult& res, const SlowHcaOptions& o) {
+  HcaSeries s;
+  collect_hca_series(c, o, s);
+  return judge_slow_hcas(s, res, o);
 }
 
 }  // namespace ni::analysis

@@ -17,6 +17,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -85,5 +87,26 @@ struct SlowHcaResult {
 };
 
 SlowHcaResult find_slow_hcas(const CollectSink& c, const ReadResult& res, const SlowHcaOptions& o);
+
+// The same in parts: what the judgement reads of the ops, per (comm, rank,
+// device) its sends' wire bandwidth in program order (24 bytes per op and
+// HCA), collected batch by batch, then judged at once. A NIC is judged against
+// its process's devices in other communicators, so the series of every batch
+// are kept until the end (partition.h: not bounded by the budget, but ~10x
+// smaller than the ops).
+struct HcaSeries {
+  using Key = std::tuple<std::uint64_t, int, std::string>;  // (comm, rank, device)
+  struct Point {
+    std::int64_t t;
+    std::uint64_t seq;
+    int func;
+    double gbs;
+  };
+  std::map<Key, std::vector<Point>> series;
+  std::map<Key, std::uint32_t> file_of;
+  std::uint64_t ops_with_wire = 0, ops_without_wire = 0, implausible = 0;
+};
+void collect_hca_series(const CollectSink& c, const SlowHcaOptions& o, HcaSeries& into);
+SlowHcaResult judge_slow_hcas(HcaSeries& s, const ReadResult& res, const SlowHcaOptions& o);
 
 }  // namespace ni::analysis

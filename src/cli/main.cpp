@@ -173,19 +173,16 @@ int run_in_parts(ana::Analysis& a, const Common& c, const ana::FilesInput& in, s
   const char* tmp = std::getenv("TMPDIR");
   const std::string dir = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
   ana::ReadResult res;
-  auto spill = ana::read_merged<ana::SpillSink>(in.files, in.ro, in.threads, res, dir, a.partition());
+  auto spill = ana::read_merged<ana::SpillSink>(in.files, in.ro, in.threads, res, dir, a.partition(),
+                                                a.input() == ana::Input::kOpsDetail);
   if (!spill->error().empty()) {
     std::cerr << "nccl-inspector: " << spill->error() << "\n";
     return kExitInvalid;
   }
   if (!ana::check_read(res) || !assign_racks(c, res)) return kExitUsage;
   const std::size_t max_ops = ana::batch_ops(limit);
-  const std::size_t batches = spill->for_each_batch(max_ops, [&](std::vector<ana::Op>& ops) {
-    ana::CollectSink part;
-    part.ops.swap(ops);
-    a.run_part(ana::AnalysisInput{part, res});
-    part.ops.swap(ops);
-  });
+  const std::size_t batches =
+      spill->for_each_batch(max_ops, [&](ana::CollectSink& part) { a.run_part(ana::AnalysisInput{part, res}); });
   if (!spill->error().empty()) {
     std::cerr << "nccl-inspector: " << spill->error() << "\n";
     return kExitInvalid;

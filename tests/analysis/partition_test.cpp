@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <random>
@@ -89,7 +90,8 @@ TEST(Spill, EveryOpComesBackOnceWithItsCommunicatorWhole) {
     std::map<std::uint64_t, std::size_t> batch_of;
     std::size_t batch = 0;
     bool ordered = true;
-    const std::size_t n = first.for_each_batch(max_ops, [&](std::vector<ana::Op>& ops) {
+    const std::size_t n = first.for_each_batch(max_ops, [&](ana::CollectSink& batch_ops) {
+      const std::vector<ana::Op>& ops = batch_ops.ops;
       ++batch;
       std::set<int> buckets;
       std::map<std::pair<std::uint32_t, std::uint64_t>, std::uint64_t> last_seq;  // per (file, comm): its order kept
@@ -139,7 +141,8 @@ TEST(Spill, ByProcessKeepsAProcesssFilesTogether) {
   }
   std::map<std::pair<std::string, std::int64_t>, std::size_t> batch_of;
   std::size_t batch = 0, ops = 0;
-  s.for_each_batch(1, [&](std::vector<ana::Op>& v) {
+  s.for_each_batch(1, [&](ana::CollectSink& b) {
+    const std::vector<ana::Op>& v = b.ops;
     ++batch;
     for (const ana::Op& o : v) {
       const ana::FileInfo& fi = files[o.file_idx];
@@ -152,6 +155,57 @@ TEST(Spill, ByProcessKeepsAProcesssFilesTogether) {
   EXPECT_EQ(ops, 4000u);
   EXPECT_EQ(batch_of.size(), 24u);  // 20 processes of two files each (node k, pid 100+k) and 4 without a pid
   EXPECT_GE(batch, 15u);  // spread over buckets, not one batch
+}
+
+// With detail (anomalies): each op's HCA use and slowest channel come back
+// with it, as CollectSink computes them, HCA names included, from several
+// reader threads (each names its HCAs in its own table).
+TEST(Spill, DetailComesBackWithItsOp) {
+  const std::string dir = ni::test::temp_dir("spill_detail");
+  ana::SpillSink a(dir, ana::Partition::kComm, true), b(dir, ana::Partition::kComm, true);
+  EXPECT_TRUE(a.wants_detail());
+  ana::FileInfo fi;
+  std::map<std::uint64_t, ana::CollectSink::Extra> want;  // by seq
+  for (std::uint64_t i = 0; i < 3000; ++i) {
+    ana::OpDetail d;
+    for (std::uint64_t h = 0; h < i % 4; ++h)
+      d.hcas.push_back({"mlx5_" + std::to_string((i + h) % (i % 2 ? 3 : 7)), i * 100 + h, h == 1 ? ana::kNaN : 0.5 * static_cast<double>(i)});
+    if (i % 3 == 0)
+      for (int ch = 0; ch < 4; ++ch) d.ch_times.push_back({ch, 0.0, 10.0 + static_cast<double>((ch * 7 + i) % 5)});
+    else if (i % 3 == 1) {
+      d.slow_ch = static_cast<int>(i % 8);
+      d.slow_us = 20;
+      d.median_us = 10;
+    }
+    const ana::Op o = op_of(i % 11, static_cast<int>(i % 4), i, static_cast<std::uint32_t>(i % 2));
+    (i % 2 ? a : b).on_op(o, i % 5 == 4 ? nullptr : &d, fi);
+    want[i] = ana::CollectSink::extra_of(i % 5 == 4 ? nullptr : &d);
+  }
+  a.merge(std::move(b));
+  std::size_t seen = 0;
+  a.for_each_batch(500, [&](ana::CollectSink& c) {
+    ASSERT_EQ(c.ops.size(), c.extra.size());
+    for (std::size_t k = 0; k < c.ops.size(); ++k) {
+      const ana::CollectSink::Extra& got = c.extra[k];
+      const ana::CollectSink::Extra& w = want.at(c.ops[k].seq);
+      ++seen;
+      EXPECT_EQ(got.slowest_channel, w.slowest_channel);
+      EXPECT_EQ(got.slowest_us, w.slowest_us);
+      EXPECT_EQ(got.median_us, w.median_us);
+      EXPECT_EQ(got.slowest_ratio, w.slowest_ratio);
+      ASSERT_EQ(got.hcas.size(), w.hcas.size()) << "seq " << c.ops[k].seq;
+      for (std::size_t h = 0; h < w.hcas.size(); ++h) {
+        EXPECT_EQ(got.hcas[h].dev, w.hcas[h].dev);
+        EXPECT_EQ(got.hcas[h].bytes, w.hcas[h].bytes);
+        EXPECT_EQ(std::isnan(got.hcas[h].wire_us), std::isnan(w.hcas[h].wire_us));
+        if (!std::isnan(w.hcas[h].wire_us)) {
+          EXPECT_EQ(got.hcas[h].wire_us, w.hcas[h].wire_us);
+        }
+      }
+    }
+  });
+  EXPECT_EQ(seen, 3000u);
+  EXPECT_EQ(a.error(), "");
 }
 
 // A spill that cannot be written (the file size limit stands for a full disk:
@@ -168,7 +222,7 @@ TEST(Spill, AFullDiskIsAnErrorNotAPartialAnalysis) {
     ana::FileInfo fi;
     for (std::uint64_t i = 0; i < 20000; ++i) s.on_op(op_of(i % 5, 0, i, 0), nullptr, fi);
     bool called = false;
-    const std::size_t n = s.for_each_batch(1000, [&](std::vector<ana::Op>&) { called = true; });
+    const std::size_t n = s.for_each_batch(1000, [&](ana::CollectSink&) { called = true; });
     const bool ok = n == 0 && !called && s.error().find("cannot write the spill file") != std::string::npos &&
                     s.error().find("TMPDIR") != std::string::npos;
     _exit(ok ? 0 : 1);
@@ -182,7 +236,7 @@ TEST(Spill, AFullDiskIsAnErrorNotAPartialAnalysis) {
 TEST(Spill, AnUnwritableDirectoryIsAnError) {
   ana::SpillSink s("/nonexistent-dir-for-spill", ana::Partition::kComm);
   EXPECT_NE(s.error().find("cannot create a spill file in /nonexistent-dir-for-spill"), std::string::npos) << s.error();
-  EXPECT_EQ(s.for_each_batch(10, [](std::vector<ana::Op>&) {}), 0u);
+  EXPECT_EQ(s.for_each_batch(10, [](ana::CollectSink&) {}), 0u);
 }
 
 }  // namespace

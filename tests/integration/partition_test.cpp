@@ -42,7 +42,8 @@ Out cli(const path& dir, const std::string& args, const std::string& env = "") {
 }
 
 // world ranks over `hosts` processes; tp groups within a host, dp across.
-path run_job(const std::string& tag, int world, int hosts, int seed) {
+path run_job(const std::string& tag, int world, int hosts, int seed, const json& truth = json{{"rank_skew_us", json{{"5", 60}}}},
+             const json& extra = json::object()) {
   const path dir = ni::it::temp_dir("part-" + tag);
   json w;
   w["world"] = world;
@@ -56,17 +57,21 @@ path run_job(const std::string& tag, int world, int hosts, int seed) {
   w["iterations"] = 25;
   w["mark_every"] = 5;
   w["iteration_gap_us"] = 200;
-  w["truth"] = json{{"rank_skew_us", json{{"5", 60}}}};
+  w["truth"] = truth;
+  for (const auto& [k, v] : extra.items()) w[k] = v;
+  const bool net = extra.contains("net_profiler");
   std::ofstream(dir / "job.json") << w.dump();
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);
   const long long start_at = static_cast<long long>(ts.tv_sec) * 1000000000LL + ts.tv_nsec + 300000000LL;
   const int per = world / hosts;
-  std::string cmd = "cd " + dir.string() + " && export NCCL_DEBUG=WARN NCCL_INSPECTOR_DUMP_DIR=" + (dir / "logs").string() + "; ";
+  std::string cmd = "cd " + dir.string() + " && export NCCL_DEBUG=WARN NCCL_INSPECTOR_DUMP_DIR=" + (dir / "logs").string() +
+                    (net ? " NCCL_INSPECTOR_ENABLE_NET=1 NCCL_INSPECTOR_DUMP_VERBOSE=1" : "") + "; ";
   for (int k = 0; k < hosts; ++k)
     cmd += "NCCL_INSPECTOR_HOSTNAME=node" + std::to_string(k) + " " + NI_EMU_PATH + " --plugin " + NI_PLUGIN_PATH +
            " --nccl 2.28 --workload job.json --pace none --quiet --seed " + std::to_string(seed) + " --start-at " +
-           std::to_string(start_at) + " --ranks " + std::to_string(k * per) + "-" + std::to_string(k * per + per - 1) +
+           std::to_string(start_at) + (net ? " --wire-lock " + (dir / "wire.lock").string() : std::string()) +
+           " --ranks " + std::to_string(k * per) + "-" + std::to_string(k * per + per - 1) +
            " > emu-" + std::to_string(k) + ".log 2>&1 & ";
   cmd += "fail=0; for p in $(jobs -p); do wait $p || fail=1; done; exit $fail";
   const int st = std::system(("bash -c '" + cmd + "'").c_str());
@@ -135,6 +140,41 @@ TEST(MemoryLimit, IterationsInBatchesPrintWhatTheyPrintInMemory) {
     EXPECT_GE(most, 4u) << "the 8 processes in several batches at 1 byte";
   }
   if (!HasFailure()) ni::it::fs::remove_all(dir);
+}
+
+// anomalies: batches of whole communicators, each op's HCA use and slowest
+// channel spilled with it; the HCA judgements (a NIC across its process's
+// communicators) from what every batch collected. A job with a slow NIC, a
+// slow channel and a late rank, IB network events on, channel times verbose.
+TEST(MemoryLimit, AnomaliesInBatchesPrintWhatTheyPrintInMemory) {
+  const json truth = {{"rank_skew_us", json{{"9", 80}}},
+                      {"slow_hcas", json::array({json{{"world_rank", 6}, {"hca", 1}, {"factor", 3.0}}})},
+                      {"channel_slowdown", json{{"3", 1.6}}}};
+  const json extra = {{"net_profiler", "ib"}, {"model", {{"hca_gbps", 12.5}}}};
+  const path dir = run_job("anom", 16, 4, 2, truth, extra);
+  if (std::getenv("NI_KEEP")) std::printf("logs: %s\n", dir.c_str());
+  const std::string logs = (dir / "logs").string();
+  for (const char* fmt : {"json", "table"}) {
+    const std::string args = std::string("anomalies --no-progress -f ") + fmt + " " + logs;
+    const Out mem = cli(dir, args);
+    ASSERT_EQ(mem.rc, 0) << mem.err;
+    EXPECT_EQ(batches_of(mem.err), 0u) << mem.err;
+    if (std::string(fmt) == "table") {
+      // What is compared holds findings of every kind the batches split: per comm and across comms.
+      EXPECT_NE(mem.out.find("slow_hca"), std::string::npos) << mem.out.substr(0, 3000);
+      EXPECT_NE(mem.out.find("slow_channel"), std::string::npos) << mem.out.substr(0, 3000);
+    }
+    std::size_t most = 0;
+    for (const char* lim : {"1", "20K", "80K", "200K"})
+      for (const char* j : {"-j 1", "-j 2"}) {
+        const Out part = cli(dir, args + " " + j + " --memory-limit " + std::string(lim));
+        ASSERT_EQ(part.rc, 0) << part.err;
+        EXPECT_EQ(part.out, mem.out) << fmt << " --memory-limit " << lim << " " << j << "\n" << part.err;
+        most = std::max(most, batches_of(part.err));
+      }
+    EXPECT_GE(most, 5u) << "tp and dp communicators in batches of their own at 1 byte";
+  }
+  if (!HasFailure() && !std::getenv("NI_KEEP")) ni::it::fs::remove_all(dir);
 }
 
 // A spill that cannot be made fails with the reason and prints no result:
