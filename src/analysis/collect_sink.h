@@ -11,7 +11,7 @@
 
 namespace ni::analysis {
 
-// Holds every op (80 bytes each).
+// Holds every op (88 bytes each).
 class CollectSink : public OpSink {
  public:
   explicit CollectSink(bool detail = false) : detail_(detail) {}

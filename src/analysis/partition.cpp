@@ -16,6 +16,7 @@
 namespace ni::analysis {
 
 static_assert(std::is_trivially_copyable_v<Op>, "ops are spilled as their bytes");
+static_assert(sizeof(Op) == 88, "docs/analysis.md gives the bytes an op takes in memory and in the spill");
 
 bool parse_memory_limit(const std::string& s, std::uint64_t& bytes) {
   if (s.empty()) return false;

@@ -167,8 +167,8 @@ int finish(const ana::AnalysisResult& r, const Common& c) {
   return r.exit;
 }
 
-// Over the memory budget: the ops spilled by communicator to temporary files,
-// then analysed in batches of whole communicators or processes (partition.h).
+// Over the memory budget: the ops spilled by communicator or process to
+// temporary files, then analysed in batches of whole ones (partition.h).
 int run_in_parts(ana::Analysis& a, const Common& c, const ana::FilesInput& in, std::uint64_t limit) {
   const char* tmp = std::getenv("TMPDIR");
   const std::string dir = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
