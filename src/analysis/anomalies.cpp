@@ -203,7 +203,9 @@ void program_order(std::vector<Instance>& v, bool timed) {
   v = std::move(merged);
 }
 
-void change_points(std::vector<Instance> ins, const ReadResult& res, const AnomalyOptions& o, AnomalyResult& out) {
+// Its findings into `found`, its counts into `out`.
+void change_points(std::vector<Instance> ins, const ReadResult& res, const AnomalyOptions& o, AnomalyResult& out,
+                   std::vector<Finding>& found) {
   std::map<std::uint64_t, std::vector<Instance>> per;
   for (auto& in : ins) per[in.comm].push_back(in);
   out.min_change_instances = 4 * o.min_window;
@@ -272,7 +274,7 @@ void change_points(std::vector<Instance> ins, const ReadResult& res, const Anoma
         f.evidence = std::to_string(j - i) + " consecutive collectives with rolling median latency " +
                      fmt("%.2fx", f.magnitude) + " their usual (window " + std::to_string(w) + " ops); " +
                      std::to_string(v.size() - (j - i)) + " others at " + fmt("%.2fx", base);
-        out.findings.push_back(std::move(f));
+        found.push_back(std::move(f));
       }
       i = j;
     }
@@ -302,10 +304,10 @@ bool labels_split(const std::vector<std::pair<double, const Instance*>>& x, std:
   return majority(0, split, fast) && majority(split, x.size(), slow) && fast != slow;
 }
 
-// The groups found bimodal.
+// The groups found bimodal (their findings into `found`).
 std::set<GKey> bimodal(const std::vector<Instance>& ins, const ReadResult& res, const AnomalyOptions& o,
-                       AnomalyResult& out) {
-  std::set<GKey> found;
+                       std::vector<Finding>& found) {
+  std::set<GKey> groups_found;
   std::map<GKey, std::vector<const Instance*>> groups;
   for (const auto& in : ins) groups[{in.comm, in.func, in.bucket}].push_back(&in);
   for (auto& [k, v] : groups) {
@@ -376,10 +378,10 @@ std::set<GKey> bimodal(const std::vector<Instance>& ins, const ReadResult& res, 
                  fmt("; separation eta %.2f", eta) +
                  (fast_mix != slow_mix ? "; the modes use different algo/proto: NCCL is switching"
                                        : "; same algo/proto in both: contention or placement");
-    out.findings.push_back(std::move(f));
-    found.insert(k);
+    found.push_back(std::move(f));
+    groups_found.insert(k);
   }
-  return found;
+  return groups_found;
 }
 
 Finding slow_channel_finding(const SlowChannel& x, const ReadResult& res) {
@@ -417,7 +419,7 @@ Finding slow_channel_finding(const SlowChannel& x, const ReadResult& res) {
 }
 
 void channels(const CollectSink& c, const ReadResult& res, const AnomalyOptions& o,
-              const std::set<std::uint64_t>& explained, AnomalyResult& out) {
+              const std::set<std::uint64_t>& explained, std::vector<Finding>& found) {
   struct Acc {
     std::vector<double> bal;
     std::map<int, std::size_t> slowest;
@@ -472,7 +474,7 @@ void channels(const CollectSink& c, const ReadResult& res, const AnomalyOptions&
                     fmt(" was the slowest in %.0f%% of ops", 100.0 * static_cast<double>(it->second) / static_cast<double>(a.ratio.size())) +
                     fmt(", %.2fx the median channel", median_of(a.ratio));
     }
-    out.findings.push_back(std::move(f));
+    found.push_back(std::move(f));
   }
 }
 
@@ -604,17 +606,14 @@ void AnomalyAcc::add(const CollectSink& c) {
   // Bimodal groups first: their slow mode is explained (interleaved), so
   // their instances do not count towards a change point, where a chance run
   // of slow-mode ops would read as a degradation window.
-  const std::size_t before_bimodal = out.findings.size();
-  const std::set<GKey> bimodal_groups = bimodal(ins, res, o, out);
-  move_found(out.findings, before_bimodal, bimodal_);
+  const std::set<GKey> bimodal_groups = bimodal(ins, res, o, bimodal_);
   if (!bimodal_groups.empty())
     ins.erase(std::remove_if(ins.begin(), ins.end(),
                              [&](const Instance& in) {
                                return bimodal_groups.count({in.comm, in.func, in.bucket}) != 0;
                              }),
               ins.end());
-  change_points(ins, res, o, out);
-  move_found(out.findings, 0, change_);
+  change_points(ins, res, o, out, change_);
   const SlowChannelResult sc = find_slow_channels(c, res, o.slow_channel);
   std::set<std::uint64_t> explained;
   for (const SlowChannel& x : sc.found) {
@@ -625,8 +624,7 @@ void AnomalyAcc::add(const CollectSink& c) {
   out.slow_channel_unaligned += sc.unaligned;
   out.slow_channel_not_gpu += sc.not_gpu_timed;
   out.slow_channel_comms += sc.comms_measured;
-  channels(c, res, o, explained, out);
-  move_found(out.findings, 0, channel_);
+  channels(c, res, o, explained, channel_);
   collect_hca_series(c, o.slow_hca, hca_series_);
   collect_hcas(c, res, hca_use_);
   // Every (comm, rank) judged, for where the per-rank findings concentrate
@@ -645,12 +643,6 @@ void AnomalyAcc::add(const CollectSink& c) {
   for (const auto& k : order) units_.emplace(k, Judged{first_file[k], false});
 }
 
-void AnomalyAcc::move_found(std::vector<Finding>& from, std::size_t first, std::vector<Finding>& to) {
-  to.insert(to.end(), std::make_move_iterator(from.begin() + static_cast<std::ptrdiff_t>(first)),
-            std::make_move_iterator(from.end()));
-  from.erase(from.begin() + static_cast<std::ptrdiff_t>(first), from.end());
-}
-
 AnomalyResult AnomalyAcc::finish() {
   const ReadResult& res = res_;
   const AnomalyOptions& o = o_;
@@ -662,7 +654,8 @@ AnomalyResult AnomalyAcc::finish() {
   };
   for (auto* v : {&bimodal_, &change_, &slow_channel_, &channel_}) {
     by_comm(*v);
-    move_found(*v, 0, out.findings);
+    out.findings.insert(out.findings.end(), std::make_move_iterator(v->begin()), std::make_move_iterator(v->end()));
+    v->clear();
   }
   std::sort(outlier_cands_.begin(), outlier_cands_.end(), worse);
   for (std::size_t i = 0; i < outlier_cands_.size() && i < o.top; ++i) out.outliers.push_back(std::move(outlier_cands_[i].second));
@@ -845,7 +838,9 @@ class AnomaliesAnalysis : public Analysis {
   }
   AnalysisResult finish_parts(const ReadResult& res) override {
     if (!acc_) acc_ = std::make_unique<AnomalyAcc>(res, opt_);
-    return result(acc_->finish());
+    AnomalyResult ar = acc_->finish();
+    acc_.reset();  // the next run in parts starts afresh
+    return result(std::move(ar));
   }
 
  private:

@@ -103,7 +103,6 @@ class AnomalyAcc {
   AnomalyResult finish();  // once
 
  private:
-  static void move_found(std::vector<Finding>& from, std::size_t first, std::vector<Finding>& to);
   const ReadResult& res_;
   AnomalyOptions o_;
   AnomalyResult out_;  // the counters, summed over the batches

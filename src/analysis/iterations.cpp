@@ -136,7 +136,9 @@ class IterationsAnalysis : public Analysis {
   }
   AnalysisResult finish_parts(const ReadResult& res) override {
     if (!acc_) acc_ = std::make_unique<IterationAcc>(res);
-    return result(*acc_);
+    AnalysisResult r = result(*acc_);
+    acc_.reset();  // the next run in parts starts afresh
+    return r;
   }
   // Not in the report so far: the page has no per-iteration view.
   bool tables_in_report() const override { return false; }

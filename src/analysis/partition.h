@@ -70,7 +70,6 @@ class SpillSink : public OpSink {
   SpillSink& operator=(const SpillSink&) = delete;
 
   bool wants_detail() const override { return detail_; }
-  std::uint32_t op_fields() const override { return kOpFieldsAll; }
   void on_op(const Op& op, const OpDetail* d, const FileInfo& file) override;
   void merge(SpillSink&& o);
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <iterator>
 #include <tuple>
+#include <utility>
 #include <numeric>
 
 #include "src/analysis/analysis.h"
@@ -544,8 +545,9 @@ class StragglersAnalysis : public Analysis {
   Partition partition() const override { return Partition::kComm; }
   void run_part(const AnalysisInput& in) override { merge_stragglers(parts_, find_stragglers_part(in.data.ops, in.res, opt_)); }
   AnalysisResult finish_parts(const ReadResult& res) override {
-    finish_stragglers(parts_, res);
-    return result(std::move(parts_), res);
+    StragglerResult sr = std::exchange(parts_, {});  // the next run in parts starts afresh
+    finish_stragglers(sr, res);
+    return result(std::move(sr), res);
   }
   // The report draws its own stragglers section (a heatmap and the ranks by lateness).
   bool tables_in_report() const override { return false; }

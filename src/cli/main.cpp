@@ -175,18 +175,17 @@ int run_in_parts(ana::Analysis& a, const Common& c, const ana::FilesInput& in, s
   ana::ReadResult res;
   auto spill = ana::read_merged<ana::SpillSink>(in.files, in.ro, in.threads, res, dir, a.partition(),
                                                 a.input() == ana::Input::kOpsDetail);
-  if (!spill->error().empty()) {
+  auto failed = [&] {  // the spill could not be written or read back: no result from part of the ops
+    if (spill->error().empty()) return false;
     std::cerr << "nccl-inspector: " << spill->error() << "\n";
-    return kExitInvalid;
-  }
+    return true;
+  };
+  if (failed()) return kExitInvalid;
   if (!ana::check_read(res) || !assign_racks(c, res)) return kExitUsage;
   const std::size_t max_ops = ana::batch_ops(limit);
   const std::size_t batches =
       spill->for_each_batch(max_ops, [&](ana::CollectSink& part) { a.run_part(ana::AnalysisInput{part, res}); });
-  if (!spill->error().empty()) {
-    std::cerr << "nccl-inspector: " << spill->error() << "\n";
-    return kExitInvalid;
-  }
+  if (failed()) return kExitInvalid;
   std::cerr << "nccl-inspector: over the memory limit (" << ana::format_bytes(static_cast<double>(limit))
             << "): " << spill->ops() << " ops spilled to " << dir << " and analysed in " << batches
             << (batches == 1 ? " batch" : " batches") << " of whole " << ana::partition_unit(a.partition());

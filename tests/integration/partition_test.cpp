@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include <fstream>
+#include <initializer_list>
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -92,6 +93,26 @@ std::size_t batches_of(const std::string& err) {
   return n;
 }
 
+// `args` under each budget of `limits` (all under the input's estimate, so
+// every run spills), with one reader thread and two: each prints `want`
+// byte for byte and says it ran in batches of whole `unit`. Returns the most
+// batches any run reported.
+std::size_t expect_same_in_batches(const path& dir, const std::string& args, const std::string& want,
+                                   std::initializer_list<const char*> limits, const std::string& unit) {
+  std::size_t most = 0;
+  for (const char* lim : limits)
+    for (const char* j : {"-j 1", "-j 2"}) {
+      const Out part = cli(dir, args + " " + j + " --memory-limit " + std::string(lim));
+      EXPECT_EQ(part.rc, 0) << part.err;
+      EXPECT_EQ(part.out, want) << args << " --memory-limit " << lim << " " << j << "\n" << part.err;
+      const std::size_t n = batches_of(part.err);
+      EXPECT_GE(n, 1u) << "--memory-limit " << lim << " spills: " << part.err;
+      EXPECT_NE(part.err.find("of whole " + unit), std::string::npos) << part.err;
+      most = std::max(most, n);
+    }
+  return most;
+}
+
 TEST(MemoryLimit, StragglersInBatchesPrintWhatTheyPrintInMemory) {
   for (const auto& [world, hosts, seed] : {std::tuple{16, 4, 3}, std::tuple{32, 8, 4}}) {
     const path dir = run_job("late" + std::to_string(world), world, hosts, seed);
@@ -108,16 +129,7 @@ TEST(MemoryLimit, StragglersInBatchesPrintWhatTheyPrintInMemory) {
         EXPECT_NE(mem.out.find("LATE"), std::string::npos) << mem.out.substr(0, 2000);
       }
       // One op per batch (every bucket alone), budgets between, one reader thread or two.
-      std::size_t most = 0;
-      for (const char* lim : {"1", "5K", "20K", "60K", "150K"})
-        for (const char* j : {"-j 1", "-j 2"}) {
-          const Out part = cli(dir, args + " " + j + " --memory-limit " + std::string(lim));
-          ASSERT_EQ(part.rc, 0) << part.err;
-          EXPECT_EQ(part.out, mem.out) << fmt << " --memory-limit " << lim << " " << j << "\n" << part.err;
-          const std::size_t n = batches_of(part.err);
-          EXPECT_GE(n, 1u) << "--memory-limit " << lim << " spills: " << part.err;
-          most = std::max(most, n);
-        }
+      const std::size_t most = expect_same_in_batches(dir, args, mem.out, {"1", "5K", "20K", "60K", "150K"}, "communicators");
       EXPECT_GE(most, static_cast<std::size_t>(world / 4 + 1)) << "every communicator in a batch of its own at 1 byte";
     }
     if (!HasFailure()) ni::it::fs::remove_all(dir);
@@ -135,15 +147,7 @@ TEST(MemoryLimit, IterationsInBatchesPrintWhatTheyPrintInMemory) {
     ASSERT_EQ(mem.rc, 0) << mem.err;
     EXPECT_EQ(batches_of(mem.err), 0u) << mem.err;
     EXPECT_NE(mem.out.find("iteration 4"), std::string::npos) << mem.out.substr(0, 2000);
-    std::size_t most = 0;
-    for (const char* lim : {"1", "10K", "40K", "100K"})
-      for (const char* j : {"-j 1", "-j 2"}) {
-        const Out part = cli(dir, args + " " + j + " --memory-limit " + std::string(lim));
-        ASSERT_EQ(part.rc, 0) << part.err;
-        EXPECT_EQ(part.out, mem.out) << fmt << " --memory-limit " << lim << " " << j << "\n" << part.err;
-        EXPECT_NE(part.err.find("of whole processes"), std::string::npos) << part.err;
-        most = std::max(most, batches_of(part.err));
-      }
+    const std::size_t most = expect_same_in_batches(dir, args, mem.out, {"1", "10K", "40K", "100K"}, "processes");
     EXPECT_GE(most, 4u) << "the 8 processes in several batches at 1 byte";
   }
   if (!HasFailure()) ni::it::fs::remove_all(dir);
@@ -171,14 +175,7 @@ TEST(MemoryLimit, AnomaliesInBatchesPrintWhatTheyPrintInMemory) {
       EXPECT_NE(mem.out.find("slow_hca"), std::string::npos) << mem.out.substr(0, 3000);
       EXPECT_NE(mem.out.find("slow_channel"), std::string::npos) << mem.out.substr(0, 3000);
     }
-    std::size_t most = 0;
-    for (const char* lim : {"1", "20K", "80K", "200K"})
-      for (const char* j : {"-j 1", "-j 2"}) {
-        const Out part = cli(dir, args + " " + j + " --memory-limit " + std::string(lim));
-        ASSERT_EQ(part.rc, 0) << part.err;
-        EXPECT_EQ(part.out, mem.out) << fmt << " --memory-limit " << lim << " " << j << "\n" << part.err;
-        most = std::max(most, batches_of(part.err));
-      }
+    const std::size_t most = expect_same_in_batches(dir, args, mem.out, {"1", "20K", "80K", "200K"}, "communicators");
     EXPECT_GE(most, 5u) << "tp and dp communicators in batches of their own at 1 byte";
   }
   if (!HasFailure() && !std::getenv("NI_KEEP")) ni::it::fs::remove_all(dir);
