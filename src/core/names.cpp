@@ -120,19 +120,19 @@ Proto proto_from_code(uint8_t c) noexcept {
 }
 
 namespace {
+// An entry is taken by a compare-exchange of its key (a hash of the stored
+// text, never 0) from 0, always the first free entry in scan order, and never
+// changes after: so two threads that meet one new name at once agree on its id
+// (the first entry with its key), whichever of them writes the text. The
+// symmetric-plan matching (tracker.cpp sym_plan_task) compares ids.
 struct VariantTable {
-  std::atomic<const char*> ptr[kMaxVariants]{};  // NCCL's pointer for the entry (the fast path)
-  std::atomic<uint8_t> ready[kMaxVariants]{};    // 1 once text is written
-  std::atomic<uint32_t> claimed{0};              // entries handed out (may pass kMaxVariants)
+  std::atomic<uint64_t> key[kMaxVariants]{};      // 0 free; else the text's hash
+  std::atomic<const char*> ptr[kMaxVariants]{};  // the claimant's pointer (the fast path)
+  std::atomic<uint8_t> ready[kMaxVariants]{};    // 1 once text and ptr are written
   char text[kMaxVariants][kVariantChars]{};
 };
 VariantTable g_variants;
 
-size_t bounded_len(const char* s) noexcept {
-  size_t n = 0;
-  while (n < kVariantChars - 1 && s[n] != '\0') ++n;
-  return n;
-}
 // Kept as written when it is a name character, '?' otherwise: the text goes
 // into JSON and Prometheus labels unescaped.
 char name_char(char c) noexcept {
@@ -140,40 +140,55 @@ char name_char(char c) noexcept {
                   c == '-' || c == '.';
   return ok ? c : '?';
 }
-bool same_text(const char* stored, const char* s, size_t len) noexcept {
-  for (size_t k = 0; k < len; ++k)
-    if (stored[k] != name_char(s[k])) return false;
-  return stored[len] == '\0';
+// FNV-1a over the stored form of the text (at most kVariantChars - 1
+// characters, mapped by name_char), never 0; its length out.
+uint64_t text_key(const char* s, size_t* len) noexcept {
+  uint64_t h = 1469598103934665603ull;
+  size_t n = 0;
+  for (; n < kVariantChars - 1 && s[n] != '\0'; ++n) {
+    h ^= static_cast<unsigned char>(name_char(s[n]));
+    h *= 1099511628211ull;
+  }
+  *len = n;
+  return h != 0 ? h : 1;
 }
 }  // namespace
 
 uint8_t variant_id(const char* s) noexcept {
   if (s == nullptr || s[0] == '\0') return 0;
   VariantTable& t = g_variants;
-  // Relaxed: pairs with the relaxed fetch_add below; it only bounds the scan,
-  // each entry's ready flag orders its text.
-  const uint32_t n = std::min<uint32_t>(t.claimed.load(std::memory_order_relaxed), kMaxVariants);
-  for (uint32_t i = 0; i < n; ++i)
-    // Acquire: pairs with the release store of ready below (the entry's ptr and text).
+  // The fast path: NCCL's pointer, as the entry's claimant saw it.
+  for (int i = 0; i < kMaxVariants; ++i) {
+    // Relaxed: a free entry ends the scan (entries are taken in order); the
+    // ready flag below orders the pointer.
+    if (t.key[i].load(std::memory_order_relaxed) == 0) break;
+    // Acquire: pairs with the release store of ready below (ptr and text).
     if (t.ready[i].load(std::memory_order_acquire) != 0 && t.ptr[i].load(std::memory_order_relaxed) == s)
       return static_cast<uint8_t>(i + 1);
-  const size_t len = bounded_len(s);
-  for (uint32_t i = 0; i < n; ++i)
-    // Acquire: as above. Another pointer to the same text is the same variant.
-    if (t.ready[i].load(std::memory_order_acquire) != 0 && same_text(t.text[i], s, len))
-      return static_cast<uint8_t>(i + 1);
-  if (n >= kMaxVariants) return 0;
-  // Relaxed: the claim only hands out an index; the entry is published by
-  // its ready flag. Two threads meeting one new name may both claim: two ids
-  // with the same text, which a reader of the log cannot tell apart.
-  const uint32_t i = t.claimed.fetch_add(1, std::memory_order_relaxed);
-  if (i >= kMaxVariants) return 0;
-  for (size_t k = 0; k < len; ++k) t.text[i][k] = name_char(s[k]);
-  t.text[i][len] = '\0';
-  t.ptr[i].store(s, std::memory_order_relaxed);  // published by the release below
-  // Release: pairs with the acquire loads of ready in variant_id() and variant_name().
-  t.ready[i].store(1, std::memory_order_release);
-  return static_cast<uint8_t>(i + 1);
+  }
+  size_t len = 0;
+  const uint64_t k = text_key(s, &len);
+  for (int i = 0; i < kMaxVariants; ++i) {
+    // Relaxed: the key alone decides the id; the text is published by ready.
+    uint64_t cur = t.key[i].load(std::memory_order_relaxed);
+    if (cur == 0) {
+      // Relaxed CAS: pairs with the other claimants' loads and CAS of this
+      // key; only the winner writes the entry, published by ready below.
+      if (t.key[i].compare_exchange_strong(cur, k, std::memory_order_relaxed)) {
+        for (size_t j = 0; j < len; ++j) t.text[i][j] = name_char(s[j]);
+        t.text[i][len] = '\0';
+        t.ptr[i].store(s, std::memory_order_relaxed);  // published by the release below
+        // Release: pairs with the acquire loads of ready above and in variant_name().
+        t.ready[i].store(1, std::memory_order_release);
+        return static_cast<uint8_t>(i + 1);
+      }
+      // cur now holds the winner's key.
+    }
+    // Another pointer to the same text, or a claimant writing it now: the
+    // same variant (two names whose 64-bit hashes agree would share an id).
+    if (cur == k) return static_cast<uint8_t>(i + 1);
+  }
+  return 0;  // a full table
 }
 
 std::string_view variant_name(uint8_t id) noexcept {

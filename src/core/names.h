@@ -71,13 +71,16 @@ Proto proto_from_code(uint8_t c) noexcept;
 // and the like), interned process-wide so that a record carries a one-byte id.
 // variant_id: 1..kMaxVariants, or 0 for NULL, an empty name or a full table
 // (the op then still says it ran a symmetric kernel, not which). A hit on
-// NCCL's pointer is a short scan of loads; a new name is copied (at most
-// kVariantChars - 1 characters, any but [A-Za-z0-9_.-] as '?') and published with a release store, so a
-// thread that sees the id in a record sees the text. Lock-free, no allocation.
+// NCCL's pointer is a short scan of loads; a new name is hashed and takes the
+// first free entry by compare-exchange, so one text has one id however many
+// threads meet it at once; the text is copied (at most kVariantChars - 1
+// characters, any but [A-Za-z0-9_.-] as '?') and published with a release
+// store. Lock-free, no allocation.
 inline constexpr int kMaxVariants = 63;
 inline constexpr size_t kVariantChars = 48;
 uint8_t variant_id(const char* s) noexcept;
-// The name of an id variant_id returned; "" for 0 or an id never returned.
+// The name of an id variant_id returned; "" for 0, an id never returned, or
+// (for the moment it takes) an entry whose claimant is still writing it.
 std::string_view variant_name(uint8_t id) noexcept;
 // For symmetric kernels NCCL sets the algorithm to the variant after its first
 // '_' (all of it without one) and the protocol to "" (profiler-abi.md §13.1).
