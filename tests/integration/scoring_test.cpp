@@ -715,7 +715,11 @@ TEST(Scoring, SlowHcaEvidenceInTheCliAndTheReport) {
     EXPECT_GT(std::atof(row.c_str() + at), 1.5) << row;
   } else {
     EXPECT_NEAR(std::atof(row.c_str() + at), 3.0, 0.3) << row;
-    EXPECT_NE(row.find("4.2 GB/s on the wire"), std::string::npos) << row;  // 12.5 / 3
+    // The slow NIC's own rate: 12.5 GB/s over a factor of 3 (±0.3 as above).
+    const auto gbs = row.find(" GB/s on the wire");
+    ASSERT_NE(gbs, std::string::npos) << row;
+    const auto num = row.find_last_not_of("0123456789.", gbs - 1) + 1;
+    EXPECT_NEAR(std::atof(row.c_str() + num), 12.5 / 3.0, 0.5) << row;
   }
   const std::string table = capture(std::string(NI_CLI) + " anomalies " + logs.string() + " --no-progress", rc);
   EXPECT_NE(table.find("ops with per-HCA wire times"), std::string::npos) << table;
