@@ -8,7 +8,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <exception>
+#include <limits>
+#include <mutex>
 #include <new>
 #include <string>
 #include <filesystem>
@@ -60,9 +63,9 @@ void release(FileInfo& info) noexcept {
 // system would not give) ends that file's read, never the process's or the
 // other files': the ops it handed to the sink so far stay, and the file says why.
 void read_one(FileInfo& info, std::uint32_t idx, OpSink& sink, bool validate, rd::Decoder& decoder,
-              std::atomic<std::uint64_t>& done) noexcept {
+              std::atomic<std::uint64_t>& done, const rd::NextFile& next) noexcept {
   try {
-    rd::read_file(info, idx, sink, validate, decoder, done);
+    rd::read_file(info, idx, sink, validate, decoder, done, &next);
   } catch (const std::bad_alloc&) {
     info.failed = true;
     release(info);
@@ -102,6 +105,19 @@ ReadResult read_logs(const std::vector<std::string>& files, const ReadOptions& o
   const auto t0 = std::chrono::steady_clock::now();
   std::atomic<std::uint64_t> done{0};  // compressed bytes read: the progress bar's
   std::atomic<std::size_t> next{0};    // the next file to read
+  // The further logs of inputs that hold several (concatenated): indices after
+  // the inputs', in the order they are met; a deque keeps them in place while
+  // other threads add theirs.
+  std::mutex more_mu;
+  std::deque<FileInfo> more;
+  const rd::NextFile next_file = [&](const std::string& path, std::uint32_t& idx) -> FileInfo* {
+    const std::lock_guard<std::mutex> lock(more_mu);
+    if (files.size() + more.size() >= std::numeric_limits<std::uint32_t>::max()) return nullptr;
+    idx = static_cast<std::uint32_t>(files.size() + more.size());
+    FileInfo& f = more.emplace_back();
+    f.path = path;
+    return &f;
+  };
   {
     const bool show = options.progress == 1 || (options.progress < 0 && ::isatty(2));
     rd::ReadProgress progress(show, total, done);
@@ -109,7 +125,7 @@ ReadResult read_logs(const std::vector<std::string>& files, const ReadOptions& o
       rd::Decoder decoder;  // its buffers are reused for the worker's files
       // Relaxed: only hands out indices; each file's results are published by the join below.
       for (std::size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < files.size();)
-        read_one(res.files[i], static_cast<std::uint32_t>(i), *sink, options.validate, decoder, done);
+        read_one(res.files[i], static_cast<std::uint32_t>(i), *sink, options.validate, decoder, done, next_file);
     };
     const std::size_t nthreads = std::max<std::size_t>(1, std::min(sinks.size(), files.size()));
     std::vector<std::thread> threads;
@@ -123,6 +139,7 @@ ReadResult read_logs(const std::vector<std::string>& files, const ReadOptions& o
     worker(sinks[0]);
     for (auto& t : threads) t.join();
   }
+  for (FileInfo& f : more) res.files.push_back(std::move(f));
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   add_totals(res);
   return res;

@@ -69,8 +69,8 @@ std::string cut_label(std::string_view s) {
 // One file: its line splitter, scanner state and memos, the Line being mapped.
 class RecordReader final : public ChunkSink {
  public:
-  RecordReader(FileInfo& info, std::uint32_t idx, OpSink& sink, bool validate)
-      : info_(info), idx_(idx), sink_(sink), validate_(validate) {
+  RecordReader(FileInfo& info, std::uint32_t idx, OpSink& sink, bool validate, const NextFile* next = nullptr)
+      : info_(&info), idx_(idx), sink_(sink), validate_(validate), next_(next), path_(info.path) {
     want_detail_ = sink.wants_detail();
     want_assembled_ = sink.wants_assembled() && !validate;
     fields_ = validate ? kOpFieldsAll : sink.op_fields();
@@ -83,12 +83,12 @@ class RecordReader final : public ChunkSink {
   }
   void finish() {
     lines_.finish(
-        info_, [this](const char* p, std::size_t len, bool last) { parse_line(p, len, last); },
+        *info_, [this](const char* p, std::size_t len, bool last) { parse_line(p, len, last); },
         [this] { long_line(); });
-    for (auto& [key, open] : p2p_groups_)
-      for (const auto& [no, g] : open) assemble(key.first, key.second, no, g);
-    p2p_groups_.clear();
+    close_groups();
   }
+  // The file read last: the input's own, or the last of those its stream held.
+  FileInfo& current() const { return *info_; }
 
   // Called by the scanners, once per field of the line. v by reference: copying
   // a FastVal stalled store forwarding.
@@ -99,9 +99,9 @@ class RecordReader final : public ChunkSink {
   void parse_line(const char* p, std::size_t len, bool last);
   // A line over kMaxLineBytes, skipped unread: a bad line of its own kind.
   void long_line() {
-    ++info_.lines;
-    ++info_.bad_lines;
-    ++info_.long_lines;
+    ++info_->lines;
+    ++info_->bad_lines;
+    ++info_->long_lines;
     problem("longer than " + std::to_string(kMaxLineBytes >> 20) + " MiB: skipped unread");
   }
   void reset_line() {
@@ -117,8 +117,8 @@ class RecordReader final : public ChunkSink {
     }
   }
   void problem(const std::string& what) {
-    if (!validate_ || info_.problems.size() >= kMaxProblems) return;
-    info_.problems.push_back("line " + std::to_string(info_.lines) + ": " + what);
+    if (!validate_ || info_->problems.size() >= kMaxProblems) return;
+    info_->problems.push_back("line " + std::to_string(info_->lines) + ": " + what);
   }
 
   // ---- nested fields (parsed on demand)
@@ -161,6 +161,15 @@ class RecordReader final : public ChunkSink {
   T cached(ValueCache<T>& c, std::string_view s, Parse parse) {
     return padded_ ? c.get(s, parse) : parse(s);
   }
+
+  // The P2P groups still open, assembled as they are (the file ended).
+  void close_groups() {
+    for (auto& [key, open] : p2p_groups_)
+      for (const auto& [no, g] : open) assemble(key.first, key.second, no, g);
+    p2p_groups_.clear();
+    open_groups_ = open_parts_ = 0;
+  }
+  bool next_file();
 
   // ---- records
   void dispatch();
@@ -207,10 +216,13 @@ class RecordReader final : public ChunkSink {
   void validate_op(const Op& op);
   const CommInfo* find_comm(std::uint64_t h);
 
-  FileInfo& info_;
+  FileInfo* info_;  // the file being read: the next one after a concatenation's meta record
   std::uint32_t idx_;
   OpSink& sink_;
   bool validate_;
+  const NextFile* next_;  // where a concatenated log's next file goes (nullptr: no split)
+  const std::string path_;  // the input's
+  int logs_ = 0;            // further logs met in it
   bool want_detail_ = false;
   bool want_assembled_ = false;
   std::map<GroupKey, std::map<std::int64_t, P2pGroup>> p2p_groups_;  // (comm, rank) -> group number -> its parts
@@ -226,7 +238,7 @@ class RecordReader final : public ChunkSink {
   Counts dropped_, filtered_, faults_;  // the stats record's counter objects
   std::vector<std::pair<std::string, std::uint64_t>> started_;  // a progress line's `started`
   std::vector<StuckOpInfo> stuck_;                               // and `stuck`
-  std::array<std::uint32_t, 16> progress_cache_ = [] {  // positions in info_.progress (progress_of())
+  std::array<std::uint32_t, 16> progress_cache_ = [] {  // positions in info_->progress (progress_of())
     std::array<std::uint32_t, 16> a{};
     a.fill(~0u);
     return a;
@@ -270,7 +282,7 @@ void RecordReader::parse_line(const char* p, std::size_t len, bool last) {
   // Skip blank lines (and a trailing '\r').
   while (len > 0 && (p[len - 1] == '\r' || p[len - 1] == ' ')) --len;
   if (len == 0) return;
-  ++info_.lines;
+  ++info_->lines;
   reset_line();
   if (!validate_) {
     if (scan_flat(p, len, memos_, *this)) {
@@ -285,7 +297,7 @@ void RecordReader::parse_line(const char* p, std::size_t len, bool last) {
   if (const auto err = scan_dom(parser_, p, len, *this)) {
     // A cut last line is the decoder's to judge (truncation, not a bad line).
     if (!last) problem(std::string("invalid JSON: ") + simdjson::error_message(err));
-    ++info_.bad_lines;
+    ++info_->bad_lines;
     return;
   }
   dispatch();
@@ -674,7 +686,7 @@ void RecordReader::upstream_op(const V& vin, bool p2p) {
 void RecordReader::dispatch() {
   const Line& L = L_;
   if (!L.has_type) {
-    ++info_.bad_lines;
+    ++info_->bad_lines;
     problem("no \"" + std::string(sc::kType) + "\" field");
     return;
   }
@@ -685,7 +697,7 @@ void RecordReader::dispatch() {
     return;
   }
   if (L.wall_pending) resolve_wall();
-  if (L.has_wall && L.wall_ns > info_.last_wall_ns) info_.last_wall_ns = L.wall_ns;
+  if (L.has_wall && L.wall_ns > info_->last_wall_ns) info_->last_wall_ns = L.wall_ns;
   if (t == sc::kTypeMeta) {
     on_meta();
   } else if (t == sc::kTypeComm) {
@@ -693,18 +705,18 @@ void RecordReader::dispatch() {
   } else if (t == sc::kTypeStats) {
     on_stats();
   } else if (t == sc::kTypeMark) {
-    info_.marks.push_back({L.wall_ns, cut_label(L.label)});
+    info_->marks.push_back({L.wall_ns, cut_label(L.label)});
   } else if (t == sc::kTypeTag) {
     if (L.user_tag == 0 || L.label.empty()) {
-      ++info_.bad_lines;
+      ++info_->bad_lines;
       problem(std::string(sc::kTypeTag) + " record without a " + std::string(sc::kUserTag) + " or a " +
               std::string(sc::kLabel));
-    } else if (info_.tag_names.size() < 65536) {
-      info_.tag_names.push_back({L.wall_ns, cut_label(L.label), L.user_tag});
+    } else if (info_->tag_names.size() < 65536) {
+      info_->tag_names.push_back({L.wall_ns, cut_label(L.label), L.user_tag});
     }
   } else if (t == sc::kTypeEnd) {
-    info_.has_end = true;
-    info_.dropped_total_end = L.dropped_total;
+    info_->has_end = true;
+    info_->dropped_total_end = L.dropped_total;
   } else if (t == sc::kTypeProgress) {
     on_progress();
   } else if (t == sc::kTypeCommEnd) {
@@ -712,29 +724,51 @@ void RecordReader::dispatch() {
   } else if (t == sc::kTypeAlive) {
     // its wall_ns (above) is all it says
   } else if (t == sc::kTypeClock) {
-    if (L.has_hash && info_.clocks.size() < 4096)
-      info_.clocks.push_back({L.comm_hash, L.wall_ns, L.uncertainty_ns, L.samples});
+    if (L.has_hash && info_->clocks.size() < 4096)
+      info_->clocks.push_back({L.comm_hash, L.wall_ns, L.uncertainty_ns, L.samples});
   } else {
     on_other(t);
   }
 }
 
+// A meta record after the first line starts another log: logs concatenated
+// into one stream (`cat logs/*.gz | nccl-inspector summary -`, gzip members
+// and plain text alike) are read as the files they were, each with its own
+// host, pid and ops. Per-file state starts afresh; the stream's byte counts
+// stay with its first file, its end (truncation) goes to the last.
+bool RecordReader::next_file() {
+  if (next_ == nullptr || !*next_) return false;
+  std::uint32_t idx = 0;
+  FileInfo* f = (*next_)(path_ + " (log " + std::to_string(++logs_ + 1) + ")", idx);
+  if (f == nullptr) return false;
+  close_groups();
+  --info_->lines;  // this line is the next file's first
+  f->gzip = info_->gzip;
+  info_ = f;
+  idx_ = idx;
+  info_->lines = 1;
+  progress_cache_.fill(~0u);
+  comm_cache_.fill(~0u);
+  return true;
+}
+
 void RecordReader::on_meta() {
   const Line& L = L_;
-  if (info_.lines == 1) info_.meta_first = true;
+  if (info_->lines > 1) next_file();
+  if (info_->lines == 1) info_->meta_first = true;
   else problem(std::string(sc::kTypeMeta) + " record not on the first line");
-  info_.format = FileFormat::kOurs;
-  info_.format_string = std::string(L.format);
-  info_.format_version = L.format_version;
-  info_.plugin_version = std::string(L.plugin_version);
-  info_.hang_ms = L.hang_ms;
-  info_.host = std::string(L.host);
-  info_.pid = L.pid;
-  info_.file_seq = L.file_seq;
-  info_.instance = std::string(L.instance);
-  info_.abi_version = static_cast<int>(L.abi);
-  info_.job_id = std::string(L.job_id);
-  info_.global_rank = static_cast<int>(L.global_rank);
+  info_->format = FileFormat::kOurs;
+  info_->format_string = std::string(L.format);
+  info_->format_version = L.format_version;
+  info_->plugin_version = std::string(L.plugin_version);
+  info_->hang_ms = L.hang_ms;
+  info_->host = std::string(L.host);
+  info_->pid = L.pid;
+  info_->file_seq = L.file_seq;
+  info_->instance = std::string(L.instance);
+  info_->abi_version = static_cast<int>(L.abi);
+  info_->job_id = std::string(L.job_id);
+  info_->global_rank = static_cast<int>(L.global_rank);
   if (!validate_) return;
   const std::string meta(sc::kTypeMeta);
   if (L.format != sc::kFormatName)
@@ -753,13 +787,13 @@ void RecordReader::on_comm() {
   CommInfo c{L.comm_hash, cut_label(L.comm_name), static_cast<int>(L.rank), static_cast<int>(L.nranks),
              static_cast<int>(L.nnodes), L.cuda_dev >= 0 && L.cuda_dev < 1 << 20 ? static_cast<int>(L.cuda_dev) : -1,
              std::string(L.pci_bus_id)};
-  info_.comms.push_back(std::move(c));
+  info_->comms.push_back(std::move(c));
 }
 
 // The file keeps its last (cumulative) stats record.
 void RecordReader::on_stats() {
   const Line& L = L_;
-  StatsInfo& s = info_.stats;
+  StatsInfo& s = info_->stats;
   if (s.present && L.wall_ns < s.wall_ns) return;
   s.present = true;
   s.wall_ns = L.wall_ns;
@@ -776,10 +810,10 @@ void RecordReader::on_stats() {
 }
 
 // The file's entry for (comm, rank): a direct-mapped cache of positions in
-// info_.progress in front of a search (a process has few comms; ops of
+// info_->progress in front of a search (a process has few comms; ops of
 // several interleave).
 CommRankProgress& RecordReader::progress_of(std::uint64_t hash, std::int64_t rank) {
-  auto& v = info_.progress;
+  auto& v = info_->progress;
   const int r = static_cast<int>(std::clamp<std::int64_t>(rank, -1, INT32_MAX));
   std::uint32_t& slot = progress_cache_[(hash ^ (hash >> 31) ^ static_cast<std::uint64_t>(r)) & (kCommCache - 1)];
   if (slot < v.size() && v[slot].comm_hash == hash && v[slot].rank == r) return v[slot];
@@ -799,7 +833,7 @@ CommRankProgress& RecordReader::progress_of(std::uint64_t hash, std::int64_t ran
 void RecordReader::on_progress() {
   const Line& L = L_;
   if (!L.has_hash) {
-    ++info_.bad_lines;
+    ++info_->bad_lines;
     problem(without(sc::kTypeProgress, sc::kCommHash));
     return;
   }
@@ -839,7 +873,7 @@ void RecordReader::note_for_hangs(RecType rt) {
   const Line& L = L_;
   if (!L.has_hash || L.upstream) return;
   const std::int64_t t = L.has_start ? L.start_wall_ns : L.enqueue_wall_ns;
-  if (t > info_.last_wall_ns) info_.last_wall_ns = t;
+  if (t > info_->last_wall_ns) info_->last_wall_ns = t;
   const std::int64_t rank = L.rank >= 0 ? L.rank : -1;
   CommRankProgress& p = progress_of(L.comm_hash, rank);
   if (L.nranks > 0) p.nranks = static_cast<int>(std::min<std::int64_t>(L.nranks, INT32_MAX));
@@ -877,19 +911,19 @@ void RecordReader::note_for_hangs(RecType rt) {
 }
 
 void RecordReader::on_other(std::string_view t) {
-  ++info_.unknown_records;
-  if (info_.unknown_types.size() < 64) ++info_.unknown_types[std::string(t)];
+  ++info_->unknown_records;
+  if (info_->unknown_types.size() < 64) ++info_->unknown_types[std::string(t)];
 }
 
 // The first comm record with hash h. A direct-mapped cache of positions in
-// info_.comms (positions stay valid as comms are appended; a hit is checked).
+// info_->comms (positions stay valid as comms are appended; a hit is checked).
 const CommInfo* RecordReader::find_comm(std::uint64_t h) {
   auto& slot = comm_cache_[(h ^ (h >> 29)) & (kCommCache - 1)];
-  if (slot < info_.comms.size() && info_.comms[slot].comm_hash == h) return &info_.comms[slot];
-  for (std::size_t i = 0; i < info_.comms.size(); ++i) {
-    if (info_.comms[i].comm_hash == h) {
+  if (slot < info_->comms.size() && info_->comms[slot].comm_hash == h) return &info_->comms[slot];
+  for (std::size_t i = 0; i < info_->comms.size(); ++i) {
+    if (info_->comms[i].comm_hash == h) {
       slot = static_cast<std::uint32_t>(i);
-      return &info_.comms[i];
+      return &info_->comms[i];
     }
   }
   return nullptr;
@@ -898,7 +932,7 @@ const CommInfo* RecordReader::find_comm(std::uint64_t h) {
 void RecordReader::on_op(RecType rt) {
   const Line& L = L_;
   if (!L.has_hash || !L.has_func) {
-    ++info_.bad_lines;
+    ++info_->bad_lines;
     problem(without("op", !L.has_hash ? sc::kCommHash : sc::kFunc));
     return;
   }
@@ -906,16 +940,16 @@ void RecordReader::on_op(RecType rt) {
   if (std::isnan(L.dur_us)) {
     // Legal (the schema omits dur_us when an op had no usable time, timing
     // "none"): counted and reported, left out of the analyses.
-    ++info_.no_duration;
+    ++info_->no_duration;
     return;
   }
-  if (L.upstream && info_.format == FileFormat::kUnknown) upstream_file_info(L, info_);
+  if (L.upstream && info_->format == FileFormat::kUnknown) upstream_file_info(L, *info_);
   Op op;
   fill_op(rt, op);
   if (validate_) validate_op(op);
-  ++info_.ops;
+  ++info_->ops;
   if (want_detail_) detail_.user_tag = L.user_tag;
-  sink_.on_op(op, want_detail_ ? &detail_ : nullptr, info_);
+  sink_.on_op(op, want_detail_ ? &detail_ : nullptr, *info_);
   if (want_detail_) detail_.clear();
   if (want_assembled_ && rt == RecType::kOpP2p && L.group > 0) add_to_group(op, L.group, L.user_tag);
 }
@@ -1073,9 +1107,9 @@ void RecordReader::assemble(std::uint64_t comm_hash, std::int32_t r, std::int64_
   if (want_detail_) {
     OpDetail d;
     d.user_tag = g.user_tag;
-    sink_.on_op(a, &d, info_);
+    sink_.on_op(a, &d, *info_);
   } else {
-    sink_.on_op(a, nullptr, info_);
+    sink_.on_op(a, nullptr, *info_);
   }
 }
 
@@ -1114,7 +1148,7 @@ void RecordReader::fill_op(RecType rt, Op& op) {
     }
   }
   if (L.has_comm_name && !L.comm_name.empty() && !find_comm(op.comm_hash)) {
-    info_.comms.push_back({op.comm_hash, cut_label(L.comm_name), op.rank, op.nranks, op.nnodes, -1, ""});
+    info_->comms.push_back({op.comm_hash, cut_label(L.comm_name), op.rank, op.nranks, op.nnodes, -1, ""});
   }
   op.transport = cached(transport_cache_, L.transport, transport_code);
   if (L.reclaimed) op.flags |= kFlagReclaimed;
@@ -1141,10 +1175,18 @@ void RecordReader::validate_op(const Op& op) {
 }  // namespace
 
 void read_file(FileInfo& info, std::uint32_t idx, OpSink& sink, bool validate, Decoder& decoder,
-               std::atomic<std::uint64_t>& progress) {
-  RecordReader r(info, idx, sink, validate);
+               std::atomic<std::uint64_t>& progress, const NextFile* next) {
+  RecordReader r(info, idx, sink, validate, next);
   decoder.read(info, r, progress);
   r.finish();
+  FileInfo& last = r.current();
+  if (&last != &info) {  // a concatenation: how the stream ended is its last file's
+    last.truncated = last.truncated || info.truncated;
+    last.corrupt = info.corrupt;
+    if (last.error.empty()) last.error = std::move(info.error);
+    info.truncated = info.corrupt = false;
+    info.error.clear();
+  }
 }
 
 struct Follower::Impl {

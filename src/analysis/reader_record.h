@@ -11,17 +11,27 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
 
 #include "src/analysis/reader.h"
 #include "src/analysis/reader_decode.h"
 
 namespace ni::analysis::reader_detail {
 
+// Where the next log of a concatenation goes: a new FileInfo with the path
+// given ("INPUT (log 2)") and its index in the read (Op::file_idx); nullptr
+// when there is none to be had.
+using NextFile = std::function<FileInfo*(const std::string& path, std::uint32_t& idx)>;
+
 // Reads info.path (info.path set, the rest default) with the worker's decoder;
-// idx is the file's index in the read (Op::file_idx).
+// idx is the file's index in the read (Op::file_idx). A meta record after the
+// first line starts another log (files concatenated into one stream): with
+// `next`, its lines go to the file next gives; without, they stay in info
+// (validate then reports the misplaced meta record).
 void read_file(FileInfo& info, std::uint32_t idx, OpSink& sink, bool validate, Decoder& decoder,
-               std::atomic<std::uint64_t>& progress);
+               std::atomic<std::uint64_t>& progress, const NextFile* next = nullptr);
 
 // Follows one log file that a running plugin is still writing (`watch`): each
 // poll() reads the bytes appended since the last one and hands the sink the

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 
 emu, plugin, cli = (os.path.abspath(a) for a in sys.argv[1:4])
 failures = []
@@ -77,6 +78,46 @@ for sub in subcommands:
     same_as_file(" ".join(sub) + " - (plain text)", sub + [plain_log], sub + ["-"], plain, "-", plain_log)
 same_as_file("compare LOG -", ["compare", log, log], ["compare", log, "-"], data, "-")
 same_as_file("summary /dev/stdin", ["summary", log], ["summary", "/dev/stdin"], data, "/dev/stdin")
+
+# Several processes' logs concatenated into one stream (`cat logs/*.gz | nccl-inspector X -`, and the same
+# uncompressed): read as the files they were, each op with its own host and process, so every subcommand prints
+# what it prints for the directory (the inputs' names aside).
+job = os.path.join(work, "job")
+env2 = dict(env, NCCL_INSPECTOR_DUMP_DIR=os.path.join(job, "logs"))
+start_at = str(time.time_ns() + 300_000_000)
+procs = [subprocess.Popen([emu, "--plugin", plugin, "--nccl", "2.30", "--workload", os.path.join(work, "workload.json"),
+                           "--world", "8", "--ranks", ranks, "--seed", "7", "--start-at", start_at, "--quiet"],
+                          env=dict(env2, NCCL_INSPECTOR_HOSTNAME=host), stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL) for ranks, host in (("0-3", "node0"), ("4-7", "node1"))]
+for p in procs:
+    if p.wait(timeout=300) != 0:
+        fail(f"the two-process job: nccl-emu exit {p.returncode}")
+job_logs = sorted(glob.glob(os.path.join(job, "logs", "*.jsonl.gz")))
+if len(job_logs) != 2:
+    fail(f"the two-process job wrote {len(job_logs)} logs")
+else:
+    cat = b"".join(open(f, "rb").read() for f in job_logs)
+    zcat = b"".join(gzip.decompress(open(f, "rb").read()) for f in job_logs)
+
+    def names_out(out, names):
+        for path, name in names:
+            out = out.replace(path.encode(), name.encode())
+        return out
+
+    as_stream = [(job_logs[0], "-"), (job_logs[1], "- (log 2)"), (os.path.dirname(job_logs[0]), "-")]
+    for sub in [["summary"], ["summary", "-f", "json"], ["stragglers"], ["stragglers", "-f", "json"], ["anomalies"],
+                ["iterations"], ["hangs"], ["export", "-f", "jsonl"], ["validate", "-f", "csv"]]:
+        rc1, out1, err1 = run(sub + [os.path.join(job, "logs")])
+        for what, stream in (("gzip", cat), ("plain", zcat)):
+            if what == "plain" and sub[0] == "summary":
+                continue  # its health section tells the bytes on disk
+            rc2, out2, err2 = run(sub + ["-"], stream)
+            if rc1 != rc2 or names_out(out1, as_stream) != out2 or not out2:
+                fail(f"{' '.join(sub)} of two concatenated logs ({what}): exit {rc2} (directory {rc1}), output "
+                     f"{'same' if names_out(out1, as_stream) == out2 else 'differs'}: {err2[-300:]}")
+    rc, out, err = run(["stragglers", "-"], cat)
+    if b"node0" not in out or b"node1" not in out:
+        fail(f"stragglers of two concatenated logs names one host only: {out[-400:]!r}")
 
 # -o -: what -o FILE writes, to stdout.
 for sub, out_name in [(["trace"], "t.json"), (["report"], "r.html"), (["summary", "-f", "csv"], "s.csv"),
