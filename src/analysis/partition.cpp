@@ -47,29 +47,75 @@ bool parse_memory_limit(const std::string& s, std::uint64_t& bytes) {
 
 namespace {
 
-// The memory limit of this process's control group (cgroup v2 memory.max, or
-// v1 memory.limit_in_bytes): a container's or a SLURM job's share of the
-// machine. 0 when none is set or none can be read.
-std::uint64_t cgroup_limit() {
-  for (const char* path : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
-    std::FILE* f = std::fopen(path, "re");
-    if (f == nullptr) continue;
-    char buf[64] = {0};
-    const bool got = std::fgets(buf, sizeof buf, f) != nullptr;
-    std::fclose(f);
-    unsigned long long v = 0;
-    if (got && std::sscanf(buf, "%llu", &v) == 1 && v > 0 && v < (1ull << 60)) return v;  // "max": none
-  }
+// A limit file's value; 0 when absent, unreadable or "max" (none).
+std::uint64_t limit_in(const std::string& file) {
+  std::FILE* f = std::fopen(file.c_str(), "re");
+  if (f == nullptr) return 0;
+  char buf[64] = {0};
+  const bool got = std::fgets(buf, sizeof buf, f) != nullptr;
+  std::fclose(f);
+  unsigned long long v = 0;
+  if (got && std::sscanf(buf, "%llu", &v) == 1 && v > 0 && v < (1ull << 60)) return v;  // v1 "no limit" is ~2^63
   return 0;
 }
 
+// The lowest limit in `file` from dir up to (and with) top, 0 when none: a
+// limit set on a parent (a SLURM job's cgroup over its step's) binds too, and
+// a path that does not exist here (a container that sees its own cgroup at the
+// mount's root) is skipped up to the root.
+std::uint64_t lowest_up(std::string dir, const std::string& top, const char* file) {
+  std::uint64_t low = 0;
+  while (true) {
+    if (const std::uint64_t v = limit_in(dir + "/" + file); v != 0 && (low == 0 || v < low)) low = v;
+    if (dir.size() <= top.size()) break;
+    dir.resize(dir.find_last_of('/'));
+  }
+  return low;
+}
+
 }  // namespace
+
+std::uint64_t cgroup_memory_limit(const std::string& self_cgroup, const std::string& root) {
+  std::uint64_t low = 0;
+  auto take = [&low](std::uint64_t v) {
+    if (v != 0 && (low == 0 || v < low)) low = v;
+  };
+  std::size_t at = 0;
+  while (at < self_cgroup.size()) {
+    std::size_t eol = self_cgroup.find('\n', at);
+    if (eol == std::string::npos) eol = self_cgroup.size();
+    const std::string line = self_cgroup.substr(at, eol - at);
+    at = eol + 1;
+    // "ID:CONTROLLERS:PATH"; cgroup v2 is "0::PATH"
+    const std::size_t c1 = line.find(':');
+    const std::size_t c2 = c1 == std::string::npos ? c1 : line.find(':', c1 + 1);
+    if (c2 == std::string::npos) continue;
+    const std::string ctl = "," + line.substr(c1 + 1, c2 - c1 - 1) + ",";
+    std::string path = line.substr(c2 + 1);
+    while (path.size() > 1 && path.back() == '/') path.pop_back();
+    if (path.empty() || path[0] != '/') continue;
+    if (path == "/") path.clear();
+    if (ctl == ",,") {  // v2, mounted at the root or (hybrid) at root/unified
+      take(lowest_up(root + path, root, "memory.max"));
+      take(lowest_up(root + "/unified" + path, root + "/unified", "memory.max"));
+    } else if (ctl.find(",memory,") != std::string::npos) {
+      take(lowest_up(root + "/memory" + path, root + "/memory", "memory.limit_in_bytes"));
+    }
+  }
+  return low;
+}
 
 std::uint64_t default_memory_limit() {
   const long pages = ::sysconf(_SC_PHYS_PAGES);
   const long page = ::sysconf(_SC_PAGESIZE);
   std::uint64_t mem = pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) : 0;
-  if (const std::uint64_t cg = cgroup_limit(); cg != 0 && (mem == 0 || cg < mem)) mem = cg;
+  std::string self;
+  if (std::FILE* f = std::fopen("/proc/self/cgroup", "re")) {
+    char buf[4096];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) self.append(buf, n);
+    std::fclose(f);
+  }
+  if (const std::uint64_t cg = cgroup_memory_limit(self, "/sys/fs/cgroup"); cg != 0 && (mem == 0 || cg < mem)) mem = cg;
   return std::max<std::uint64_t>(mem / 4, 256ull << 20);
 }
 

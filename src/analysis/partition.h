@@ -37,6 +37,12 @@ bool parse_memory_limit(const std::string& s, std::uint64_t& bytes);
 // The default budget: a quarter of the machine's physical memory, or of this
 // process's cgroup limit when lower (a container, a SLURM job); at least 256 MiB.
 std::uint64_t default_memory_limit();
+// The lowest memory limit of this process's control groups: self_cgroup is
+// /proc/self/cgroup's text, root the cgroup mount ("/sys/fs/cgroup"). cgroup
+// v2 memory.max or v1 memory.limit_in_bytes, of the process's group and its
+// parents (a SLURM job's limit sits on the job's group, above its step's); 0
+// when none is set.
+std::uint64_t cgroup_memory_limit(const std::string& self_cgroup, const std::string& root);
 // The ops the files hold, over-estimated from their sizes (gzip about 20 bytes
 // per record at the least, plain text about 150): whether to spill at all.
 std::uint64_t estimate_ops(const std::vector<std::string>& files);

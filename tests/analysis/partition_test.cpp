@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <random>
 #include <set>
@@ -43,6 +45,44 @@ TEST(MemoryLimit, ParsesSizesAndRefusesTheRest) {
   // A budget smaller than what the program holds anyway still analyses: one op per batch at least.
   EXPECT_EQ(ana::batch_ops(1), 1u);
   EXPECT_EQ(ana::batch_ops(1ull << 30), (1ull << 30) / ana::kBytesPerOpInMemory);
+}
+
+// The default budget follows the process's control group: its own limit or a
+// parent's (a SLURM job's group above its step's), cgroup v2 or v1, the lowest
+// of them; a path that does not exist under the mount (a container seeing its
+// own group at the root) is looked for up to the root; "max" and v1's ~2^63
+// are no limit.
+void put(const std::string& dir, const std::string& file, const std::string& text) {
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/" + file) << text << "\n";
+}
+TEST(MemoryLimit, CgroupLimitsOfTheGroupAndItsParents) {
+  const std::string root = ni::test::temp_dir("cgroup");
+  const std::string job = root + "/system.slice/slurmstepd.scope/job_42";
+  put(job, "memory.max", "8589934592");
+  put(job + "/step_0", "memory.max", "max");
+  EXPECT_EQ(ana::cgroup_memory_limit("0::/system.slice/slurmstepd.scope/job_42/step_0\n", root), 8ull << 30)
+      << "the job's limit binds its step";
+  put(job + "/step_0", "memory.max", "4294967296");
+  EXPECT_EQ(ana::cgroup_memory_limit("0::/system.slice/slurmstepd.scope/job_42/step_0", root), 4ull << 30)
+      << "the lowest on the way up";
+  EXPECT_EQ(ana::cgroup_memory_limit("0::/system.slice/other\n", root), 0u) << "no limit on that path";
+  EXPECT_EQ(ana::cgroup_memory_limit("", root), 0u);
+
+  const std::string v1 = ni::test::temp_dir("cgroup_v1");
+  put(v1 + "/memory", "memory.limit_in_bytes", "9223372036854771712");  // v1's "unlimited"
+  put(v1 + "/memory/slurm/uid_1/job_7", "memory.limit_in_bytes", "3221225472");
+  const std::string self_v1 = "12:pids:/slurm/uid_1/job_7\n4:cpu,memory:/slurm/uid_1/job_7/step_batch\n0::/\n";
+  EXPECT_EQ(ana::cgroup_memory_limit(self_v1, v1), 3ull << 30) << "v1, a parent's limit, a missing step dir";
+  EXPECT_EQ(ana::cgroup_memory_limit("4:memory:/docker/0123abcd\n", v1), 0u) << "unlimited at the root";
+  put(v1 + "/memory", "memory.limit_in_bytes", "1073741824");
+  EXPECT_EQ(ana::cgroup_memory_limit("4:memory:/docker/0123abcd\n", v1), 1ull << 30)
+      << "a container's own group at the mount's root";
+
+  const std::string hybrid = ni::test::temp_dir("cgroup_hybrid");
+  put(hybrid + "/unified/user.slice", "memory.max", "2147483648");
+  EXPECT_EQ(ana::cgroup_memory_limit("0::/user.slice\n1:name=systemd:/user.slice\n", hybrid), 2ull << 30);
+  EXPECT_EQ(ana::cgroup_memory_limit("garbage\n0:memory\n::\n", hybrid), 0u);
 }
 
 ana::Op op_of(std::uint64_t comm, int rank, std::uint64_t seq, std::uint32_t file) {
