@@ -124,6 +124,9 @@ class Analysis {
   // state, bounded per comm rank): the CLI keeps no op, and its memory does
   // not grow with the records.
   virtual bool keeps_ops() const { return true; }
+  // Whether its result has markers (findings for the report and the trace):
+  // what the bounded trace runs, or says it left out.
+  virtual bool has_markers() const { return true; }
   virtual void run_part(const AnalysisInput&) {}
   virtual AnalysisResult finish_parts(const ReadResult&);
   // Whether the report shows the result tables as a section of their own (the

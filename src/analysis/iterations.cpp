@@ -123,6 +123,7 @@ class IterationsAnalysis : public Analysis {
   std::string_view name() const override { return "iterations"; }
   std::string_view help() const override { return "per-iteration stats between ncclInspectorMark records"; }
   Input input() const override { return Input::kOps; }
+  bool has_markers() const override { return false; }  // a table of iterations, no findings
   AnalysisResult run(const AnalysisInput& in) override {
     IterationAcc a(in.res);
     a.add(in.data.ops);

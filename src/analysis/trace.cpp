@@ -175,13 +175,14 @@ struct Series {
 class TraceBuild {
  public:
   TraceBuild(const ViewSink& data, const ReadResult& res, const TraceOptions& o)
-      : data_(data), ops_(data.coll.ops), res_(res), o_(o), gm_(map_gpus(ops_, res)),
-        tags_(data.tagged.empty() ? TagNames() : tag_names(res, o.tag_map)) {
-    st.ops_input = ops_.size();
+      : data_(data), ops_(data.coll.ops), res_(res), o_(o), given_(o.given),
+        gm_(given_ ? given_->gpus_of(ops_) : map_gpus(ops_, res)),
+        tags_((given_ ? given_->tagged : !data.tagged.empty()) ? tag_names(res, o.tag_map) : TagNames()) {
+    st.ops_input = given_ ? given_->ops_input : ops_.size();
   }
   // t0, filters and the selection; false + error when there is nothing to place or an argument is wrong.
   bool select(std::string& error) {
-    return find_t0(error) && parse_window(error) && parse_comms(error) && parse_funcs(error) && (select_ops(), true);
+    return find_t0(error) && filter_.init(o_, gm_, res_, t0_, error) && (select_ops(), true);
   }
   void plan() {
     decide_channel_tracks();
@@ -198,11 +199,9 @@ class TraceBuild {
 
  private:
   bool find_t0(std::string& error);
-  bool parse_window(std::string& error);
-  bool parse_comms(std::string& error);
-  bool parse_funcs(std::string& error);
-  bool passes(std::size_t i) const;
+  bool passes(std::size_t i) const { return filter_.passes(ops_[i], gm_.gpus[gm_.op_gpu[i]].rank); }
   void select_ops();
+  void sort_selection();
   void decide_channel_tracks();
   void assign_lanes();
   void assign_channel_lanes(std::uint32_t i, std::uint32_t g, int c, int pid);
@@ -229,7 +228,7 @@ class TraceBuild {
   void write_instants(TraceJson& j);
   void write_footer(TraceJson& j);
 
-  bool in_window(std::int64_t t) const { return t >= from_ && t <= to_; }
+  bool in_window(std::int64_t t) const { return filter_.in_window(t); }
   int cidx(std::uint32_t i) const { return gm_.comm_index.at(ops_[i].comm_hash); }
   int pid_of_sel(std::uint32_t k) const { return gm_.gpus[gm_.op_gpu[sel_[k]]].trace_pid; }
 
@@ -237,13 +236,11 @@ class TraceBuild {
   const std::vector<Op>& ops_;
   const ReadResult& res_;
   const TraceOptions& o_;
+  const TraceGlobals* given_;  // the bounded read's view of every op (nullptr: ops_ are every op)
   const GpuMap gm_;
   const TagNames tags_;  // names of the user tags (only when some op has one)
   std::int64_t t0_ = std::numeric_limits<std::int64_t>::max();
-  std::int64_t from_ = std::numeric_limits<std::int64_t>::min(), to_ = std::numeric_limits<std::int64_t>::max();
-  std::set<std::uint64_t> comm_set_;
-  std::set<Func> func_set_;
-  std::set<int> rank_set_;
+  TraceFilter filter_;
   std::vector<std::uint32_t> sel_;        // selected op indices, in time order
   std::vector<std::int32_t> op_tid_;      // per selected op: its track (-1: dropped)
   std::vector<std::int32_t> ch_tid_;      // per entry of data.ch (only the selected ops' entries are set)
@@ -263,74 +260,18 @@ class TraceBuild {
 };
 
 bool TraceBuild::find_t0(std::string& error) {
-  for (const auto& op : ops_) {
-    if (op.has_start()) t0_ = std::min(t0_, op.start_wall_ns);
-    else ++st.ops_no_start;
+  if (given_ != nullptr) {
+    t0_ = given_->t0;
+    st.ops_no_start = given_->ops_no_start;
+  } else {
+    for (const auto& op : ops_) {
+      if (op.has_start()) t0_ = std::min(t0_, op.start_wall_ns);
+      else ++st.ops_no_start;
+    }
   }
   if (t0_ != std::numeric_limits<std::int64_t>::max()) return true;
   error = "no op has a start time (upstream Inspector v4.0 logs, or no GPU clock estimate yet): nothing to place on a timeline";
   return false;
-}
-
-bool TraceBuild::parse_window(std::string& error) {
-  if (!o_.from.empty() && !parse_time_arg(o_.from, t0_, from_, error)) return false;
-  if (!o_.to.empty() && !parse_time_arg(o_.to, t0_, to_, error)) return false;
-  if (!o_.from.empty() && !o_.to.empty() && from_ >= to_) {
-    error = "--from " + o_.from + " is not before --to " + o_.to + ": the window holds no time (" + iso_utc(from_) +
-            " .. " + iso_utc(to_) + ")";
-    return false;
-  }
-  return true;
-}
-
-bool TraceBuild::parse_comms(std::string& error) {
-  for (const auto& c : o_.comms) {
-    std::uint64_t h = 0;
-    bool found = false;
-    if (parse_hash(c, h) && gm_.comm_index.count(h)) {
-      comm_set_.insert(h);
-      found = true;
-    }
-    for (std::uint64_t x : gm_.comms) {
-      auto it = res_.comm_names.find(x);
-      if ((it != res_.comm_names.end() && it->second == c) || hex_hash(x).rfind(lower(c), 0) == 0) {
-        comm_set_.insert(x);
-        found = true;
-      }
-    }
-    if (!found) {
-      error = "--comm '" + c + "' matches no communicator (names or 0x hashes; see nccl-inspector summary)";
-      return false;
-    }
-  }
-  return true;
-}
-
-bool TraceBuild::parse_funcs(std::string& error) {
-  for (const auto& f : o_.ops) {
-    bool found = false;
-    for (int i = 0; i < static_cast<int>(Func::kCount_); ++i)
-      if (lower(std::string(to_string(static_cast<Func>(i)))) == lower(f)) {
-        func_set_.insert(static_cast<Func>(i));
-        found = true;
-      }
-    if (!found) {
-      error = "--op '" + f + "' is not an NCCL function name (AllReduce, AllGather, Send, ...)";
-      return false;
-    }
-  }
-  rank_set_.insert(o_.ranks.begin(), o_.ranks.end());
-  return true;
-}
-
-bool TraceBuild::passes(std::size_t i) const {
-  const Op& op = ops_[i];
-  if (!op.has_start()) return false;
-  if (!comm_set_.empty() && !comm_set_.count(op.comm_hash)) return false;
-  if (!func_set_.empty() && !func_set_.count(op.func)) return false;
-  if (!rank_set_.empty() && !rank_set_.count(gm_.gpus[gm_.op_gpu[i]].rank)) return false;
-  const std::int64_t e = end_ns_of(op.start_wall_ns, op.dur_us);
-  return e >= from_ && op.start_wall_ns <= to_;
 }
 
 // The ops that pass the filters, sampled by seq (the same instances on every rank), in time order.
@@ -338,6 +279,12 @@ void TraceBuild::select_ops() {
   for (std::size_t i = 0; i < ops_.size(); ++i)
     if (passes(i)) sel_.push_back(static_cast<std::uint32_t>(i));
   st.ops_selected = sel_.size();
+  if (given_ != nullptr) {  // the bounded read kept only these, sampled as below from every op
+    st.ops_selected = given_->ops_selected;
+    st.sample = given_->sample;
+    sort_selection();
+    return;
+  }
   std::uint64_t N = std::max<std::uint64_t>(1, o_.sample);
   auto count_sampled = [&](std::uint64_t n) {
     std::uint64_t k = 0;
@@ -353,6 +300,10 @@ void TraceBuild::select_ops() {
   if (N > 1)
     sel_.erase(std::remove_if(sel_.begin(), sel_.end(), [&](std::uint32_t i) { return ops_[i].seq % N != 0; }),
                sel_.end());
+  sort_selection();
+}
+
+void TraceBuild::sort_selection() {
   const auto& gm = gm_;
   std::sort(sel_.begin(), sel_.end(), [&](std::uint32_t a, std::uint32_t b) {
     const Op& x = ops_[a];
@@ -363,8 +314,8 @@ void TraceBuild::select_ops() {
 }
 
 void TraceBuild::decide_channel_tracks() {
-  if (data_.channel_capped) st.channel_note = "more channel times than the analyzer keeps";
-  else if (data_.ch.empty()) st.channel_note = "no ch_times in the logs (set NCCL_INSPECTOR_DUMP_VERBOSE=1)";
+  if (given_ ? given_->ch_capped : data_.channel_capped) st.channel_note = "more channel times than the analyzer keeps";
+  else if (given_ ? !given_->ch_any : data_.ch.empty()) st.channel_note = "no ch_times in the logs (set NCCL_INSPECTOR_DUMP_VERBOSE=1)";
   else if (o_.channel_ops_max == 0) st.channel_note = "disabled";
   else if (sel_.size() > o_.channel_ops_max)
     st.channel_note = "more than " + std::to_string(o_.channel_ops_max) + " ops (--channel-ops-max)";
@@ -515,7 +466,14 @@ void TraceBuild::pair_p2p(std::vector<std::uint32_t>& send_k, std::vector<std::u
 void TraceBuild::health_markers() {
   std::vector<std::set<std::uint32_t>> file_gpus(res_.files.size());
   std::vector<std::int64_t> file_last(res_.files.size(), std::numeric_limits<std::int64_t>::min());
-  for (std::size_t i = 0; i < ops_.size(); ++i) {
+  if (given_ != nullptr) {  // every op's (file, comm, rank), its GPU and latest end
+    for (const auto& [k, ki] : given_->keys) {
+      if (!gpu_used_[ki.gpu]) continue;
+      file_gpus[k.file].insert(ki.gpu);
+      if (ki.any_start) file_last[k.file] = std::max(file_last[k.file], ki.last_end);
+    }
+  }
+  for (std::size_t i = 0; given_ == nullptr && i < ops_.size(); ++i) {
     if (!gpu_used_[gm_.op_gpu[i]]) continue;
     file_gpus[ops_[i].file_idx].insert(gm_.op_gpu[i]);
     if (ops_[i].has_start())
@@ -546,12 +504,16 @@ void TraceBuild::file_markers(std::size_t f, std::uint32_t g, std::int64_t last)
 
 // The markers of every registered analysis that runs on ops (analysis.h).
 void TraceBuild::finding_markers() {
+  if (given_ != nullptr) {
+    for (const auto& m : given_->markers) add_marker(m);
+    return;
+  }
   for (const auto& ran : run_op_analyses(data_.coll, res_))
     for (const auto& m : ran.result.markers) add_marker(m);
 }
 
 void TraceBuild::add_marker(const Marker& m) {
-  if (!m.in_trace || !(comm_set_.empty() || m.comm == 0 || comm_set_.count(m.comm))) return;
+  if (!m.in_trace || !(m.comm == 0 || filter_.comm_shown(m.comm))) return;
   const std::string name = !m.trace_name.empty() ? m.trace_name
                            : m.kind + ": " + (m.comm_label.empty() ? std::string() : m.comm_label + " ") + m.where;
   const std::string args = !m.trace_args.empty() ? m.trace_args : default_args(m);
@@ -571,7 +533,7 @@ void TraceBuild::add_marker(const Marker& m) {
   } else if (t == 0) {
     return;
   } else if (m.window) {
-    if (m.end_ns < from_ || m.start_ns > to_) return;
+    if (m.end_ns < filter_.from() || m.start_ns > filter_.to()) return;
     const int lane = tracks_.lanes(m.track).place(m.start_ns, m.end_ns, kMaxChangeLanes);
     if (lane >= 0) windows_.push_back({tracks_.window_tid(m.track, lane), m.start_ns, m.end_ns, name, args});
     if (in_window(m.start_ns))
@@ -950,9 +912,9 @@ void TraceBuild::write_footer(TraceJson& j) {
   j.u64(st.lane_dropped);
   if (!o_.from.empty() || !o_.to.empty()) {
     j.raw(",\"window_utc\":[");
-    j.str(from_ == std::numeric_limits<std::int64_t>::min() ? "" : iso_utc(from_));
+    j.str(filter_.from() == std::numeric_limits<std::int64_t>::min() ? "" : iso_utc(filter_.from()));
     j.ch(',');
-    j.str(to_ == std::numeric_limits<std::int64_t>::max() ? "" : iso_utc(to_));
+    j.str(filter_.to() == std::numeric_limits<std::int64_t>::max() ? "" : iso_utc(filter_.to()));
     j.ch(']');
   }
   j.raw("}}\n");
@@ -975,6 +937,68 @@ void TraceBuild::write(std::ostream& out, std::string& error) {
 }
 
 }  // namespace
+
+bool TraceFilter::init(const TraceOptions& o, const GpuMap& gm, const ReadResult& res, std::int64_t t0,
+                       std::string& error) {
+  if (!o.from.empty() && !parse_time_arg(o.from, t0, from_, error)) return false;
+  if (!o.to.empty() && !parse_time_arg(o.to, t0, to_, error)) return false;
+  if (!o.from.empty() && !o.to.empty() && from_ >= to_) {
+    error = "--from " + o.from + " is not before --to " + o.to + ": the window holds no time (" + iso_utc(from_) +
+            " .. " + iso_utc(to_) + ")";
+    return false;
+  }
+  for (const auto& c : o.comms) {
+    std::uint64_t h = 0;
+    bool found = false;
+    if (parse_hash(c, h) && gm.comm_index.count(h)) {
+      comms_.insert(h);
+      found = true;
+    }
+    for (std::uint64_t x : gm.comms) {
+      auto it = res.comm_names.find(x);
+      if ((it != res.comm_names.end() && it->second == c) || hex_hash(x).rfind(lower(c), 0) == 0) {
+        comms_.insert(x);
+        found = true;
+      }
+    }
+    if (!found) {
+      error = "--comm '" + c + "' matches no communicator (names or 0x hashes; see nccl-inspector summary)";
+      return false;
+    }
+  }
+  for (const auto& f : o.ops) {
+    bool found = false;
+    for (int i = 0; i < static_cast<int>(Func::kCount_); ++i)
+      if (lower(std::string(to_string(static_cast<Func>(i)))) == lower(f)) {
+        funcs_.insert(static_cast<Func>(i));
+        found = true;
+      }
+    if (!found) {
+      error = "--op '" + f + "' is not an NCCL function name (AllReduce, AllGather, Send, ...)";
+      return false;
+    }
+  }
+  ranks_.insert(o.ranks.begin(), o.ranks.end());
+  return true;
+}
+
+bool TraceFilter::passes(const Op& op, int rank) const {
+  if (!op.has_start()) return false;
+  if (!comms_.empty() && !comms_.count(op.comm_hash)) return false;
+  if (!funcs_.empty() && !funcs_.count(op.func)) return false;
+  if (!ranks_.empty() && !ranks_.count(rank)) return false;
+  const std::int64_t e = end_ns_of(op.start_wall_ns, op.dur_us);
+  return e >= from_ && op.start_wall_ns <= to_;
+}
+
+std::int64_t trace_end_ns(std::int64_t start, double dur_us) { return end_ns_of(start, dur_us); }
+
+GpuMap TraceGlobals::gpus_of(const std::vector<Op>& ops) const {
+  GpuMap m = gm;
+  m.op_gpu.resize(ops.size());
+  for (std::size_t i = 0; i < ops.size(); ++i) m.op_gpu[i] = keys.at({ops[i].file_idx, ops[i].comm_hash, ops[i].rank}).gpu;
+  return m;
+}
 
 TraceStats write_trace(const ViewSink& data, const ReadResult& res, const TraceOptions& o, std::ostream& out,
                        std::string& error) {

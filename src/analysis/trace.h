@@ -18,17 +18,22 @@
 // ends in .gz); memory is the ops (ViewSink), not the trace.
 #pragma once
 
+#include <compare>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "src/analysis/analysis.h"
 #include "src/analysis/view.h"
 
 namespace ni::analysis {
 
 struct ClockCalibration;  // stragglers.h
+struct TraceGlobals;      // below
 
 struct TraceOptions {
   std::string from, to;            // seconds from the first op ("12.5") or ISO 8601 UTC ("2025-01-01T00:00:12.5Z")
@@ -45,6 +50,62 @@ struct TraceOptions {
   // was shifted); nullptr: times as logged.
   const ClockCalibration* calibration = nullptr;
   std::map<std::uint64_t, std::string> tag_map;  // --tag-map: user tag names over the logs' tag records
+  // The bounded read (trace_bounded.h): the data holds only the ops to show,
+  // and this says what every op gave. nullptr: the data holds every op.
+  const TraceGlobals* given = nullptr;
+};
+
+// What a trace shows of the ops (--comm, --op, --rank, --from/--to), built
+// from the options, the GPU map and the first op's time (t0).
+class TraceFilter {
+ public:
+  // false + error on a --comm or --op that names nothing, a bad time or an empty window.
+  bool init(const TraceOptions& o, const GpuMap& gm, const ReadResult& res, std::int64_t t0, std::string& error);
+  // op (its start as placed, after the clock calibration); rank: its GPU's displayed rank.
+  bool passes(const Op& op, int rank) const;
+  bool comm_shown(std::uint64_t comm) const { return comms_.empty() || comms_.count(comm) != 0; }
+  bool in_window(std::int64_t t) const { return t >= from_ && t <= to_; }
+  std::int64_t from() const { return from_; }
+  std::int64_t to() const { return to_; }
+
+ private:
+  std::int64_t from_ = std::numeric_limits<std::int64_t>::min(), to_ = std::numeric_limits<std::int64_t>::max();
+  std::set<std::uint64_t> comms_;
+  std::set<Func> funcs_;
+  std::set<int> ranks_;
+};
+
+// An op's end on the trace: its start plus its duration (none when it has no
+// finite positive one).
+std::int64_t trace_end_ns(std::int64_t start, double dur_us);
+
+// What every op gave, for a trace whose data holds only the ops it shows (the
+// bounded read, trace_bounded.cpp), so that the trace is the one the ops in
+// memory give: the counts, t0, the sampling chosen, the GPUs of every op's
+// (file, comm, rank) with its latest end, whether channel times and tags were
+// there, and the detectors' markers.
+struct TraceGlobals {
+  struct Key {
+    std::uint32_t file = 0;
+    std::uint64_t comm = 0;
+    std::int32_t rank = 0;
+    auto operator<=>(const Key&) const = default;
+  };
+  struct KeyInfo {
+    std::uint32_t gpu = 0;  // index into gm.gpus
+    std::int64_t last_end = std::numeric_limits<std::int64_t>::min();  // of its ops with a start, calibrated
+    bool any_start = false;
+  };
+  std::uint64_t ops_input = 0, ops_no_start = 0;
+  std::uint64_t ops_selected = 0;  // passing the filters, before sampling
+  std::uint64_t sample = 1;        // the sampling chosen (TraceStats::sample)
+  std::int64_t t0 = std::numeric_limits<std::int64_t>::max();
+  GpuMap gm;  // of every op's (file, comm, rank); op_gpu unused
+  std::map<Key, KeyInfo> keys;
+  bool ch_any = false, ch_capped = false, tagged = false;
+  std::vector<Marker> markers;
+  // gm with op_gpu for these ops (each of a key in keys).
+  GpuMap gpus_of(const std::vector<Op>& ops) const;
 };
 
 struct TraceStats {

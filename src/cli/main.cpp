@@ -29,6 +29,7 @@
 #include "src/analysis/stragglers.h"
 #include "src/analysis/tags.h"
 #include "src/analysis/trace.h"
+#include "src/analysis/trace_bounded.h"
 #include "src/analysis/watch.h"
 #include "src/core/edit_distance.h"
 
@@ -264,24 +265,68 @@ struct TraceArgs {
   bool no_flows = false, no_counters = false, no_findings = false, no_calibration = false;
 };
 
-// Every rank on one timeline (stragglers.h): measured, applied to the ops,
-// and said on stderr.
-ana::ClockCalibration calibrate(std::vector<ana::Op>& ops, const ana::ReadResult& res) {
-  ana::ClockCalibration cal = ana::calibrate_clocks(ana::find_stragglers(ops, res, {}));
-  ana::apply_clock_calibration(cal, ops);
+void print_trace_stats(const TraceArgs& t, const ana::TraceStats& ts);
+
+// Every rank on one timeline (stragglers.h): said on stderr.
+void say_calibration(const ana::ClockCalibration& cal) {
   double largest = 0;
   for (const auto& [k, ns] : cal.shift_ns) largest = std::max(largest, static_cast<double>(ns) / 1000.0);
   if (!cal.comms.empty())
     std::cerr << "nccl-inspector: clocks calibrated from the collectives' common end: " << cal.comms.size() << " of "
               << cal.comms_measured << " communicators shifted, by up to " << static_cast<long long>(largest + 0.5)
               << " us (--no-clock-calibration: times as logged)\n";
+}
+
+// Measured, applied to the ops, and said.
+ana::ClockCalibration calibrate(std::vector<ana::Op>& ops, const ana::ReadResult& res) {
+  ana::ClockCalibration cal = ana::calibrate_clocks(ana::find_stragglers(ops, res, {}));
+  ana::apply_clock_calibration(cal, ops);
+  say_calibration(cal);
   return cal;
+}
+
+// Over the memory budget: the trace holds only the ops it shows (trace_bounded.h).
+int run_trace_bounded(TraceArgs& t, const std::vector<std::string>& files, std::uint64_t limit) {
+  const char* tmp = std::getenv("TMPDIR");
+  ana::BoundedTrace b;
+  b.limit = limit;
+  b.tmpdir = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+  b.calibrate = !t.no_calibration;
+  b.after_read = [&t](ana::ReadResult& res) { return ana::check_read(res) && assign_racks(t.c, res); };
+  const ana::BoundedTraceResult r = ana::write_trace_bounded(files, read_opts(t.c), threads(t.c), t.to, b, t.c.output);
+  using St = ana::BoundedTraceResult::Status;
+  if (r.status == St::kRefused) return kExitUsage;
+  if (r.status == St::kSpillFailed) {
+    std::cerr << "nccl-inspector: " << r.error << "\n";
+    return kExitInvalid;
+  }
+  if (b.calibrate) say_calibration(r.cal);
+  std::cerr << "nccl-inspector: over the memory limit (" << ana::format_bytes(static_cast<double>(limit))
+            << "): " << r.spilled_ops << " ops spilled to " << b.tmpdir << " and analysed in " << r.batches
+            << (r.batches == 1 ? " batch" : " batches") << " of whole communicators (clock calibration, detectors); "
+            << "the logs read again for the ops shown";
+  if (r.largest_batch > r.max_batch_ops)
+    std::cerr << "; one communicator of " << r.largest_batch << " ops is larger than the limit allows ("
+              << r.max_batch_ops << "), analysed whole";
+  std::cerr << "\n";
+  for (const auto& name : r.left_out)
+    std::cerr << "nccl-inspector: no " << name << " markers: it cannot run in parts (over the memory limit)\n";
+  if (r.status == St::kTraceFailed) {
+    std::cerr << "nccl-inspector: " << r.error << "\n";
+    return r.error.rfind("write", 0) == 0 || r.error.rfind("cannot", 0) == 0 ? kExitInvalid : kExitUsage;
+  }
+  print_trace_stats(t, r.stats);
+  return 0;
 }
 
 void print_trace_stats(const TraceArgs& t, const ana::TraceStats& ts) {
   std::cerr << "nccl-inspector: wrote " << t.c.output << ": " << ts.ops_written << " ops of " << ts.ops_input
             << " (" << ts.ops_selected << " selected";
-  if (ts.sample > 1) std::cerr << ", every " << ts.sample << "th seq";
+  if (ts.sample > 1) {  // "every 2nd", "3rd", "11th", "21st" seq
+    const std::uint64_t n = ts.sample;
+    const char* suffix = n % 100 / 10 == 1 ? "th" : n % 10 == 1 ? "st" : n % 10 == 2 ? "nd" : n % 10 == 3 ? "rd" : "th";
+    std::cerr << ", every " << n << suffix << " seq";
+  }
   std::cerr << "), " << ts.events << " events, " << ts.processes << " ranks, " << ts.threads << " tracks, "
             << ts.flows / 2 << " flows, " << ts.instants << " markers, " << ts.bytes / 1000 << " kB of JSON";
   if (!ts.channel_tracks) std::cerr << "; no channel sub-tracks: " << ts.channel_note;
@@ -302,6 +347,12 @@ int run_trace(TraceArgs& t) {
   }
   std::vector<std::string> files;
   if (!ana::discover(t.c.inputs, files)) return kExitUsage;
+  std::uint64_t limit = ana::default_memory_limit();
+  if (!t.c.memory_limit.empty() && !ana::parse_memory_limit(t.c.memory_limit, limit)) {
+    std::cerr << "nccl-inspector: --memory-limit '" << t.c.memory_limit << "': not a size (512M, 2G, bytes)\n";
+    return kExitUsage;
+  }
+  if (ana::estimate_ops(files) * ana::kBytesPerOpInMemory > limit) return run_trace_bounded(t, files, limit);
   ana::ReadResult res;
   auto v = ana::read_merged<ana::ViewSink>(files, read_opts(t.c), threads(t.c), res);
   if (!ana::check_read(res) || !assign_racks(t.c, res)) return kExitUsage;
@@ -349,6 +400,9 @@ Command trace_command(CLI::App& app) {
                 "place ops at their logged times (default: each rank shifted by its clock offset measured from "
                 "the collectives' common end)");
   trc->add_flag("--no-counters", t->no_counters, "no network/HCA counter tracks");
+  trc->add_option("--memory-limit", t->c.memory_limit,
+                  "memory budget (512M, 2G): larger inputs are spilled to $TMPDIR for the detectors and read twice, "
+                  "the trace holding only the ops it shows (default: a quarter of this machine's memory)");
   trc->add_flag("--no-findings", t->no_findings,
                 "do not run the detectors (no straggler/change point/outlier markers)");
   return {trc, [t] { return run_trace(*t); }};

@@ -181,6 +181,46 @@ TEST(MemoryLimit, AnomaliesInBatchesPrintWhatTheyPrintInMemory) {
   if (!HasFailure() && !std::getenv("NI_KEEP")) ni::it::fs::remove_all(dir);
 }
 
+// trace: over the budget it holds only the ops it shows; the trace (to
+// stdout) is the one every op in memory gives, byte for byte: clock
+// calibration, the detectors' markers, sampling to --max-ops, filters,
+// channel sub-tracks and network/HCA counters (verbose logs, IB events), and
+// two processes' logs concatenated on stdin.
+TEST(MemoryLimit, TraceInBatchesWritesWhatItWritesInMemory) {
+  const json truth = {{"rank_skew_us", json{{"9", 80}}},
+                      {"slow_hcas", json::array({json{{"world_rank", 6}, {"hca", 1}, {"factor", 3.0}}})},
+                      {"channel_slowdown", json{{"3", 1.6}}}};
+  const json extra = {{"net_profiler", "ib"}, {"model", {{"hca_gbps", 12.5}}}};
+  const path dir = run_job("trace", 16, 4, 6, truth, extra);
+  const std::string logs = (dir / "logs").string();
+  for (const char* opts : {"", " --max-ops 150", " --rank 1 --comm dp --from 0.004 --to 0.5 --op AllReduce",
+                           " --sample 2 --no-clock-calibration --no-findings --no-counters"}) {
+    const std::string args = "trace --no-progress " + logs + " -o -" + opts;
+    const Out mem = cli(dir, args);
+    ASSERT_EQ(mem.rc, 0) << mem.err;
+    EXPECT_EQ(batches_of(mem.err), 0u) << mem.err;
+    EXPECT_TRUE(json::accept(mem.out)) << "not JSON:" << opts;
+    if (*opts == '\0') {  // what is compared holds every part of a trace
+      for (const char* part : {"\"ph\":\"X\"", "\"ph\":\"C\"", "\"ph\":\"s\"", "\"ph\":\"i\"", " \u00b7 ch ", "slow_hca",
+                               "clock_calibration"})
+        EXPECT_NE(mem.out.find(part), std::string::npos) << part;
+      EXPECT_NE(mem.err.find("clocks calibrated"), std::string::npos) << mem.err;
+    }
+    const std::size_t most = expect_same_in_batches(dir, args, mem.out, {"1", "40K"}, "communicators");
+    EXPECT_GE(most, 5u) << "tp and dp communicators in batches of their own at 1 byte";
+  }
+  // The four processes' logs concatenated on stdin (read twice: the stream is
+  // kept in a temporary file): the trace of the directory.
+  const std::string pipe = "cat " + logs + "/*.gz |";
+  const Out d = cli(dir, "trace --no-progress " + logs + " -o - --max-ops 300");
+  const Out s = cli(dir, "trace --no-progress - -o - --max-ops 300 --memory-limit 1", pipe);
+  EXPECT_EQ(s.rc, 0) << s.err;
+  EXPECT_GE(batches_of(s.err), 1u) << s.err;
+  EXPECT_TRUE(s.out == d.out) << "the stream's trace differs from the directory's (" << s.out.size() << " and "
+                              << d.out.size() << " bytes)";
+  if (!HasFailure()) ni::it::fs::remove_all(dir);
+}
+
 // A spill that cannot be made fails with the reason and prints no result:
 // no analysis of part of the ops.
 TEST(MemoryLimit, AnUnwritableSpillDirectoryFailsClearly) {

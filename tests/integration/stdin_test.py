@@ -86,7 +86,8 @@ job = os.path.join(work, "job")
 env2 = dict(env, NCCL_INSPECTOR_DUMP_DIR=os.path.join(job, "logs"))
 start_at = str(time.time_ns() + 300_000_000)
 procs = [subprocess.Popen([emu, "--plugin", plugin, "--nccl", "2.30", "--workload", os.path.join(work, "workload.json"),
-                           "--world", "8", "--ranks", ranks, "--seed", "7", "--start-at", start_at, "--quiet"],
+                           "--world", "8", "--ranks", ranks, "--seed", "7", "--start-at", start_at, "--pace", "none",
+                           "--quiet"],
                           env=dict(env2, NCCL_INSPECTOR_HOSTNAME=host), stdout=subprocess.DEVNULL,
                           stderr=subprocess.DEVNULL) for ranks, host in (("0-3", "node0"), ("4-7", "node1"))]
 for p in procs:
@@ -112,9 +113,13 @@ else:
             if what == "plain" and sub[0] == "summary":
                 continue  # its health section tells the bytes on disk
             rc2, out2, err2 = run(sub + ["-"], stream)
-            if rc1 != rc2 or names_out(out1, as_stream) != out2 or not out2:
-                fail(f"{' '.join(sub)} of two concatenated logs ({what}): exit {rc2} (directory {rc1}), output "
-                     f"{'same' if names_out(out1, as_stream) == out2 else 'differs'}: {err2[-300:]}")
+            want = names_out(out1, as_stream)
+            if rc1 != rc2 or want != out2 or not out2:
+                a, b = want.decode(errors="replace").split("\n"), out2.decode(errors="replace").split("\n")
+                k = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+                fail(f"{' '.join(sub)} of two concatenated logs ({what}): exit {rc2} (directory {rc1}), line {k + 1}: "
+                     f"{a[k] if k < len(a) else '(none)'!r} from the directory, {b[k] if k < len(b) else '(none)'!r} "
+                     f"from the stream; stderr {err2[-300:]}")
     rc, out, err = run(["stragglers", "-"], cat)
     if b"node0" not in out or b"node1" not in out:
         fail(f"stragglers of two concatenated logs names one host only: {out[-400:]!r}")
