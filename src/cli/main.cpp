@@ -352,7 +352,7 @@ int run_trace(TraceArgs& t) {
     std::cerr << "nccl-inspector: --memory-limit '" << t.c.memory_limit << "': not a size (512M, 2G, bytes)\n";
     return kExitUsage;
   }
-  if (ana::estimate_ops(files) * ana::kBytesPerOpInMemory > limit) return run_trace_bounded(t, files, limit);
+  if (ana::estimate_ops(files) * ana::kTraceBytesPerOpInMemory > limit) return run_trace_bounded(t, files, limit);
   ana::ReadResult res;
   auto v = ana::read_merged<ana::ViewSink>(files, read_opts(t.c), threads(t.c), res);
   if (!ana::check_read(res) || !assign_racks(t.c, res)) return kExitUsage;
