@@ -62,11 +62,19 @@ void release(FileInfo& info) noexcept {
 // One file; a failure of ours while reading it (memory exhausted, a buffer the
 // system would not give) ends that file's read, never the process's or the
 // other files': the ops it handed to the sink so far stay, and the file says why.
-void read_one(FileInfo& info, std::uint32_t idx, OpSink& sink, bool validate, rd::Decoder& decoder,
+// In a concatenation the failure is the log being read when it happened.
+void read_one(FileInfo& input, std::uint32_t idx, OpSink& sink, bool validate, rd::Decoder& decoder,
               std::atomic<std::uint64_t>& done, const rd::NextFile& next) noexcept {
+  FileInfo* cur = &input;
   try {
-    rd::read_file(info, idx, sink, validate, decoder, done, &next);
+    const rd::NextFile mine = [&](const std::string& path, std::uint32_t& i) {
+      FileInfo* f = next(path, i);
+      if (f != nullptr) cur = f;
+      return f;
+    };
+    rd::read_file(input, idx, sink, validate, decoder, done, &mine);
   } catch (const std::bad_alloc&) {
+    FileInfo& info = *cur;
     info.failed = true;
     release(info);
     try {
@@ -75,6 +83,7 @@ void read_one(FileInfo& info, std::uint32_t idx, OpSink& sink, bool validate, rd
     } catch (...) {  // no memory even for the message: failed says it
     }
   } catch (const std::exception& e) {
+    FileInfo& info = *cur;
     info.failed = true;
     release(info);
     try {

@@ -697,6 +697,8 @@ void RecordReader::dispatch() {
     return;
   }
   if (L.wall_pending) resolve_wall();
+  // A meta record that starts the next log of a concatenation: its time is that log's.
+  if (t == sc::kTypeMeta && info_->lines > 1 && (info_->meta_first || info_->ops > 0)) next_file();
   if (L.has_wall && L.wall_ns > info_->last_wall_ns) info_->last_wall_ns = L.wall_ns;
   if (t == sc::kTypeMeta) {
     on_meta();
@@ -731,11 +733,13 @@ void RecordReader::dispatch() {
   }
 }
 
-// A meta record after the first line starts another log: logs concatenated
-// into one stream (`cat logs/*.gz | nccl-inspector summary -`, gzip members
-// and plain text alike) are read as the files they were, each with its own
-// host, pid and ops. Per-file state starts afresh; the stream's byte counts
-// stay with its first file, its end (truncation) goes to the last.
+// A meta record after the first line of a log that had its own meta record
+// (or ops) starts another log: logs concatenated into one stream (`cat
+// logs/*.gz | nccl-inspector summary -`, gzip members and plain text alike)
+// are read as the files they were, each with its own host, pid and ops.
+// Per-file state starts afresh; the stream's byte counts stay with its first
+// file, its end (truncation) goes to the last. (A meta record after a few
+// bad lines and nothing else stays in its file: validate reports it.)
 bool RecordReader::next_file() {
   if (next_ == nullptr || !*next_) return false;
   std::uint32_t idx = 0;
@@ -754,7 +758,6 @@ bool RecordReader::next_file() {
 
 void RecordReader::on_meta() {
   const Line& L = L_;
-  if (info_->lines > 1) next_file();
   if (info_->lines == 1) info_->meta_first = true;
   else problem(std::string(sc::kTypeMeta) + " record not on the first line");
   info_->format = FileFormat::kOurs;

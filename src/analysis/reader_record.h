@@ -27,9 +27,10 @@ using NextFile = std::function<FileInfo*(const std::string& path, std::uint32_t&
 
 // Reads info.path (info.path set, the rest default) with the worker's decoder;
 // idx is the file's index in the read (Op::file_idx). A meta record after the
-// first line starts another log (files concatenated into one stream): with
-// `next`, its lines go to the file next gives; without, they stay in info
-// (validate then reports the misplaced meta record).
+// first line of a log that began with its own (or had ops) starts another log
+// (files concatenated into one stream): with `next`, its lines go to the file
+// next gives; without, they stay in info (validate then reports the misplaced
+// meta record, as it does for one after bad lines alone).
 void read_file(FileInfo& info, std::uint32_t idx, OpSink& sink, bool validate, Decoder& decoder,
                std::atomic<std::uint64_t>& progress, const NextFile* next = nullptr);
 

@@ -85,20 +85,24 @@ struct Keep {
   const TraceGlobals* g = nullptr;
   const TraceFilter* filter = nullptr;
   const ClockCalibration* cal = nullptr;
-  std::map<std::string, std::uint32_t> file_of_path;  // the first read's file index of each log
+  std::uint32_t inputs = 0;  // the inputs' own logs keep their index; further logs of a concatenation
+  std::map<std::string, std::uint32_t> file_of_path;  // are found by name ("INPUT (log 2)")
+  std::vector<std::uint64_t> file_ops;  // the ops the first read gave per file
 };
 
 class KeepSink : public ViewSink {
  public:
-  explicit KeepSink(const Keep* k) : k_(k) {}
+  explicit KeepSink(const Keep* k) : k_(k), seen_(k->file_ops.size(), 0) {}
   void on_op(const Op& op, const OpDetail* d, const FileInfo& file) override {
-    if (!op.has_start() || op.seq % k_->g->sample != 0) return;
-    if (op.file_idx != read_file_) {  // the same log may have another index in this read (concatenations)
+    if (op.file_idx != read_file_) {  // a concatenation's further logs may have other indices in this read
       read_file_ = op.file_idx;
       auto it = k_->file_of_path.find(file.path);
-      file_ = it == k_->file_of_path.end() ? UINT32_MAX : it->second;
+      file_ = op.file_idx < k_->inputs ? op.file_idx : it == k_->file_of_path.end() ? UINT32_MAX : it->second;
     }
-    if (file_ == UINT32_MAX) return;
+    if (file_ >= seen_.size()) return;
+    // A log still being written: what the first read saw of it, no more.
+    if (++seen_[file_] > k_->file_ops[file_]) return;
+    if (!op.has_start() || op.seq % k_->g->sample != 0) return;
     Op o = op;
     o.file_idx = file_;
     auto key = k_->g->keys.find({o.file_idx, o.comm_hash, o.rank});
@@ -108,11 +112,17 @@ class KeepSink : public ViewSink {
     if (!k_->filter->passes(o, k_->g->gm.gpus[key->second.gpu].rank)) return;
     ViewSink::on_op(o, d, file);
   }
-  void merge(KeepSink&& o) { ViewSink::merge(std::move(o)); }
+  void merge(KeepSink&& o) {
+    ViewSink::merge(std::move(o));
+    for (std::size_t f = 0; f < seen_.size() && f < o.seen_.size(); ++f) seen_[f] += o.seen_[f];
+  }
+  // The ops each file gave this read (all of them, kept or not).
+  const std::vector<std::uint64_t>& seen() const { return seen_; }
 
  private:
   const Keep* k_;
   std::uint32_t read_file_ = UINT32_MAX, file_ = UINT32_MAX;
+  std::vector<std::uint64_t> seen_;
 };
 
 // The GPU map of every op, from one op per (file, comm, rank) with its
@@ -196,7 +206,7 @@ BoundedTraceResult write_trace_bounded(const std::vector<std::string>& files, co
   std::string filter_error;
   const bool filtered = g.t0 != std::numeric_limits<std::int64_t>::max() && filter.init(o, g.gm, res, g.t0, filter_error);
   std::vector<std::unique_ptr<Analysis>> parts;
-  if (o.findings)
+  if (o.findings && filtered)  // else the trace stops at the filter's error: no detector to run for it
     for (auto& a : make_analyses())
       if (a->input() == Input::kOps || a->input() == Input::kOpsDetail) parts.push_back(std::move(a));
   const std::uint64_t sample = std::max<std::uint64_t>(1, o.sample);
@@ -241,11 +251,21 @@ BoundedTraceResult write_trace_bounded(const std::vector<std::string>& files, co
   keep.g = &g;
   keep.filter = &filter;
   keep.cal = &out.cal;
-  for (std::size_t f = 0; f < res.files.size(); ++f) keep.file_of_path.emplace(res.files[f].path, static_cast<std::uint32_t>(f));
+  keep.inputs = static_cast<std::uint32_t>(files.size());
+  for (std::size_t f = files.size(); f < res.files.size(); ++f)
+    keep.file_of_path.emplace(res.files[f].path, static_cast<std::uint32_t>(f));
+  for (const FileInfo& f : res.files) keep.file_ops.push_back(f.ops);
   std::unique_ptr<KeepSink> view;
   if (filtered) {
     ReadResult again;
     view = read_merged<KeepSink>(files, ro, threads, again, &keep);
+    for (std::size_t f = 0; f < res.files.size(); ++f)
+      if (view->seen()[f] < keep.file_ops[f]) {  // shrunk, rotated away or damaged since the first read
+        out.status = St::kSpillFailed;
+        out.error = res.files[f].path + " changed between the trace's two reads (" + std::to_string(keep.file_ops[f]) +
+                    " ops, then " + std::to_string(view->seen()[f]) + "): no trace from part of its ops";
+        return out;
+      }
   } else {
     view = std::make_unique<KeepSink>(&keep);  // nothing to show: the trace says why, as with every op in memory
   }

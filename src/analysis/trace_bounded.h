@@ -42,7 +42,10 @@ struct BoundedTrace {
 
 struct BoundedTraceResult {
   enum class Status { kOk, kRefused, kSpillFailed, kTraceFailed } status = Status::kOk;
-  std::string error;                 // kSpillFailed, kTraceFailed: why
+  // kSpillFailed: the spill could not be written or read back, or a log
+  // shrank between the two reads (one still growing is read as far as the
+  // first read saw it); kTraceFailed: write_trace_file's error. Why:
+  std::string error;
   ReadResult res;                    // the first read's
   ClockCalibration cal;              // applied (empty without calibration)
   TraceStats stats;

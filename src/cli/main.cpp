@@ -309,6 +309,8 @@ int run_trace_bounded(TraceArgs& t, const std::vector<std::string>& files, std::
     std::cerr << "; one communicator of " << r.largest_batch << " ops is larger than the limit allows ("
               << r.max_batch_ops << "), analysed whole";
   std::cerr << "\n";
+  if (t.to.max_ops == 0)
+    std::cerr << "nccl-inspector: --max-ops 0: every op the trace shows is held in memory, over the limit or not\n";
   for (const auto& name : r.left_out)
     std::cerr << "nccl-inspector: no " << name << " markers: it cannot run in parts (over the memory limit)\n";
   if (r.status == St::kTraceFailed) {

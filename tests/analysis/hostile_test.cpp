@@ -8,10 +8,12 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "src/analysis/reader.h"
@@ -185,6 +187,81 @@ TEST(Hostile, OutOfMemoryInOneFileIsThatFilesError) {
   EXPECT_EQ(failed["value"].get<std::uint64_t>(), 1u);
   EXPECT_NE(failed["detail"].get<std::string>().find("marks.jsonl.gz"), std::string::npos);
   EXPECT_EQ(health_row(js, "ops")["value"].get<std::uint64_t>(), truth.ops);
+}
+
+// Logs concatenated into one file (`cat *.gz > all.gz`, or plain text) are
+// read as the files they were: each its own host, pid, ops, comms and last
+// time; a later log's meta record (here 10 s after the others' ops) is that
+// log's time, not the one before it. A meta record after bad lines alone
+// stays in its file and validate reports it.
+std::string gunzip(const std::string& path) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  std::string out;
+  char buf[65536];
+  for (int n; f != nullptr && (n = gzread(f, buf, sizeof buf)) > 0;) out.append(buf, static_cast<std::size_t>(n));
+  if (f != nullptr) gzclose(f);
+  return out;
+}
+TEST(Hostile, ConcatenatedLogsAreReadAsTheFilesTheyWere) {
+  const std::string dir = ni::test::temp_dir("concat");
+  ni::test::JobSpec spec;
+  spec.ranks_per_host = 2;
+  spec.iterations = 30;
+  spec.marks = true;
+  const std::string job = ni::test::temp_dir("concat_job");
+  const auto truth = ni::test::write_job(job, spec);
+  ASSERT_EQ(truth.files.size(), 4u);
+  std::vector<std::string> apart;
+  std::string all;
+  for (std::size_t i = 0; i < truth.files.size(); ++i) {
+    std::string text = gunzip(truth.files[i]);
+    const std::string t0 = "\"wall_ns\":1767225600000000000";
+    ASSERT_EQ(text.find(t0), std::string("{\"type\":\"meta\",").size()) << "the meta record comes first with its time";
+    if (i > 0) text.replace(text.find(t0), t0.size(), "\"wall_ns\":1767225610000000000");
+    apart.push_back(dir + "/log" + std::to_string(i) + ".jsonl");
+    ni::test::write_text(apart.back(), text);
+    all += text;
+  }
+  ni::test::write_text(dir + "/all.jsonl", all);
+  ana::ReadOptions ro;
+  ro.progress = 0;
+  ana::ReadResult one, many;
+  auto a = ana::read_merged<ana::CollectSink>(std::vector<std::string>{dir + "/all.jsonl"}, ro, 2, one, false);
+  auto b = ana::read_merged<ana::CollectSink>(apart, ro, 2, many, false);
+  ASSERT_EQ(one.files.size(), many.files.size());
+  for (std::size_t i = 0; i < one.files.size(); ++i) {
+    const ana::FileInfo& x = one.files[i];
+    const ana::FileInfo& y = many.files[i];
+    EXPECT_EQ(x.path, i == 0 ? dir + "/all.jsonl" : dir + "/all.jsonl (log " + std::to_string(i + 1) + ")");
+    EXPECT_EQ(x.host, y.host) << i;
+    EXPECT_EQ(x.pid, y.pid) << i;
+    EXPECT_EQ(x.ops, y.ops) << i;
+    EXPECT_EQ(x.lines, y.lines) << i;
+    EXPECT_EQ(x.comms.size(), y.comms.size()) << i;
+    EXPECT_EQ(x.marks.size(), y.marks.size()) << i;
+    EXPECT_EQ(x.last_wall_ns, y.last_wall_ns) << "log " << i << ": the next log's meta time is not this one's";
+    EXPECT_TRUE(x.meta_first) << i;
+  }
+  auto keys = [](const ana::CollectSink& s, const ana::ReadResult& r) {
+    std::vector<std::tuple<std::string, std::int64_t, std::uint64_t, int, std::uint64_t, double>> k;
+    for (const ana::Op& op : s.ops)
+      k.emplace_back(r.files[op.file_idx].host, r.files[op.file_idx].pid, op.comm_hash, op.rank, op.seq, op.dur_us);
+    std::sort(k.begin(), k.end());
+    return k;
+  };
+  EXPECT_EQ(keys(*a, one), keys(*b, many));
+  EXPECT_EQ(a->ops.size(), truth.ops);
+
+  // Bad lines, then a meta record: one file, and validate says where the meta record is.
+  ni::test::write_text(dir + "/odd.jsonl", "not json\n" + gunzip(truth.files[0]));
+  ana::ReadOptions vo = ro;
+  vo.validate = true;
+  ana::ReadResult odd;
+  ana::read_merged<ana::CollectSink>(std::vector<std::string>{dir + "/odd.jsonl"}, vo, 1, odd, false);
+  ASSERT_EQ(odd.files.size(), 1u);
+  bool said = false;
+  for (const auto& p : odd.files[0].problems) said = said || p.find("not on the first line") != std::string::npos;
+  EXPECT_TRUE(said);
 }
 
 // A log that says it is format_version 2^32 + 1 is not shown as "v1" (the
