@@ -153,16 +153,21 @@ TEST(MemoryLimit, IterationsInBatchesPrintWhatTheyPrintInMemory) {
   if (!HasFailure()) ni::it::fs::remove_all(dir);
 }
 
+// A job with a slow NIC (world rank 6, HCA 1, x3), a slow channel (3, x1.6)
+// and a late rank (9), IB network events on, channel times verbose.
+json nic_job_truth() {
+  return {{"rank_skew_us", json{{"9", 80}}},
+          {"slow_hcas", json::array({json{{"world_rank", 6}, {"hca", 1}, {"factor", 3.0}}})},
+          {"channel_slowdown", json{{"3", 1.6}}}};
+}
+json nic_job_extra() { return {{"net_profiler", "ib"}, {"model", {{"hca_gbps", 12.5}}}}; }
+
 // anomalies: batches of whole communicators, each op's HCA use and slowest
 // channel spilled with it; the HCA judgements (a NIC across its process's
 // communicators) from what every batch collected. A job with a slow NIC, a
 // slow channel and a late rank, IB network events on, channel times verbose.
 TEST(MemoryLimit, AnomaliesInBatchesPrintWhatTheyPrintInMemory) {
-  const json truth = {{"rank_skew_us", json{{"9", 80}}},
-                      {"slow_hcas", json::array({json{{"world_rank", 6}, {"hca", 1}, {"factor", 3.0}}})},
-                      {"channel_slowdown", json{{"3", 1.6}}}};
-  const json extra = {{"net_profiler", "ib"}, {"model", {{"hca_gbps", 12.5}}}};
-  const path dir = run_job("anom", 16, 4, 2, truth, extra);
+  const path dir = run_job("anom", 16, 4, 2, nic_job_truth(), nic_job_extra());
   if (std::getenv("NI_KEEP")) std::printf("logs: %s\n", dir.c_str());
   const std::string logs = (dir / "logs").string();
   for (const char* fmt : {"json", "table"}) {
@@ -187,11 +192,7 @@ TEST(MemoryLimit, AnomaliesInBatchesPrintWhatTheyPrintInMemory) {
 // channel sub-tracks and network/HCA counters (verbose logs, IB events), and
 // two processes' logs concatenated on stdin.
 TEST(MemoryLimit, TraceInBatchesWritesWhatItWritesInMemory) {
-  const json truth = {{"rank_skew_us", json{{"9", 80}}},
-                      {"slow_hcas", json::array({json{{"world_rank", 6}, {"hca", 1}, {"factor", 3.0}}})},
-                      {"channel_slowdown", json{{"3", 1.6}}}};
-  const json extra = {{"net_profiler", "ib"}, {"model", {{"hca_gbps", 12.5}}}};
-  const path dir = run_job("trace", 16, 4, 6, truth, extra);
+  const path dir = run_job("trace", 16, 4, 6, nic_job_truth(), nic_job_extra());
   const std::string logs = (dir / "logs").string();
   for (const char* opts : {"", " --max-ops 150", " --rank 1 --comm dp --from 0.004 --to 0.5 --op AllReduce",
                            " --sample 2 --no-clock-calibration --no-findings --no-counters"}) {
