@@ -116,7 +116,11 @@ string(CONCAT CPACK_DEBIAN_UNSPECIFIED_DESCRIPTION
     "a GPU.")
 if(NOT NI_DPKG_SHLIBDEPS)
   set(CPACK_DEBIAN_PLUGIN_PACKAGE_DEPENDS "libc6 (>= 2.34)")
-  set(CPACK_DEBIAN_UNSPECIFIED_PACKAGE_DEPENDS "libc6 (>= 2.34), libstdc++6 (>= 12), libgcc-s1")
+  if(NI_PORTABLE_TOOLS)
+    set(CPACK_DEBIAN_UNSPECIFIED_PACKAGE_DEPENDS "libc6 (>= 2.34)")
+  else()
+    set(CPACK_DEBIAN_UNSPECIFIED_PACKAGE_DEPENDS "libc6 (>= 2.34), libstdc++6 (>= 12), libgcc-s1, libsimdjson14")
+  endif()
 endif()
 
 # Debian policy (checked with lintian by tests/install/check_packages.sh): each package has its copyright and
@@ -125,6 +129,15 @@ endif()
 # crash reports from inside NCCL jobs). The .tar.gz keeps unstripped files.
 foreach(_ni_pkg nccl-inspector nccl-inspector-tools)
   set(_ni_dir "${PROJECT_BINARY_DIR}/debian/${_ni_pkg}")
+  # The libraries linked into each package's binaries, with their licenses (embedded-*.in).
+  set(_ni_embedded_in "${PROJECT_SOURCE_DIR}/packaging/debian/embedded-plugin.in")
+  if(_ni_pkg STREQUAL "nccl-inspector-tools")
+    set(_ni_embedded_in "${PROJECT_SOURCE_DIR}/packaging/debian/embedded-tools.in")
+  endif()
+  set(NI_EMBEDDED_COPYRIGHT "")
+  if(_ni_pkg STREQUAL "nccl-inspector" OR NI_PORTABLE_TOOLS)
+    file(READ "${_ni_embedded_in}" NI_EMBEDDED_COPYRIGHT)
+  endif()
   configure_file("${PROJECT_SOURCE_DIR}/packaging/debian/copyright.in" "${_ni_dir}/copyright" @ONLY)
   configure_file("${PROJECT_SOURCE_DIR}/packaging/debian/changelog.in" "${_ni_dir}/changelog" @ONLY)
   execute_process(COMMAND gzip -9nf "${_ni_dir}/changelog" RESULT_VARIABLE _ni_gz)
@@ -135,6 +148,12 @@ foreach(_ni_pkg nccl-inspector nccl-inspector-tools)
   install(FILES "${_ni_dir}/copyright" "${_ni_dir}/changelog.gz"
           DESTINATION "${CMAKE_INSTALL_DATADIR}/doc/${_ni_pkg}" COMPONENT ${_ni_comp})
 endforeach()
+# The tools embed zlib on purpose (docs/deployment.md: they need glibc alone); lintian's check for embedded
+# copies is told so.
+if(NI_PORTABLE_TOOLS)
+  install(FILES "${PROJECT_SOURCE_DIR}/packaging/debian/nccl-inspector-tools.lintian-overrides"
+          DESTINATION "${CMAKE_INSTALL_DATADIR}/lintian/overrides" RENAME nccl-inspector-tools COMPONENT Unspecified)
+endif()
 set(CPACK_DEBIAN_PLUGIN_PACKAGE_CONTROL_EXTRA "${PROJECT_SOURCE_DIR}/packaging/debian/triggers")
 set(CPACK_DEBIAN_PLUGIN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 set(CPACK_DEBIAN_DEBUGINFO_PACKAGE ON)

@@ -26,6 +26,35 @@ fi
 if ! command -v npm >/dev/null; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends npm
 fi
+# simdjson's source, from Debian's own source package (apt checks it against the signed Sources index): Debian
+# ships simdjson only as a shared library, and the analyzer and the emulator are built to need nothing but glibc
+# (docs/deployment.md), so the build compiles simdjson into them. Git-ignored, under .deps/; fetched once.
+fetch_simdjson() {
+  local dest=.deps/simdjson tmp codename mirror
+  [ -f "$dest/singleheader/simdjson.cpp" ] && return 0
+  tmp=$(mktemp -d)
+  # shellcheck disable=SC2064
+  trap "rm -rf '$tmp'" RETURN
+  # shellcheck source=/dev/null
+  codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
+  mirror=${NI_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+  mkdir -p "$tmp/parts" "$tmp/lists/partial" "$tmp/cache/archives/partial" "$tmp/get"
+  printf 'Types: deb-src\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: %s\n' "$mirror" "$codename" \
+    /usr/share/keyrings/debian-archive-keyring.gpg >"$tmp/parts/src.sources"
+  local apt=(apt-get -qq -o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$tmp/parts"
+             -o "Dir::State::Lists=$tmp/lists" -o "Dir::Cache=$tmp/cache" -o APT::Sandbox::User=root)
+  if ! "${apt[@]}" update >"$tmp/log" 2>&1 || ! (cd "$tmp/get" && "${apt[@]}" source --download-only simdjson >>"$tmp/log" 2>&1); then
+    cat "$tmp/log" >&2
+    echo "setup-deps: could not fetch Debian's simdjson source from $mirror (NI_DEBIAN_MIRROR=URL names another)" >&2
+    return 1
+  fi
+  mkdir -p .deps
+  rm -rf "$dest" .deps/simdjson-*
+  tar xzf "$tmp"/get/simdjson_*.orig.tar.gz -C .deps
+  mv .deps/simdjson-* "$dest"
+  [ -f "$dest/singleheader/simdjson.cpp" ] || { echo "setup-deps: no singleheader/simdjson.cpp in Debian's simdjson source" >&2; return 1; }
+}
+fetch_simdjson
 # Plotly.js, pinned, which the build embeds in nccl-inspector for its HTML report (git-ignored node_modules;
 # npm ci again whenever the lock file is newer than the install).
 if [ ! -f web/node_modules/.package-lock.json ] || [ web/package-lock.json -nt web/node_modules/.package-lock.json ]; then

@@ -86,7 +86,10 @@ CompareResult compare_runs(const std::vector<std::string>& base, const std::vect
     // Positive "better" = higher busbw or lower latency.
     const double change = ma > 0 ? 100.0 * (mbv - ma) / ma : 0;
     const double better = bw ? change : -change;
-    const double noise = ma > 0 ? 100.0 * 3.0 * std::hypot(se_median(qa), se_median(qb)) / ma : 0;
+    // sqrt of the sum of squares, not std::hypot: glibc 2.35 versioned hypot anew, which would raise the
+    // analyzer's glibc floor (docs/deployment.md); standard errors of latencies and bandwidths cannot overflow.
+    const double sea = se_median(qa), seb = se_median(qb);
+    const double noise = ma > 0 ? 100.0 * 3.0 * std::sqrt(sea * sea + seb * seb) / ma : 0;
     std::string verdict;
     if (qa.count() < o.min_count || qb.count() < o.min_count) {
       verdict = "too few ops";

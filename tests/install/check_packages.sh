@@ -29,12 +29,18 @@ echo "nccl-inspector Depends: $deps"
 tdeps=$(field "$tools_deb" Depends)
 echo "nccl-inspector-tools Depends: $tdeps"
 grep -q "nccl-inspector (= $version)" <<<"$tdeps" || fail "tools package does not depend on the plugin package"
-grep -q 'libstdc++6' <<<"$tdeps" || fail "tools package lacks its libstdc++6 dependency"
+# The tools' Depends follow what the binaries link: libc6 (and the plugin) alone when they are built to need glibc
+# alone (cmake/portable.cmake), libstdc++6 and libsimdjson too when they link them.
+tools_needed=$(for b in "$build"/bin/nccl-emu "$build"/bin/nccl-inspector; do [[ -f $b ]] && readelf -dW "$b"; done)
+for lib in libstdc++ libsimdjson; do
+  if grep -q "NEEDED.*\[$lib" <<<"$tools_needed"; then
+    grep -q "$lib" <<<"$tdeps" || fail "the tools link $lib but the package does not depend on it"
+  else
+    grep -q "$lib" <<<"$tdeps" && fail "the tools do not link $lib but the package depends on it"
+  fi
+done
 # Lists go to files first: `dpkg-deb -c | grep -q` would die of SIGPIPE under pipefail.
 dpkg-deb -c "$tools_deb" >"$tmp/tools.list"
-if grep -q './usr/bin/nccl-inspector$' "$tmp/tools.list"; then
-  grep -q 'libsimdjson' <<<"$tdeps" || fail "nccl-inspector links libsimdjson but the package does not depend on it"
-fi
 
 dpkg-deb -c "$plugin_deb" >"$tmp/plugin.list"
 for f in ./usr/lib/libnccl-profiler-inspector.so ./usr/share/doc/nccl-inspector/README.md \
