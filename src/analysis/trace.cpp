@@ -291,11 +291,7 @@ void TraceBuild::select_ops() {
     for (auto i : sel_) k += ops_[i].seq % n == 0;
     return k;
   };
-  std::uint64_t kept = N == 1 ? sel_.size() : count_sampled(N);
-  if (o_.max_ops && kept > o_.max_ops) {
-    N *= (kept + o_.max_ops - 1) / o_.max_ops;
-    kept = count_sampled(N);
-  }
+  N = trace_sample(N, N == 1 ? sel_.size() : count_sampled(N), o_.max_ops);
   st.sample = N;
   if (N > 1)
     sel_.erase(std::remove_if(sel_.begin(), sel_.end(), [&](std::uint32_t i) { return ops_[i].seq % N != 0; }),

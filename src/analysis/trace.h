@@ -55,6 +55,13 @@ struct TraceOptions {
   const TraceGlobals* given = nullptr;
 };
 
+// The sampling a trace uses: `requested` (TraceOptions::sample), multiplied so that the `kept` ops it keeps of the
+// selection come to about max_ops (0: no limit). The in-memory trace and the bounded one apply the same rule.
+inline std::uint64_t trace_sample(std::uint64_t requested, std::uint64_t kept, std::uint64_t max_ops) {
+  const std::uint64_t n = requested > 1 ? requested : 1;
+  return max_ops && kept > max_ops ? n * ((kept + max_ops - 1) / max_ops) : n;
+}
+
 // What a trace shows of the ops (--comm, --op, --rank, --from/--to), built
 // from the options, the GPU map and the first op's time (t0).
 class TraceFilter {

@@ -125,9 +125,11 @@ class KeepSink : public ViewSink {
   std::vector<std::uint64_t> seen_;
 };
 
-// The GPU map of every op, from one op per (file, comm, rank) with its
-// largest nranks: map_gpus reads no more of the ops than that.
-void map_keys(const std::map<Key, KeyAcc>& keys, const ReadResult& res, TraceGlobals& g) {
+// Per (file, comm, rank): its GPU (map_gpus on one op per key with the key's
+// largest nranks: it reads no more of the ops than that), whether it has a
+// start time, and its last end; t0, the earliest start. Times shifted as the
+// clock calibration says.
+void map_keys(const std::map<Key, KeyAcc>& keys, const ReadResult& res, const ClockCalibration& cal, TraceGlobals& g) {
   std::vector<Op> skel;
   skel.reserve(keys.size());
   for (const auto& [k, a] : keys) {
@@ -140,7 +142,16 @@ void map_keys(const std::map<Key, KeyAcc>& keys, const ReadResult& res, TraceGlo
   }
   g.gm = map_gpus(skel, res);
   std::size_t i = 0;
-  for (const auto& [k, a] : keys) g.keys[k].gpu = g.gm.op_gpu[i++];
+  for (const auto& [k, a] : keys) {
+    TraceGlobals::KeyInfo& ki = g.keys[k];
+    ki.gpu = g.gm.op_gpu[i++];
+    ki.any_start = a.any_start;
+    if (!a.any_start) continue;
+    auto s = cal.shift_ns.find({k.comm, k.rank});
+    const std::int64_t shift = s == cal.shift_ns.end() ? 0 : s->second;
+    g.t0 = std::min(g.t0, a.first_start - shift);
+    ki.last_end = a.last_end - shift;
+  }
   g.gm.op_gpu.clear();
 }
 
@@ -189,16 +200,7 @@ BoundedTraceResult write_trace_bounded(const std::vector<std::string>& files, co
   g.ch_any = scan->ch_entries_ > 0;
   g.ch_capped = scan->ch_entries_ > ViewSink::kMaxChannelEntries;
   g.tagged = scan->tagged_;
-  map_keys(scan->keys_, res, g);
-  for (const auto& [k, a] : scan->keys_) {
-    TraceGlobals::KeyInfo& ki = g.keys[k];
-    ki.any_start = a.any_start;
-    if (!a.any_start) continue;
-    auto s = out.cal.shift_ns.find({k.comm, k.rank});
-    const std::int64_t shift = s == out.cal.shift_ns.end() ? 0 : s->second;
-    g.t0 = std::min(g.t0, a.first_start - shift);
-    ki.last_end = a.last_end - shift;
-  }
+  map_keys(scan->keys_, res, out.cal, g);
   scan->keys_.clear();
 
   // Calibrated: the detectors' markers and the count that sets the sampling.
@@ -234,8 +236,7 @@ BoundedTraceResult write_trace_bounded(const std::vector<std::string>& files, co
     });
     if (!ok) return spill_failed();
   }
-  g.sample = sample;
-  if (o.max_ops && kept > o.max_ops) g.sample *= (kept + o.max_ops - 1) / o.max_ops;  // as TraceBuild::select_ops
+  g.sample = trace_sample(sample, kept, o.max_ops);  // as TraceBuild::select_ops
   const CollectSink none;
   for (auto& a : parts) {
     AnalysisResult r;

@@ -168,11 +168,38 @@ int finish(const ana::AnalysisResult& r, const Common& c) {
   return r.exit;
 }
 
+// Where spills go: $TMPDIR, else /tmp.
+std::string spill_dir() {
+  const char* tmp = std::getenv("TMPDIR");
+  return tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+}
+
+// --memory-limit, or the machine's default (partition.h); false (said) when it is not a size.
+bool memory_limit(const Common& c, std::uint64_t& limit) {
+  limit = ana::default_memory_limit();
+  if (c.memory_limit.empty() || ana::parse_memory_limit(c.memory_limit, limit)) return true;
+  std::cerr << "nccl-inspector: --memory-limit '" << c.memory_limit << "': not a size (512M, 2G, bytes)\n";
+  return false;
+}
+
+// The line that says a run went over the memory limit: how many ops were spilled where, in how many batches of
+// what, and the batch the limit could not split.
+void say_over_limit(std::uint64_t limit, std::uint64_t spilled, const std::string& dir, std::size_t batches,
+                    std::string_view of_what, std::string_view then, std::size_t largest, std::size_t max_ops,
+                    const char* unit) {
+  std::cerr << "nccl-inspector: over the memory limit (" << ana::format_bytes(static_cast<double>(limit))
+            << "): " << spilled << " ops spilled to " << dir << " and analysed in " << batches
+            << (batches == 1 ? " batch" : " batches") << " of whole " << of_what << then;
+  if (largest > max_ops)
+    std::cerr << "; one " << unit << " of " << largest << " ops is larger than the limit allows (" << max_ops
+              << "), analysed whole";
+  std::cerr << "\n";
+}
+
 // Over the memory budget: the ops spilled by communicator or process to
 // temporary files, then analysed in batches of whole ones (partition.h).
 int run_in_parts(ana::Analysis& a, const Common& c, const ana::FilesInput& in, std::uint64_t limit) {
-  const char* tmp = std::getenv("TMPDIR");
-  const std::string dir = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+  const std::string dir = spill_dir();
   ana::ReadResult res;
   auto spill = ana::read_merged<ana::SpillSink>(in.files, in.ro, in.threads, res, dir, a.partition(),
                                                 a.input() == ana::Input::kOpsDetail);
@@ -187,14 +214,8 @@ int run_in_parts(ana::Analysis& a, const Common& c, const ana::FilesInput& in, s
   const std::size_t batches =
       spill->for_each_batch(max_ops, [&](ana::CollectSink& part) { a.run_part(ana::AnalysisInput{part, res}); });
   if (failed()) return kExitInvalid;
-  std::cerr << "nccl-inspector: over the memory limit (" << ana::format_bytes(static_cast<double>(limit))
-            << "): " << spill->ops() << " ops spilled to " << dir << " and analysed in " << batches
-            << (batches == 1 ? " batch" : " batches") << " of whole " << ana::partition_unit(a.partition());
-  if (spill->largest_batch() > max_ops)
-    std::cerr << "; one " << (a.partition() == ana::Partition::kProcess ? "process" : "communicator") << " of "
-              << spill->largest_batch() << " ops is larger than the limit allows ("
-              << max_ops << "), analysed whole";
-  std::cerr << "\n";
+  say_over_limit(limit, spill->ops(), dir, batches, ana::partition_unit(a.partition()), "", spill->largest_batch(),
+                 max_ops, a.partition() == ana::Partition::kProcess ? "process" : "communicator");
   return finish(a.finish_parts(res), c);
 }
 
@@ -219,11 +240,8 @@ int run_analysis(ana::Analysis& a, const Common& c) {
     return finish(a.run(ana::AnalysisInput{none, res}), c);
   }
   if (a.partition() != ana::Partition::kNone) {
-    std::uint64_t limit = ana::default_memory_limit();
-    if (!c.memory_limit.empty() && !ana::parse_memory_limit(c.memory_limit, limit)) {
-      std::cerr << "nccl-inspector: --memory-limit '" << c.memory_limit << "': not a size (512M, 2G, bytes)\n";
-      return kExitUsage;
-    }
+    std::uint64_t limit = 0;
+    if (!memory_limit(c, limit)) return kExitUsage;
     if (ana::estimate_ops(in.files) * ana::kBytesPerOpInMemory > limit) return run_in_parts(a, c, in, limit);
   }
   ana::ReadResult res;
@@ -287,10 +305,9 @@ ana::ClockCalibration calibrate(std::vector<ana::Op>& ops, const ana::ReadResult
 
 // Over the memory budget: the trace holds only the ops it shows (trace_bounded.h).
 int run_trace_bounded(TraceArgs& t, const std::vector<std::string>& files, std::uint64_t limit) {
-  const char* tmp = std::getenv("TMPDIR");
   ana::BoundedTrace b;
   b.limit = limit;
-  b.tmpdir = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+  b.tmpdir = spill_dir();
   b.calibrate = !t.no_calibration;
   b.after_read = [&t](ana::ReadResult& res) { return ana::check_read(res) && assign_racks(t.c, res); };
   const ana::BoundedTraceResult r = ana::write_trace_bounded(files, read_opts(t.c), threads(t.c), t.to, b, t.c.output);
@@ -301,14 +318,9 @@ int run_trace_bounded(TraceArgs& t, const std::vector<std::string>& files, std::
     return kExitInvalid;
   }
   if (b.calibrate) say_calibration(r.cal);
-  std::cerr << "nccl-inspector: over the memory limit (" << ana::format_bytes(static_cast<double>(limit))
-            << "): " << r.spilled_ops << " ops spilled to " << b.tmpdir << " and analysed in " << r.batches
-            << (r.batches == 1 ? " batch" : " batches") << " of whole communicators (clock calibration, detectors); "
-            << "the logs read again for the ops shown";
-  if (r.largest_batch > r.max_batch_ops)
-    std::cerr << "; one communicator of " << r.largest_batch << " ops is larger than the limit allows ("
-              << r.max_batch_ops << "), analysed whole";
-  std::cerr << "\n";
+  say_over_limit(limit, r.spilled_ops, b.tmpdir, r.batches, "communicators",
+                 " (clock calibration, detectors); the logs read again for the ops shown", r.largest_batch,
+                 r.max_batch_ops, "communicator");
   if (t.to.max_ops == 0)
     std::cerr << "nccl-inspector: --max-ops 0: every op the trace shows is held in memory, over the limit or not\n";
   for (const auto& name : r.left_out)
@@ -349,11 +361,8 @@ int run_trace(TraceArgs& t) {
   }
   std::vector<std::string> files;
   if (!ana::discover(t.c.inputs, files)) return kExitUsage;
-  std::uint64_t limit = ana::default_memory_limit();
-  if (!t.c.memory_limit.empty() && !ana::parse_memory_limit(t.c.memory_limit, limit)) {
-    std::cerr << "nccl-inspector: --memory-limit '" << t.c.memory_limit << "': not a size (512M, 2G, bytes)\n";
-    return kExitUsage;
-  }
+  std::uint64_t limit = 0;
+  if (!memory_limit(t.c, limit)) return kExitUsage;
   if (ana::estimate_ops(files) * ana::kTraceBytesPerOpInMemory > limit) return run_trace_bounded(t, files, limit);
   ana::ReadResult res;
   auto v = ana::read_merged<ana::ViewSink>(files, read_opts(t.c), threads(t.c), res);
