@@ -16,7 +16,7 @@ const std::vector<std::string>& export_columns() {
   static const std::vector<std::string> cols = {
       "host", "pid", "kind", "comm_hash", "comm_name", "rank", "nranks", "nnodes", "func", "seq",
       "peer", "bytes", "size_bucket", "algo", "proto", "nchannels", "start_wall_ns", "dur_us",
-      "busbw_gbs", "ch_balance", "timing", "reclaimed", "partial", "file"};
+      "busbw_gbs", "ch_balance", "timing", "reclaimed", "partial", "file", "user_tag"};
   return cols;
 }
 
@@ -26,7 +26,9 @@ class ExportSink : public OpSink {
   ExportSink(ExportFormat f, std::ostream& out, std::mutex& mu) : f_(f), out_(out), mu_(mu) {}
   ~ExportSink() override { flush(); }
   void merge(ExportSink&&) {}
-  void on_op(const Op& op, const OpDetail*, const FileInfo& file) override {
+  bool wants_tag() const override { return true; }
+  void on_op(const Op& op, const OpDetail* detail, const FileInfo& file) override {
+    const std::uint64_t tag = detail != nullptr ? detail->user_tag : 0;
     if (op.file_idx != file_) {
       file_ = op.file_idx;
       host_ = f_ == ExportFormat::kCsv ? csv_escape(file.host) : json_escape(file.host);
@@ -68,6 +70,8 @@ class ExportSink : public OpSink {
                     (op.flags & kFlagReclaimed) ? 1 : 0, (op.flags & kFlagPartial) ? 1 : 0);
       buf_ += num;
       buf_ += path_;
+      buf_ += ',';
+      if (tag != 0) buf_ += std::to_string(tag);
       buf_ += '\n';
     } else {
       buf_ += "{\"host\":\"" + host_;
@@ -96,7 +100,7 @@ class ExportSink : public OpSink {
                     (op.flags & kFlagPartial) ? "true" : "false");
       buf_ += num;
       buf_ += path_;
-      buf_ += "\"}\n";
+      buf_ += tag != 0 ? "\",\"user_tag\":" + std::to_string(tag) + "}\n" : std::string("\",\"user_tag\":null}\n");
     }
     if (buf_.size() > (1u << 20)) flush();
   }

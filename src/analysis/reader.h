@@ -43,6 +43,9 @@ class OpSink {
   virtual ~OpSink() = default;
   // Ask for OpDetail (hcas, ch_times, net) on every op; costs parse time.
   virtual bool wants_detail() const { return false; }
+  // Ask for the op's user tag only: on_op gets an OpDetail whose user_tag alone
+  // is set (a flat field: no nested value is parsed for it).
+  virtual bool wants_tag() const { return false; }
   // The optional Op fields this sink reads (OpFields bits); validation reads all.
   virtual std::uint32_t op_fields() const { return kOpFieldsAll; }
   // Also give this sink an AlltoAll, Gather or Scatter op (kFlagAssembled) for
@@ -54,7 +57,7 @@ class OpSink {
   // parts' span, its busbw nccl-tests' ((n-1)/n), its seq the parts' group
   // number (the launch order on their thread). Given after its parts.
   virtual bool wants_assembled() const { return false; }
-  // detail is nullptr unless wants_detail(). file is the op's file (being read).
+  // detail is nullptr unless wants_detail() or wants_tag(). file is the op's file (being read).
   virtual void on_op(const Op& op, const OpDetail* detail, const FileInfo& file) = 0;
 };
 

@@ -72,6 +72,7 @@ class RecordReader final : public ChunkSink {
   RecordReader(FileInfo& info, std::uint32_t idx, OpSink& sink, bool validate, const NextFile* next = nullptr)
       : info_(&info), idx_(idx), sink_(sink), validate_(validate), next_(next), path_(info.path) {
     want_detail_ = sink.wants_detail();
+    want_tag_ = want_detail_ || sink.wants_tag();
     want_assembled_ = sink.wants_assembled() && !validate;
     fields_ = validate ? kOpFieldsAll : sink.op_fields();
   }
@@ -224,6 +225,7 @@ class RecordReader final : public ChunkSink {
   const std::string path_;  // the input's
   int logs_ = 0;            // further logs met in it
   bool want_detail_ = false;
+  bool want_tag_ = false;  // detail_.user_tag only (want_detail_ implies it)
   bool want_assembled_ = false;
   std::map<GroupKey, std::map<std::int64_t, P2pGroup>> p2p_groups_;  // (comm, rank) -> group number -> its parts
   std::size_t open_groups_ = 0, open_parts_ = 0;
@@ -951,8 +953,8 @@ void RecordReader::on_op(RecType rt) {
   fill_op(rt, op);
   if (validate_) validate_op(op);
   ++info_->ops;
-  if (want_detail_) detail_.user_tag = L.user_tag;
-  sink_.on_op(op, want_detail_ ? &detail_ : nullptr, *info_);
+  if (want_tag_) detail_.user_tag = L.user_tag;
+  sink_.on_op(op, want_tag_ ? &detail_ : nullptr, *info_);
   if (want_detail_) detail_.clear();
   if (want_assembled_ && rt == RecType::kOpP2p && L.group > 0) add_to_group(op, L.group, L.user_tag);
 }

@@ -364,6 +364,44 @@ TEST(Export, CsvAndJsonlRoundTrip) {
   EXPECT_EQ(rows, truth.ops);
 }
 
+// The user_tag column (NCCL 2.31+): the call's tag as an exact 64-bit integer
+// (above 2^53 too), empty in CSV and null in JSON lines for an untagged call.
+TEST(Export, UserTagColumn) {
+  const auto dir = ni::test::temp_dir("export_tag");
+  std::string text = R"({"type":"meta","format":"nccl-inspector-log","format_version":1,"host":"h","pid":1})" "\n";
+  auto coll = [&](int seq, const char* tag) {
+    text += R"({"type":"coll","comm_hash":"0x0a","rank":0,"nranks":4,"nnodes":1,"seq":)" + std::to_string(seq) +
+            R"(,"func":"AllReduce","bytes":1048576,"dur_us":100,"timing":"gpu","busbw_gbs":10)" +
+            (tag != nullptr ? std::string(R"(,"user_tag":)") + tag : std::string()) + "}\n";
+  };
+  for (int i = 0; i < 5; ++i) coll(i, "12");
+  for (int i = 5; i < 8; ++i) coll(i, "9007199254740993");
+  for (int i = 8; i < 10; ++i) coll(i, nullptr);
+  ni::test::write_text(dir + "/h-pid1.jsonl", text);
+  auto d = ana::discover_files({dir});
+  ana::ReadOptions ro;
+  ro.progress = 0;
+  const std::map<std::string, int> want = {{"12", 5}, {"9007199254740993", 3}, {"", 2}};
+  std::ostringstream csv, jl;
+  ana::export_ops(d.files, ana::ExportFormat::kCsv, 1, ro, csv);
+  std::istringstream ci(csv.str());
+  std::string line;
+  std::getline(ci, line);
+  ASSERT_EQ(line.substr(line.rfind(',') + 1), "user_tag");
+  std::map<std::string, int> got;
+  while (std::getline(ci, line)) ++got[line.substr(line.rfind(',') + 1)];
+  EXPECT_EQ(got, want);
+  ana::export_ops(d.files, ana::ExportFormat::kJsonl, 1, ro, jl);
+  std::istringstream ji(jl.str());
+  got.clear();
+  while (std::getline(ji, line)) {
+    const auto j = nlohmann::json::parse(line);
+    ASSERT_TRUE(j.contains("user_tag"));
+    ++got[j["user_tag"].is_null() ? "" : std::to_string(j["user_tag"].get<std::uint64_t>())];
+  }
+  EXPECT_EQ(got, want);
+}
+
 TEST(Validate, CleanValidCorruptInvalidTruncatedReported) {
   const auto dir = ni::test::temp_dir("validate");
   JobSpec s;
