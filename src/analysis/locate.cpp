@@ -3,44 +3,32 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <fstream>
 #include <set>
 #include <sstream>
+
+#include "src/analysis/map_file.h"
 
 namespace ni::analysis {
 
 bool load_host_map(const std::string& path, HostMap& m, std::string& err) {
-  std::ifstream in(path);
-  if (!in) {
-    err = "cannot read host map " + path;
-    return false;
-  }
   m.path = path;
-  std::string line;
-  int n = 0;
-  while (std::getline(in, line)) {
-    ++n;
-    if (auto h = line.find('#'); h != std::string::npos) line.resize(h);
+  return read_map_file(path, "host map", "host", [&m](std::string& line, std::string& e) {
     for (char& ch : line)
       if (ch == ',' || ch == '=' || ch == ':' || ch == '\t') ch = ' ';
     std::istringstream ls(line);
     std::string host, rack, extra;
-    if (!(ls >> host)) continue;
+    ls >> host;
     if (!(ls >> rack) || (ls >> extra)) {
-      err = path + ":" + std::to_string(n) + ": expected \"host rack\", got \"" + line + "\"";
+      e = "expected \"host rack\", got \"" + line + "\"";
       return false;
     }
     auto [it, fresh] = m.rack_of.emplace(host, rack);
     if (!fresh && it->second != rack) {
-      err = path + ":" + std::to_string(n) + ": host " + host + " is in rack " + it->second + " already";
+      e = "host " + host + " is in rack " + it->second + " already";
       return false;
     }
-  }
-  if (m.rack_of.empty()) {
-    err = "host map " + path + " names no host";
-    return false;
-  }
-  return true;
+    return true;
+  }, err);
 }
 
 std::string rack_from_hostname(const std::string& host) {

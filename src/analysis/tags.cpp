@@ -2,25 +2,18 @@
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
 #include <vector>
+
+#include "src/analysis/map_file.h"
 
 namespace ni::analysis {
 
 bool load_tag_map(const std::string& path, std::map<std::uint64_t, std::string>& out, std::string& err) {
-  std::ifstream in(path);
-  if (!in) {
-    err = "cannot read tag map " + path;
-    return false;
-  }
-  std::string line;
-  for (int n = 1; std::getline(in, line); ++n) {
-    if (auto h = line.find('#'); h != std::string::npos) line.resize(h);
+  return read_map_file(path, "tag map", "tag", [&out](std::string& line, std::string& e) {
     const auto b = line.find_first_not_of(" \t\r");
-    if (b == std::string::npos) continue;
-    const auto e = line.find_first_of(" \t", b);
-    const std::string tag = line.substr(b, e == std::string::npos ? std::string::npos : e - b);
-    std::string name = e == std::string::npos ? "" : line.substr(e);
+    const auto x = line.find_first_of(" \t", b);
+    const std::string tag = line.substr(b, x == std::string::npos ? std::string::npos : x - b);
+    std::string name = x == std::string::npos ? "" : line.substr(x);
     name.erase(0, name.find_first_not_of(" \t"));
     name.erase(name.find_last_not_of(" \t\r") + 1);
     std::uint64_t v = 0;
@@ -28,20 +21,15 @@ bool load_tag_map(const std::string& path, std::map<std::uint64_t, std::string>&
     const char* first = tag.data() + (hex ? 2 : 0);
     const auto [p, ec] = std::from_chars(first, tag.data() + tag.size(), v, hex ? 16 : 10);
     if (ec != std::errc() || p != tag.data() + tag.size() || v == 0 || name.empty()) {
-      err = path + ":" + std::to_string(n) + ": expected \"tag name\" (a tag is a number from 1, decimal or 0x hex), got \"" +
-            line + "\"";
+      e = "expected \"tag name\" (a tag is a number from 1, decimal or 0x hex), got \"" + line + "\"";
       return false;
     }
     if (auto [it, fresh] = out.emplace(v, name); !fresh && it->second != name) {
-      err = path + ":" + std::to_string(n) + ": tag " + tag + " is named " + it->second + " already";
+      e = "tag " + tag + " is named " + it->second + " already";
       return false;
     }
-  }
-  if (out.empty()) {
-    err = "tag map " + path + " names no tag";
-    return false;
-  }
-  return true;
+    return true;
+  }, err);
 }
 
 std::string TagNames::label(std::uint64_t tag) const {

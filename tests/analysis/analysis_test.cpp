@@ -20,6 +20,7 @@
 #include "src/analysis/reader.h"
 #include "src/analysis/reader_record.h"
 #include "src/analysis/summary.h"
+#include "src/analysis/tags.h"
 #include "src/analysis/validate.h"
 #include "src/analysis/watch.h"
 
@@ -362,6 +363,31 @@ TEST(Export, CsvAndJsonlRoundTrip) {
     ++rows;
   }
   EXPECT_EQ(rows, truth.ops);
+}
+
+// --tag-map files: "tag name" lines (decimal or 0x tags, names with spaces,
+// comments, blank and CRLF lines); a bad line, a second name for a tag, an
+// empty or missing file are errors that say where.
+TEST(Tags, TagMapIsReadOrRefusedWithTheLine) {
+  const auto dir = ni::test::temp_dir("tagmap");
+  std::map<std::uint64_t, std::string> m;
+  std::string err;
+  ni::test::write_text(dir + "/ok", "# tag name\n12 layer 12 fwd  # fc1\r\n\n0x1F\tlayer 31 bwd\n12 layer 12 fwd\n");
+  ASSERT_TRUE(ana::load_tag_map(dir + "/ok", m, err)) << err;
+  const std::map<std::uint64_t, std::string> want = {{12, "layer 12 fwd"}, {31, "layer 31 bwd"}};
+  EXPECT_EQ(m, want);
+  auto refused = [&](const std::string& name, const std::string& text, const std::string& says) {
+    std::map<std::uint64_t, std::string> bad;
+    std::string e;
+    if (!text.empty()) ni::test::write_text(dir + "/" + name, text);
+    EXPECT_FALSE(ana::load_tag_map(dir + "/" + name, bad, e)) << name;
+    EXPECT_NE(e.find(says), std::string::npos) << name << ": " << e;
+  };
+  refused("noname", "12 a\n13\n", "noname:2: expected \"tag name\"");
+  refused("zero", "0 none\n", "zero:1: expected");
+  refused("twice", "12 a\n0xc b\n", "twice:2: tag 0xc is named a already");
+  refused("empty", "# nothing\n\n", "tag map " + dir + "/empty names no tag");
+  refused("missing", "", "cannot read tag map " + dir + "/missing");
 }
 
 // The user_tag column (NCCL 2.31+): the call's tag as an exact 64-bit integer
