@@ -28,33 +28,38 @@ if ! command -v npm >/dev/null; then
 fi
 # simdjson's source, from Debian's own source package (apt checks it against the signed Sources index): Debian
 # ships simdjson only as a shared library, and the analyzer and the emulator are built to need nothing but glibc
-# (docs/deployment.md), so the build compiles simdjson into them. Git-ignored, under .deps/; fetched once.
-fetch_simdjson() {
-  local dest=.deps/simdjson tmp codename mirror
-  [ -f "$dest/singleheader/simdjson.cpp" ] && return 0
+# (docs/deployment.md), so the build compiles simdjson into them. Git-ignored, under .deps/; fetched once. Without
+# it the build links the system's libsimdjson.so (and scripts/test.sh, which requires the portable tools, stops).
+fetch_simdjson() (
+  dest=.deps/simdjson
+  [ -f "$dest/singleheader/simdjson.cpp" ] && [ -f "$dest/singleheader/simdjson.h" ] && exit 0
   tmp=$(mktemp -d)
-  # shellcheck disable=SC2064
-  trap "rm -rf '$tmp'" RETURN
+  trap 'rm -rf "$tmp"' EXIT
   # shellcheck source=/dev/null
   codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
   mirror=${NI_DEBIAN_MIRROR:-http://deb.debian.org/debian}
   mkdir -p "$tmp/parts" "$tmp/lists/partial" "$tmp/cache/archives/partial" "$tmp/get"
   printf 'Types: deb-src\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: %s\n' "$mirror" "$codename" \
     /usr/share/keyrings/debian-archive-keyring.gpg >"$tmp/parts/src.sources"
-  local apt=(apt-get -qq -o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$tmp/parts"
-             -o "Dir::State::Lists=$tmp/lists" -o "Dir::Cache=$tmp/cache" -o APT::Sandbox::User=root)
+  apt=(apt-get -qq -o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$tmp/parts"
+       -o "Dir::State::Lists=$tmp/lists" -o "Dir::Cache=$tmp/cache" -o APT::Sandbox::User=root)
   if ! "${apt[@]}" update >"$tmp/log" 2>&1 || ! (cd "$tmp/get" && "${apt[@]}" source --download-only simdjson >>"$tmp/log" 2>&1); then
     cat "$tmp/log" >&2
-    echo "setup-deps: could not fetch Debian's simdjson source from $mirror (NI_DEBIAN_MIRROR=URL names another)" >&2
-    return 1
+    echo "setup-deps: could not fetch Debian's simdjson source from $mirror $codename (NI_DEBIAN_MIRROR=URL names another)" >&2
+    exit 1
+  fi
+  mkdir -p "$tmp/src"
+  tar xf "$tmp"/get/simdjson_*.orig.tar.* -C "$tmp/src"
+  src=$(find "$tmp/src" -mindepth 1 -maxdepth 1 -type d | head -n1)
+  if [ ! -f "$src/singleheader/simdjson.cpp" ] || [ ! -f "$src/singleheader/simdjson.h" ]; then
+    echo "setup-deps: no singleheader/simdjson.{cpp,h} in Debian's simdjson source" >&2
+    exit 1
   fi
   mkdir -p .deps
-  rm -rf "$dest" .deps/simdjson-*
-  tar xzf "$tmp"/get/simdjson_*.orig.tar.gz -C .deps
-  mv .deps/simdjson-* "$dest"
-  [ -f "$dest/singleheader/simdjson.cpp" ] || { echo "setup-deps: no singleheader/simdjson.cpp in Debian's simdjson source" >&2; return 1; }
-}
-fetch_simdjson
+  rm -rf "$dest"
+  mv "$src" "$dest"
+)
+fetch_simdjson || echo "setup-deps: WARNING: without simdjson's source the analyzer links libsimdjson.so (docs/deployment.md)" >&2
 # Plotly.js, pinned, which the build embeds in nccl-inspector for its HTML report (git-ignored node_modules;
 # npm ci again whenever the lock file is newer than the install).
 if [ ! -f web/node_modules/.package-lock.json ] || [ web/package-lock.json -nt web/node_modules/.package-lock.json ]; then

@@ -11,8 +11,8 @@
 namespace ni::analysis {
 
 bool load_host_map(const std::string& path, HostMap& m, std::string& err) {
-  m.path = path;
-  return read_map_file(path, "host map", "host", [&m](std::string& line, std::string& e) {
+  // Whitespace and the separators a host and its rack may be written with ("node1,rack2", "node1=rack2").
+  const bool ok = read_map_file(path, "host map", "host", " \t\r\v\f,=:", [&m](std::string& line, std::string& e) {
     for (char& ch : line)
       if (ch == ',' || ch == '=' || ch == ':' || ch == '\t') ch = ' ';
     std::istringstream ls(line);
@@ -29,6 +29,8 @@ bool load_host_map(const std::string& path, HostMap& m, std::string& err) {
     }
     return true;
   }, err);
+  if (ok) m.path = path;
+  return ok;
 }
 
 std::string rack_from_hostname(const std::string& host) {

@@ -4,7 +4,7 @@
 
 namespace ni::analysis {
 
-bool read_map_file(const std::string& path, std::string_view what, std::string_view noun,
+bool read_map_file(const std::string& path, std::string_view what, std::string_view noun, std::string_view blank,
                    const std::function<bool(std::string& line, std::string& err)>& parse, std::string& err) {
   std::ifstream in(path);
   if (!in) {
@@ -15,7 +15,7 @@ bool read_map_file(const std::string& path, std::string_view what, std::string_v
   std::size_t entries = 0;
   for (int n = 1; std::getline(in, line); ++n) {
     if (auto h = line.find('#'); h != std::string::npos) line.resize(h);
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (line.find_first_not_of(blank) == std::string::npos) continue;
     if (!parse(line, err)) {
       err = path + ":" + std::to_string(n) + ": " + err;
       return false;

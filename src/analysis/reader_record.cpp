@@ -1109,7 +1109,7 @@ void RecordReader::assemble(std::uint64_t comm_hash, std::int32_t r, std::int64_
   a.flags = kFlagAssembled;
   if (timed || g.all_start) a.flags |= kFlagHasStart;
   if (g.desync) a.flags |= kFlagKernelDesync;
-  if (want_detail_) {
+  if (want_tag_) {
     OpDetail d;
     d.user_tag = g.user_tag;
     sink_.on_op(a, &d, *info_);

@@ -9,7 +9,7 @@
 namespace ni::analysis {
 
 bool load_tag_map(const std::string& path, std::map<std::uint64_t, std::string>& out, std::string& err) {
-  return read_map_file(path, "tag map", "tag", [&out](std::string& line, std::string& e) {
+  return read_map_file(path, "tag map", "tag", " \t\r", [&out](std::string& line, std::string& e) {
     const auto b = line.find_first_not_of(" \t\r");
     const auto x = line.find_first_of(" \t", b);
     const std::string tag = line.substr(b, x == std::string::npos ? std::string::npos : x - b);

@@ -387,7 +387,7 @@ TEST(Locate, HostMapIsReadOrRefusedWithTheLine) {
   };
   ana::HostMap m;
   std::string err;
-  ASSERT_TRUE(ana::load_host_map(write("ok", "# host rack\nnode0 rackA\nnode1,rackA\nnode2=rackB  # spare\n\n"), m, err))
+  ASSERT_TRUE(ana::load_host_map(write("ok", "# host rack\nnode0 rackA\nnode1,rackA\n , \nnode2=rackB  # spare\n\n"), m, err))
       << err;
   EXPECT_EQ(m.rack_of.size(), 3u);
   EXPECT_EQ(m.rack_of["node2"], "rackB");

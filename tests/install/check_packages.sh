@@ -31,7 +31,7 @@ echo "nccl-inspector-tools Depends: $tdeps"
 grep -q "nccl-inspector (= $version)" <<<"$tdeps" || fail "tools package does not depend on the plugin package"
 # The tools' Depends follow what the binaries link: libc6 (and the plugin) alone when they are built to need glibc
 # alone (cmake/portable.cmake), libstdc++6 and libsimdjson too when they link them.
-tools_needed=$(for b in "$build"/bin/nccl-emu "$build"/bin/nccl-inspector; do [[ -f $b ]] && readelf -dW "$b"; done)
+tools_needed=$(for b in "$build"/bin/nccl-emu "$build"/bin/nccl-inspector; do if [[ -f $b ]]; then readelf -dW "$b"; fi; done)
 for lib in libstdc++ libsimdjson; do
   if grep -q "NEEDED.*\[$lib" <<<"$tools_needed"; then
     grep -q "$lib" <<<"$tdeps" || fail "the tools link $lib but the package does not depend on it"
