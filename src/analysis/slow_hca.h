@@ -8,9 +8,11 @@
 // once posted, complete at their link's speed.
 //
 // Per (comm, rank, device) over its ops that sent >= min_bytes through it:
-// the median bandwidth B. It is slow when B < (median of the other ranks' B
-// for that device) / ratio and, if the rank has other devices, also
-// B < (median of its other devices' B) / ratio. The same NIC seen in several
+// the median bandwidth B and its 75th percentile B75. It is slow when B and
+// B75 are both < (median of the other ranks' B for that device) / ratio and,
+// if the rank has other devices, both also < (median of its other devices' B)
+// / ratio: most of its sends are slow, not a few stretched ones (a sending
+// thread descheduled now and then makes a wide spread, a slow link a narrow one). The same NIC seen in several
 // communicators is one finding (per process and device). A receive-limited
 // NIC also slows the requests of the rank sending to it; that sender's send
 // bandwidth then reads low too, and both are named.

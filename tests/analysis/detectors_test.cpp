@@ -13,6 +13,7 @@
 #include "src/analysis/iterations.h"
 #include "src/analysis/locate.h"
 #include "src/analysis/reader.h"
+#include "src/analysis/slow_hca.h"
 #include "src/analysis/stragglers.h"
 #include "src/analysis/summary.h"
 
@@ -151,6 +152,35 @@ TEST(Detectors, SlowHcaFound) {
   // P2P send/recv pairs are aligned too.
   const auto r = ana::find_stragglers(l.ops->ops, l.res, {});
   EXPECT_EQ(r.p2p.size(), 8u);
+}
+
+// A NIC is slow when most of its sends are: 12 sends at 5 GB/s among peers
+// at 12.5 are named; 7 slow and 5 at full speed (a sending thread that was
+// descheduled during some requests: the median is low, the 75th percentile
+// is not) are not, nor 12 sends at 9 GB/s (within the 1.5 ratio).
+TEST(Detectors, SlowHcaNeedsMostOfItsSendsSlow) {
+  auto judge = [](const std::vector<double>& rank1) {
+    ana::HcaSeries s;
+    for (int r = 0; r < 4; ++r)
+      for (std::size_t i = 0; i < 12; ++i) {
+        const double g = r == 1 ? rank1[i] : 12.5 - 0.01 * static_cast<double>(i % 3);
+        const ana::HcaSeries::Key k{0xabcULL, r, "mlx5_0"};
+        s.series[k].push_back({static_cast<std::int64_t>(i) * 1000, i, 0, g});
+        s.file_of[k] = static_cast<std::uint32_t>(r);
+      }
+    ana::ReadResult res;
+    res.files.resize(4);
+    for (int r = 0; r < 4; ++r) res.files[static_cast<std::size_t>(r)].host = "host" + std::to_string(r);
+    return ana::judge_slow_hcas(s, res, {});
+  };
+  const auto slow = judge(std::vector<double>(12, 5.0));
+  ASSERT_EQ(slow.found.size(), 1u);
+  EXPECT_EQ(slow.found[0].host, "host1");
+  EXPECT_NEAR(slow.found[0].factor, 2.5, 0.01);
+  std::vector<double> stretched(12, 12.5);
+  for (std::size_t i = 0; i < 7; ++i) stretched[i * 12 / 7] = 5.0;
+  EXPECT_TRUE(judge(stretched).found.empty());
+  EXPECT_TRUE(judge(std::vector<double>(12, 9.0)).found.empty());
 }
 
 TEST(Detectors, DegradedChannelFound) {
