@@ -365,6 +365,23 @@ TEST(Export, CsvAndJsonlRoundTrip) {
   EXPECT_EQ(rows, truth.ops);
 }
 
+namespace {
+// A log of one process whose AllReduce calls carry user tags (NCCL 2.31+): 5
+// with tag 12, 3 with 9007199254740993 (above 2^53), 2 untagged.
+std::string tagged_allreduces() {
+  std::string text = R"({"type":"meta","format":"nccl-inspector-log","format_version":1,"host":"h","pid":1})" "\n";
+  auto coll = [&](int seq, const char* tag) {
+    text += R"({"type":"coll","comm_hash":"0x0a","rank":0,"nranks":4,"nnodes":1,"seq":)" + std::to_string(seq) +
+            R"(,"func":"AllReduce","bytes":1048576,"dur_us":100,"timing":"gpu","busbw_gbs":10)" +
+            (tag != nullptr ? std::string(R"(,"user_tag":)") + tag : std::string()) + "}\n";
+  };
+  for (int i = 0; i < 5; ++i) coll(i, "12");
+  for (int i = 5; i < 8; ++i) coll(i, "9007199254740993");
+  for (int i = 8; i < 10; ++i) coll(i, nullptr);
+  return text;
+}
+}  // namespace
+
 // --tag-map files: "tag name" lines (decimal or 0x tags, names with spaces,
 // comments, blank and CRLF lines); a bad line, a second name for a tag, an
 // empty or missing file are errors that say where.
@@ -394,15 +411,7 @@ TEST(Tags, TagMapIsReadOrRefusedWithTheLine) {
 // (above 2^53 too), empty in CSV and null in JSON lines for an untagged call.
 TEST(Export, UserTagColumn) {
   const auto dir = ni::test::temp_dir("export_tag");
-  std::string text = R"({"type":"meta","format":"nccl-inspector-log","format_version":1,"host":"h","pid":1})" "\n";
-  auto coll = [&](int seq, const char* tag) {
-    text += R"({"type":"coll","comm_hash":"0x0a","rank":0,"nranks":4,"nnodes":1,"seq":)" + std::to_string(seq) +
-            R"(,"func":"AllReduce","bytes":1048576,"dur_us":100,"timing":"gpu","busbw_gbs":10)" +
-            (tag != nullptr ? std::string(R"(,"user_tag":)") + tag : std::string()) + "}\n";
-  };
-  for (int i = 0; i < 5; ++i) coll(i, "12");
-  for (int i = 5; i < 8; ++i) coll(i, "9007199254740993");
-  for (int i = 8; i < 10; ++i) coll(i, nullptr);
+  std::string text = tagged_allreduces();
   ni::test::write_text(dir + "/h-pid1.jsonl", text);
   auto d = ana::discover_files({dir});
   ana::ReadOptions ro;
@@ -1105,15 +1114,7 @@ TEST(Summary, AlltoAllOfCpuTimedPartsIsCountedWithoutATime) {
 // one; an AlltoAll assembled from its parts is in its call's tag's group.
 TEST(Summary, GroupByTagNamesTheTagsFromTheMap) {
   const auto dir = ni::test::temp_dir("by_tag");
-  std::string text = R"({"type":"meta","format":"nccl-inspector-log","format_version":1,"host":"h","pid":1})" "\n";
-  auto coll = [&](int seq, const char* tag) {
-    text += R"({"type":"coll","comm_hash":"0x0a","rank":0,"nranks":4,"nnodes":1,"seq":)" + std::to_string(seq) +
-            R"(,"func":"AllReduce","bytes":1048576,"dur_us":100,"timing":"gpu","busbw_gbs":10)" +
-            (tag != nullptr ? std::string(R"(,"user_tag":)") + tag : std::string()) + "}\n";
-  };
-  for (int i = 0; i < 5; ++i) coll(i, "12");
-  for (int i = 5; i < 8; ++i) coll(i, "9007199254740993");
-  for (int i = 8; i < 10; ++i) coll(i, nullptr);
+  std::string text = tagged_allreduces();
   for (const char* f : {"Send", "Recv"})
     for (int p = 0; p < 4; ++p)
       text += std::string(R"({"type":"p2p","comm_hash":"0x0a","rank":0,"nranks":4,"seq":1,"func":")") + f +
