@@ -6,35 +6,20 @@
 set -euo pipefail
 probe=${1:?usage: check_glibc_only.sh PROBE PLUGIN.so}
 so=${2:?usage: check_glibc_only.sh PROBE PLUGIN.so}
-chroot_bin=$(command -v chroot || true)
-if [[ $(id -u) != 0 ]] || [[ -z $chroot_bin ]]; then
+# shellcheck source=tests/portability/glibc_chroot.sh
+source "$(dirname "$0")/glibc_chroot.sh"
+# The loader and libc the probe uses (resolved on this machine), then the plugin's own NEEDED.
+rc=0
+glibc_chroot 'libstdc++*|libgcc_s*|libcuda*|libnccl.so*' "$probe" "$so" || rc=$?
+if ((rc == 77)); then
   echo "SKIP: needs root and chroot"
   exit 77
 fi
-root=$(mktemp -d)
-trap 'rm -rf "$root"' EXIT
-
-# Copy a library into the chroot at the path the loader will look for it.
-copy_lib() {
-  local path real
-  path=$1
-  real=$(readlink -f "$path")
-  mkdir -p "$root$(dirname "$path")"
-  cp "$real" "$root$path"
-}
-# The loader and libc the probe uses (resolved on this machine), then the plugin's own NEEDED.
-while read -r path; do copy_lib "$path"; done < <(ldd "$probe" | grep -oE '/[^ ]+' | sort -u)
-while read -r path; do copy_lib "$path"; done < <(ldd "$so" | grep -oE '/[^ ]+' | sort -u)
-mkdir -p "$root/opt/ni/lib" "$root/logs" "$root/tmp"
+((rc == 0)) || exit 1
 cp "$probe" "$root/probe"
 cp "$so" "$root/opt/ni/lib/libnccl-profiler-inspector.so"
-
 echo "chroot contents:"
 (cd "$root" && find . -type f | sort | sed "s/^/  /")
-if find "$root" -name 'libstdc++*' -o -name 'libgcc_s*' -o -name 'libcuda*' -o -name 'libnccl.so*' | grep -q .; then
-  echo "FAIL: the chroot is not glibc-only" >&2
-  exit 1
-fi
 
 env -i NCCL_INSPECTOR_DUMP_DIR=/logs NCCL_DEBUG=INFO \
   "$chroot_bin" "$root" /probe /opt/ni/lib/libnccl-profiler-inspector.so

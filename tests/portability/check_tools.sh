@@ -42,30 +42,20 @@ for bin in "$emu" "$cli"; do
 done
 ((fail == 0)) || exit 1
 
-chroot_bin=$(command -v chroot || true)
-if [[ $(id -u) != 0 ]] || [[ -z $chroot_bin ]]; then
+# shellcheck source=tests/portability/glibc_chroot.sh
+source "$(dirname "$0")/glibc_chroot.sh"
+rc=0
+glibc_chroot 'libstdc++*|libgcc_s*|libz.so*|libdeflate*|libsimdjson*' "$emu" "$cli" "$so" || rc=$?
+if ((rc == 77)); then
   echo "PASS (static checks only: the chroot run needs root and chroot)"
   exit 0
 fi
-root=$(mktemp -d)
-trap 'rm -rf "$root"' EXIT
-copy_lib() {
-  mkdir -p "$root$(dirname "$1")"
-  cp "$(readlink -f "$1")" "$root$1"
-}
-for bin in "$emu" "$cli" "$so"; do
-  while read -r path; do copy_lib "$path"; done < <(ldd "$bin" | grep -oE '/[^ ]+' | sort -u)
-done
-mkdir -p "$root/bin" "$root/opt/ni/lib" "$root/logs" "$root/tmp"
+((rc == 0)) || exit 1
+mkdir -p "$root/bin"
 cp "$emu" "$cli" "$root/bin/"
 cp "$so" "$root/opt/ni/lib/libnccl-profiler-inspector.so"
 echo "chroot contents:"
 (cd "$root" && find . -type f | sort | sed "s/^/  /")
-if find "$root" -name 'libstdc++*' -o -name 'libgcc_s*' -o -name 'libz.so*' -o -name 'libdeflate*' \
-  -o -name 'libsimdjson*' | grep -q .; then
-  echo "FAIL: the chroot is not glibc-only" >&2
-  exit 1
-fi
 run() { env -i PATH=/bin NCCL_INSPECTOR_DUMP_DIR=/logs NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES=0 "$chroot_bin" "$root" "$@"; }
 run /bin/nccl-emu --plugin /opt/ni/lib/libnccl-profiler-inspector.so --nccl 2.28 --ranks 4 --pace none --iters 20 \
   >"$root/tmp/emu.txt" 2>&1 || { cat "$root/tmp/emu.txt" >&2; echo "FAIL: nccl-emu in the chroot" >&2; exit 1; }
