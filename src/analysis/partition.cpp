@@ -322,10 +322,19 @@ std::size_t SpillSink::for_each_batch(std::size_t max_ops, const std::function<v
   }
   std::size_t batches = 0;
   std::string chunk;
+  // One batch's memory, reused: a fresh one per batch would have the kernel
+  // zero its pages again each time (a third of the time, measured on batches
+  // of millions of ops).
+  CollectSink batch(detail_);
   for (const auto& [first, end] : plan) {
     std::uint64_t total = 0;
     for (int b = first; b < end; ++b) total += count_[static_cast<std::size_t>(b)];
-    CollectSink batch(detail_);
+    batch.ops.clear();
+    batch.extra.clear();
+    if (batch.ops.capacity() < total) {  // the smaller one goes first: never both held
+      batch.ops = {};
+      batch.extra = {};
+    }
     batch.ops.reserve(static_cast<std::size_t>(total));
     if (detail_) batch.extra.reserve(static_cast<std::size_t>(total));
     for (int b = first; b < end; ++b)

@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "src/analysis/analysis.h"
+#include "src/analysis/report_model.h"
 #include "src/analysis/slow_hca.h"
 #include "src/analysis/stats.h"
 #include "src/analysis/stragglers.h"
@@ -23,12 +24,7 @@ namespace ni::analysis {
 
 namespace {
 
-std::string num(double v) {
-  if (!std::isfinite(v)) return "null";
-  char b[32];
-  std::snprintf(b, sizeof b, "%.6g", v);
-  return b;
-}
+std::string num(double v) { return json_num(v); }
 std::string q(const std::string& s) { return "\"" + json_escape(s) + "\""; }
 
 std::string iso(std::int64_t ns) {
@@ -39,10 +35,6 @@ std::string iso(std::int64_t ns) {
   std::snprintf(b, sizeof b, "%04d-%02d-%02d %02d:%02d:%02d UTC", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
                 tm.tm_hour, tm.tm_min, tm.tm_sec);
   return b;
-}
-
-std::int64_t end_of(const Op& op) {
-  return op.start_wall_ns + (std::isfinite(op.dur_us) && op.dur_us > 0 ? std::llround(op.dur_us * 1000.0) : 0);
 }
 
 // A JSON array of chart/table objects, built as text.
@@ -149,84 +141,72 @@ std::string script_safe(std::string_view js) {
   return out;
 }
 
-std::string algo_proto(const Op& op) {
-  if (op.kind != OpKind::kColl) return std::string(to_string(op.kind));
-  const std::string_view proto = proto_label(op.algo, op.proto);
-  return std::string(to_string(op.algo)) + (proto.empty() ? "" : "/" + std::string(proto));
-}
-
-// busbw vs message size: per op, series per algo/proto, medians per size bucket.
-using SizeKey = std::tuple<Func, std::string, int>;  // func, algo/proto, bucket
-std::map<SizeKey, QuantileSketch> size_curves(const std::vector<Op>& ops) {
-  std::map<SizeKey, QuantileSketch> m;
-  for (const auto& op : ops)
-    if (op.has_busbw() && op.bytes) m[{op.func, algo_proto(op), size_bucket(op.bytes)}].add(op.busbw_gbs);
-  return m;
-}
-
-
-// What every section of the page reads: the ops, their GPUs, the time span and
-// the results of the registered analyses.
+// What every section of the page reads: the folds of the ops (report_model.h),
+// the read result and the options.
 struct Page {
-  const ViewSink& data;
-  const std::vector<Op>& ops;
+  const ReportModel& m;
   const ReadResult& res;
-  const ViewSink* baseline;
   const ReportOptions& o;
-  GpuMap gm;
-  std::int64_t t0 = std::numeric_limits<std::int64_t>::max(), t1 = std::numeric_limits<std::int64_t>::min();
-  bool timed = false;
-  std::vector<std::string> gpu_labels;
-  std::vector<RanAnalysis> analyses;
-
-  Page(const ViewSink& d, const ReadResult& r, const ViewSink* b, const ReportOptions& opt)
-      : data(d), ops(d.coll.ops), res(r), baseline(b), o(opt), gm(map_gpus(ops, r)) {
-    for (const auto& op : ops)
-      if (op.has_start()) {
-        t0 = std::min(t0, op.start_wall_ns);
-        t1 = std::max(t1, end_of(op));
-      }
-    timed = t0 <= t1;
-    for (const auto& g : gm.gpus) gpu_labels.push_back(g.label);
-    analyses = run_op_analyses(d.coll, r);
-  }
-  double sec(std::int64_t ns) const { return static_cast<double>(ns - t0) / 1e9; }
+  const GpuMap& gm;
+  const std::vector<std::string>& gpu_labels;
+  bool timed;
+  Page(const ReportModel& model, const ReadResult& r, const ReportOptions& opt)
+      : m(model), res(r), o(opt), gm(model.g.gm), gpu_labels(model.gpu_labels), timed(model.timed) {}
+  double sec(std::int64_t ns) const { return m.sec(ns); }
   // The typed result of the analysis `name` (nullptr: not registered or another type).
   template <class T>
   const T* detail(std::string_view name) const {
-    for (const auto& ran : analyses)
+    for (const auto& ran : m.analyses)
       if (ran.analysis->name() == name) return std::any_cast<T>(&ran.result.detail);
     return nullptr;
   }
 };
 
+std::string comm_series_name(std::uint64_t c, const ReadResult& res) {
+  return comm_short(c, res) + " " + hex_hash(c).substr(0, 10);
+}
+
+// A box chart per func (categories) and communicator (series, in gm.comms order).
+std::size_t box_by_func_and_comm(const Page& p, const std::map<std::pair<Func, std::uint64_t>, QuantileSketch>& k,
+                                 std::string& cats_json, std::string& series_json) {
+  std::set<Func> funcs;
+  for (const auto& [key, v] : k) funcs.insert(key.first);
+  std::vector<std::string> cats;
+  std::map<Func, int> ci;
+  for (Func f : funcs) {
+    ci[f] = static_cast<int>(cats.size());
+    cats.push_back(std::string(to_string(f)));
+  }
+  std::size_t nboxes = 0, ns = 0;
+  for (std::uint64_t c : p.gm.comms) {
+    std::vector<std::string> boxes;
+    for (Func f : funcs)
+      if (auto it = k.find({f, c}); it != k.end()) boxes.push_back(box_of(ci[f], it->second));
+    nboxes += boxes.size();
+    if (!boxes.empty()) series_json += (ns++ ? "," : "") + series_box(comm_series_name(c, p.res), boxes);
+  }
+  cats_json = str_array(cats);
+  return nboxes;
+}
+
 // The input's size and losses.
 RTable input_table(const Page& p) {
-  const auto& ops = p.ops;
+  const ReportScan& sc = p.m.scan;
   const ReadResult& res = p.res;
-  const GpuMap& gm = p.gm;
   RTable t;
   t.title = "Input";
   t.columns = {"what", "value"};
-  std::uint64_t no_start = 0, reclaimed = 0, partial = 0;
-  std::map<std::string, std::uint64_t> timing;
-  for (const auto& op : ops) {
-    no_start += !op.has_start();
-    reclaimed += (op.flags & kFlagReclaimed) != 0;
-    partial += (op.flags & kFlagPartial) != 0;
-    ++timing[std::string(to_string(op.timing))];
-  }
   const DropTotals dt = drop_totals(res);
   auto row = [&](const std::string& k, const std::string& v) { t.rows.push_back({q(k), v}); };
   row("files", std::to_string(res.files.size()));
-  row("ops", std::to_string(ops.size()));
-  row("ranks (GPUs)", std::to_string(gm.gpus.size()));
-  row("communicators", std::to_string(gm.comms.size()));
+  row("ops", std::to_string(sc.ops));
+  row("ranks (GPUs)", std::to_string(p.gm.gpus.size()));
+  row("communicators", std::to_string(p.gm.comms.size()));
   if (p.timed) {
-    row("first op", q(iso(p.t0)));
-    row("time span (s)", num(p.sec(p.t1)));
+    row("first op", q(iso(p.m.g.t0)));
+    row("time span (s)", num(p.sec(p.m.t1)));
   }
-  row("ops without a start time (not on timelines)", std::to_string(no_start));
+  row("ops without a start time (not on timelines)", std::to_string(sc.no_start));
   row("truncated files (killed writer)", std::to_string(res.truncated_files));
   row("corrupt files", std::to_string(res.corrupt_files));
   row("files not read to the end (out of memory)", std::to_string(res.failed_files));
@@ -241,8 +221,10 @@ RTable input_table(const Page& p) {
     row("dropped: " + k, std::to_string(n));
   }
   for (const auto& [k, n] : dt.filtered) row("filtered by configuration: " + k, std::to_string(n));
-  row("reclaimed ops (timed out)", std::to_string(reclaimed));
-  row("partial ops", std::to_string(partial));
+  row("reclaimed ops (timed out)", std::to_string(sc.reclaimed));
+  row("partial ops", std::to_string(sc.partial));
+  std::map<std::string, std::uint64_t> timing;
+  for (const auto& [tm, n] : sc.timing) timing[std::string(to_string(tm))] += n;
   for (const auto& [k, n] : timing) row("timing source: " + k, std::to_string(n));
   t.note = dropped ? "Records were dropped: counts and rates below undercount those periods." : "";
   return t;
@@ -304,7 +286,7 @@ RTable findings_table(const Page& p) {
   RTable fd;
   fd.title = "Findings (stragglers and anomalies detectors)";
   fd.columns = {"kind", "communicator", "where", "when", "magnitude", "evidence"};
-  for (const auto& ran : p.analyses)
+  for (const auto& ran : p.m.analyses)
     for (const auto& m : ran.result.markers)
       if (m.in_table) fd.rows.push_back({q(m.kind), q(m.comm_label), q(m.where), q(m.when), num(m.magnitude), q(m.evidence)});
   fd.note = fd.rows.empty() ? "No findings." : "";
@@ -321,56 +303,33 @@ void health_section(const Page& p, std::vector<RSection>& out) {
   s.tables.add(calibration_table(p).json());
   out.push_back(std::move(s));
 }
-
 void busbw_section(const Page& p, std::vector<RSection>& out) {
-  const auto& ops = p.ops;
-  const ReadResult& res = p.res;
-  const GpuMap& gm = p.gm;
   RSection s = section("busbw", "Bus bandwidth per operation and communicator");
   s.note = "Boxes: P25-P75 with the median; whiskers P5-P95; n in the tooltip. busbw as recorded per op on each rank (nccl-tests factors).";
-  std::map<std::pair<Func, std::uint64_t>, QuantileSketch> k;
-  std::set<Func> funcs;
-  for (const auto& op : ops)
-    if (op.has_busbw()) {
-      k[{op.func, op.comm_hash}].add(op.busbw_gbs);
-      funcs.insert(op.func);
-    }
-  if (!k.empty()) {
-    std::vector<std::string> cats;
-    std::map<Func, int> ci;
-    for (Func f : funcs) {
-      ci[f] = static_cast<int>(cats.size());
-      cats.push_back(std::string(to_string(f)));
-    }
-    std::vector<std::string> series;
-    std::size_t nboxes = 0;
-    for (std::uint64_t c : gm.comms) {
-      std::vector<std::string> boxes;
-      for (Func f : funcs) {
-        auto it = k.find({f, c});
-        if (it != k.end()) boxes.push_back(box_of(ci[f], it->second));
-      }
-      nboxes += boxes.size();
-      if (!boxes.empty()) series.push_back(series_box(comm_short(c, res) + " " + hex_hash(c).substr(0, 10), boxes));
-    }
-    std::string plot = "{\"type\":\"box\",\"title\":\"busbw by operation (colour: communicator)\",\"ylabel\":\"busbw (GB/s)\",\"categories\":" +
-                    str_array(cats) + ",\"series\":[";
-    for (std::size_t i = 0; i < series.size(); ++i) plot += (i ? "," : "") + series[i];
-    s.plots.add_plot(plot + "]}", nboxes);
+  if (!p.m.scan.busbw.empty()) {
+    std::string cats, series;
+    const std::size_t nboxes = box_by_func_and_comm(p, p.m.scan.busbw, cats, series);
+    s.plots.add_plot("{\"type\":\"box\",\"title\":\"busbw by operation (colour: communicator)\",\"ylabel\":\"busbw (GB/s)\",\"categories\":" +
+                         cats + ",\"series\":[" + series + "]}",
+                     nboxes);
   }
   out.push_back(std::move(s));
 }
 
+// Curves by label ("Ring/Simple"): the groups of one label merged.
+std::map<std::tuple<Func, std::string, int>, QuantileSketch> by_label(const SizeCurves& c) {
+  std::map<std::tuple<Func, std::string, int>, QuantileSketch> m;
+  for (const auto& [k, v] : c) m[{std::get<0>(k), std::get<1>(k).label(), std::get<2>(k)}].merge(v);
+  return m;
+}
+
 void size_section(const Page& p, std::vector<RSection>& out) {
-  const auto& ops = p.ops;
-  const ViewSink* baseline = p.baseline;
+  const SizeCurves* baseline = p.m.baseline;
   RSection s = section("size", "Bus bandwidth vs message size");
   s.note = baseline ? "Median busbw per power-of-two size bucket, per algorithm/protocol; dashed: the baseline run."
                     : "Median busbw per power-of-two size bucket, per algorithm/protocol (give --baseline DIR to compare).";
-  const std::map<SizeKey, QuantileSketch> run = size_curves(ops);
-  std::map<SizeKey, QuantileSketch> base_m;
-  if (baseline) base_m = size_curves(baseline->coll.ops);
-  const std::map<SizeKey, QuantileSketch>& base = base_m;
+  const auto run = by_label(p.m.scan.size);
+  const auto base = baseline ? by_label(*baseline) : decltype(run){};
   std::set<Func> funcs;
   for (const auto& [key, v] : run) funcs.insert(std::get<0>(key));
   for (Func f : funcs) {
@@ -397,15 +356,16 @@ void size_section(const Page& p, std::vector<RSection>& out) {
 }
 
 void latency_section(const Page& p, std::vector<RSection>& out) {
-  const auto& ops = p.ops;
   const ReadResult& res = p.res;
   RSection s = section("latency", "Latency percentiles");
   RTable t;
   t.title = "Latency per communicator, operation and size bucket";
   t.columns = {"communicator", "op", "size", "algo/proto", "count", "P50 (us)", "P90 (us)", "P99 (us)", "max (us)"};
   std::map<std::tuple<std::string, std::uint64_t, Func, int, std::string>, QuantileSketch> k;
-  for (const auto& op : ops)
-    if (std::isfinite(op.dur_us)) k[{comm_short(op.comm_hash, res), op.comm_hash, op.func, size_bucket(op.bytes), algo_proto(op)}].add(op.dur_us);
+  for (const auto& [key, v] : p.m.scan.latency) {
+    const auto& [comm, func, bucket, ap] = key;
+    k[{comm_short(comm, res), comm, func, bucket, ap.label()}].merge(v);
+  }
   for (const auto& [key, v] : k) {
     if (t.rows.size() >= 400) {
       t.note = "First 400 rows; nccl-inspector summary has them all.";
@@ -423,44 +383,20 @@ void latency_section(const Page& p, std::vector<RSection>& out) {
 // waiting for their peers (initial_sync), per operation and communicator, and
 // per (communicator, op, size). Absent without phases in the logs.
 void phases_section(const Page& p, std::vector<RSection>& out) {
-  const auto& ops = p.ops;
   const ReadResult& res = p.res;
-  std::map<std::pair<Func, std::uint64_t>, QuantileSketch> share;
-  std::map<std::tuple<std::string, std::uint64_t, Func, int>, std::pair<QuantileSketch, QuantileSketch>> rows;
-  std::set<Func> funcs;
-  for (const auto& op : ops) {
-    const double pct = op.wait_pct();
-    if (std::isnan(pct)) continue;
-    share[{op.func, op.comm_hash}].add(pct);
-    funcs.insert(op.func);
-    auto& r = rows[{comm_short(op.comm_hash, res), op.comm_hash, op.func, size_bucket(op.bytes)}];
-    r.first.add(op.sync_us);
-    r.second.add(pct);
-  }
-  if (share.empty()) return;
+  if (p.m.scan.wait_share.empty()) return;
   RSection s = section("phases", "Kernel time split: waiting for the peers");
   s.note = "NCCL 2.31+ kernel phases (NCCL_INSPECTOR_ENABLE_PHASES=1): initial_sync is the time an op's median channel "
            "waited for its peers before moving data. A large share means the kernel time went to waiting for a late "
            "rank, not to the transfer (see Stragglers). Boxes: P25-P75 with the median; whiskers P5-P95.";
-  std::vector<std::string> cats;
-  std::map<Func, int> ci;
-  for (Func f : funcs) {
-    ci[f] = static_cast<int>(cats.size());
-    cats.push_back(std::string(to_string(f)));
-  }
-  std::vector<std::string> series;
-  std::size_t nboxes = 0;
-  for (std::uint64_t c : p.gm.comms) {
-    std::vector<std::string> boxes;
-    for (Func f : funcs)
-      if (auto it = share.find({f, c}); it != share.end()) boxes.push_back(box_of(ci[f], it->second));
-    nboxes += boxes.size();
-    if (!boxes.empty()) series.push_back(series_box(comm_short(c, res) + " " + hex_hash(c).substr(0, 10), boxes));
-  }
-  std::string plot = "{\"type\":\"box\",\"title\":\"share of kernel time waiting for the peers (colour: communicator)\","
-                     "\"ylabel\":\"initial_sync / kernel time (%)\",\"categories\":" + str_array(cats) + ",\"series\":[";
-  for (std::size_t i = 0; i < series.size(); ++i) plot += (i ? "," : "") + series[i];
-  s.plots.add_plot(plot + "]}", nboxes);
+  std::string cats, series;
+  const std::size_t nboxes = box_by_func_and_comm(p, p.m.scan.wait_share, cats, series);
+  s.plots.add_plot("{\"type\":\"box\",\"title\":\"share of kernel time waiting for the peers (colour: communicator)\","
+                   "\"ylabel\":\"initial_sync / kernel time (%)\",\"categories\":" + cats + ",\"series\":[" + series + "]}",
+                   nboxes);
+  std::map<std::tuple<std::string, std::uint64_t, Func, int>, const std::pair<QuantileSketch, QuantileSketch>*> rows;
+  for (const auto& [key, v] : p.m.scan.wait_rows)
+    rows[{comm_short(std::get<0>(key), res), std::get<0>(key), std::get<1>(key), std::get<2>(key)}] = &v;
   RTable t;
   t.title = "Waiting for the peers per communicator, operation and size bucket";
   t.columns = {"communicator", "op", "size", "ops", "initial_sync P50 (us)", "initial_sync P90 (us)", "share P50 (%)"};
@@ -470,8 +406,8 @@ void phases_section(const Page& p, std::vector<RSection>& out) {
       break;
     }
     t.rows.push_back({q(comm_display(std::get<1>(key), res)), q(std::string(to_string(std::get<2>(key)))),
-                      q(size_bucket_label(std::get<3>(key))), std::to_string(v.first.count()),
-                      num(v.first.quantile(0.5)), num(v.first.quantile(0.9)), num(v.second.quantile(0.5))});
+                      q(size_bucket_label(std::get<3>(key))), std::to_string(v->first.count()),
+                      num(v->first.quantile(0.5)), num(v->first.quantile(0.9)), num(v->second.quantile(0.5))});
   }
   s.tables.add(t.json());
   out.push_back(std::move(s));
@@ -483,34 +419,15 @@ void phases_section(const Page& p, std::vector<RSection>& out) {
 // a box of busbw per tag. Only GPU-timed records give time and bandwidth.
 // Absent when no call carries a tag.
 void tags_section(const Page& p, std::vector<RSection>& out) {
-  if (p.data.tagged.empty()) return;
+  if (!p.m.scan.tagged) return;
   const TagNames names = tag_names(p.res, p.o.tag_map);
-  struct Acc {
-    std::uint64_t records = 0;
-    double gpu_us = 0;
-    QuantileSketch lat, bw;
-    std::set<Func> funcs;
-  };
-  std::map<std::uint64_t, Acc> acc;
-  double total_us = 0;
-  auto tagged = p.data.tagged.begin();
-  for (std::size_t i = 0; i < p.ops.size(); ++i) {
-    const Op& op = p.ops[i];
-    while (tagged != p.data.tagged.end() && tagged->first < i) ++tagged;
-    const std::uint64_t tag = tagged != p.data.tagged.end() && tagged->first == i ? tagged->second : 0;
-    Acc& a = acc[tag];
-    ++a.records;
-    a.funcs.insert(op.func);
-    if (!gpu_timed(op.timing) || !std::isfinite(op.dur_us)) continue;
-    a.gpu_us += op.dur_us;
-    total_us += op.dur_us;
-    a.lat.add(op.dur_us);
-    if (op.has_busbw()) a.bw.add(op.busbw_gbs);
-  }
+  using Acc = ReportScan::TagAcc;
+  std::int64_t total_ns = 0;
+  for (const auto& [tag, a] : p.m.scan.tags) total_ns += a.gpu_ns;
   // Rows by kernel time, the busiest first.
   std::vector<std::pair<std::uint64_t, const Acc*>> order;
-  for (const auto& [tag, a] : acc) order.push_back({tag, &a});
-  std::stable_sort(order.begin(), order.end(), [](const auto& x, const auto& y) { return x.second->gpu_us > y.second->gpu_us; });
+  for (const auto& [tag, a] : p.m.scan.tags) order.push_back({tag, &a});
+  std::stable_sort(order.begin(), order.end(), [](const auto& x, const auto& y) { return x.second->gpu_ns > y.second->gpu_ns; });
   RSection s = section("tags", "Tagged collectives: where the NCCL time went");
   s.note = "NCCL 2.31+ user tags (ncclCollConfig_t.userProfilerTag), named by the logs' tag records "
            "(ncclInspectorNameTag) or --tag-map. Kernel time is summed over ranks; only GPU-timed records give time "
@@ -538,8 +455,9 @@ void tags_section(const Page& p, std::vector<RSection>& out) {
     std::string funcs;
     for (Func f : a->funcs) funcs += (funcs.empty() ? "" : " ") + std::string(to_string(f));
     const bool timed = a->lat.count() > 0;
-    t.rows.push_back({q(names.label(tag)), q(funcs), std::to_string(a->records), timed ? num(a->gpu_us / 1000.0) : "null",
-                      timed && total_us > 0 ? num(100.0 * a->gpu_us / total_us) : "null",
+    const double gpu_ns = static_cast<double>(a->gpu_ns);
+    t.rows.push_back({q(names.label(tag)), q(funcs), std::to_string(a->records), timed ? num(gpu_ns / 1e6) : "null",
+                      timed && total_ns > 0 ? num(100.0 * gpu_ns / static_cast<double>(total_ns)) : "null",
                       timed ? num(a->lat.quantile(0.5)) : "null", timed ? num(a->lat.quantile(0.9)) : "null",
                       a->bw.count() ? num(a->bw.quantile(0.5)) : "null"});
   }
@@ -547,59 +465,19 @@ void tags_section(const Page& p, std::vector<RSection>& out) {
   out.push_back(std::move(s));
 }
 
-// The busiest (op, size) groups of communicator c: median busbw per time bin.
-std::string time_series(const Page& p, std::uint64_t c, std::size_t& npts) {
-  const auto& ops = p.ops;
-  const std::size_t bins = std::max<std::size_t>(1, p.o.time_bins);
-  const double span = std::max(1.0, static_cast<double>(p.t1 - p.t0));
-  std::map<std::pair<Func, int>, std::size_t> gc;
-  for (const auto& op : ops)
-    if (op.comm_hash == c && op.has_start() && op.has_busbw()) ++gc[{op.func, size_bucket(op.bytes)}];
-  std::vector<std::pair<std::size_t, std::pair<Func, int>>> groups;
-  for (const auto& [g, k] : gc) groups.push_back({k, g});
-  std::sort(groups.rbegin(), groups.rend());
-  if (groups.size() > 4) groups.resize(4);
-  std::string series;
-  std::size_t si = 0;
-  for (const auto& [k, g] : groups) {
-    (void)k;
-    std::vector<std::vector<double>> vals(bins);
-    for (const auto& op : ops)
-      if (op.comm_hash == c && op.has_start() && op.has_busbw() && op.func == g.first && size_bucket(op.bytes) == g.second) {
-        auto b = static_cast<std::size_t>(static_cast<double>(op.start_wall_ns - p.t0) / span * static_cast<double>(bins));
-        vals[std::min(b, bins - 1)].push_back(op.busbw_gbs);
-      }
-    std::string pts;
-    for (std::size_t b = 0; b < bins; ++b)
-      if (!vals[b].empty()) {
-        ++npts;
-        const double med = median_of(vals[b]);
-        pts += (pts.empty() ? "[" : ",[") + num((static_cast<double>(b) + 0.5) * span / static_cast<double>(bins) / 1e9) +
-               "," + num(med) + "," + std::to_string(vals[b].size()) + "]";
-      }
-    series += (si++ ? "," : "") + std::string("{\"name\":") +
-              q(std::string(to_string(g.first)) + " " + size_bucket_label(g.second)) + ",\"points\":[" + pts + "]}";
-  }
-  return series;
-}
-
 // The analyses' markers on communicator c's chart: bands (time windows) and points
-// (at the op's busbw).
+// (at the op's busbw, CommPass::marks).
 void time_marks(const Page& p, std::uint64_t c, std::string& bands, std::string& marks, std::size_t& npts) {
-  for (const auto& ran : p.analyses)
+  for (const auto& ran : p.m.analyses)
     for (const auto& m : ran.result.markers)
       if (m.comm == c && m.chart == Marker::Chart::kBand)
         bands += (bands.empty() ? "[" : ",[") + num(p.sec(m.start_ns)) + "," + num(p.sec(m.end_ns)) + "," +
                  q(m.where + ": " + m.evidence) + "]";
-  for (const auto& ran : p.analyses)
+  for (const auto& ran : p.m.analyses)
     for (const auto& m : ran.result.markers) {
       if (m.chart != Marker::Chart::kPoint || m.comm != c || m.start_ns == 0) continue;
-      double bw = kNaN;
-      for (const auto& op : p.ops)
-        if (op.comm_hash == c && op.rank == m.rank && op.start_wall_ns == m.start_ns) {
-          bw = op.busbw_gbs;
-          break;
-        }
+      auto it = p.m.comm.mark_bw.find({c, m.rank, m.start_ns});
+      const double bw = it == p.m.comm.mark_bw.end() ? kNaN : it->second;
       if (std::isfinite(bw) && ++npts)
         marks += (marks.empty() ? "[" : ",[") + num(p.sec(m.start_ns)) + "," + num(bw) + "," + q(m.where + ": " + m.evidence) + "]";
     }
@@ -611,81 +489,44 @@ void time_section(const Page& p, std::vector<RSection>& out) {
   RSection s = section("time", "Bus bandwidth over time");
   s.note = "Per communicator, the busiest (op, size) groups; each point is the median busbw of a time bin. "
            "Shaded: change points (rolling median shift); red: the worst single-op outliers.";
-  std::map<std::uint64_t, std::size_t> count;
-  for (const auto& op : p.ops)
-    if (op.has_start() && op.has_busbw()) ++count[op.comm_hash];
-  std::vector<std::pair<std::size_t, std::uint64_t>> order;
-  for (const auto& [c, n] : count) order.push_back({n, c});
-  std::sort(order.rbegin(), order.rend());
-  if (order.size() > o.max_comm_charts) {
-    s.note += " Showing the " + std::to_string(o.max_comm_charts) + " busiest of " + std::to_string(order.size()) + " communicators.";
-    order.resize(o.max_comm_charts);
-  }
-  for (const auto& [n, c] : order) {
-    (void)n;
-    std::size_t npts = 0;
-    const std::string series = time_series(p, c, npts);
+  if (p.m.comms_with_busbw > o.max_comm_charts)
+    s.note += " Showing the " + std::to_string(o.max_comm_charts) + " busiest of " + std::to_string(p.m.comms_with_busbw) + " communicators.";
+  for (std::uint64_t c : p.m.charted) {
+    auto it = p.m.comm.series.find(c);
+    std::size_t npts = it == p.m.comm.series.end() ? 0 : it->second.second;
     std::string bands, marks;
     time_marks(p, c, bands, marks, npts);
     s.plots.add_plot("{\"type\":\"line\",\"title\":" + q(comm_display(c, p.res) + ": busbw over time") +
-                     ",\"xlabel\":\"seconds since the first op\",\"ylabel\":\"busbw (GB/s)\",\"series\":[" + series +
-                     "],\"bands\":[" + bands + "],\"marks\":[" + marks + "]}",
+                     ",\"xlabel\":\"seconds since the first op\",\"ylabel\":\"busbw (GB/s)\",\"series\":[" +
+                     (it == p.m.comm.series.end() ? std::string() : it->second.first) + "],\"bands\":[" + bands +
+                     "],\"marks\":[" + marks + "]}",
                      npts);
   }
   out.push_back(std::move(s));
 }
 
-// Mean lateness per rank and time bin of the collective instances with several ranks.
+// Mean lateness per rank and time bin of the collective instances with several ranks (CommPass).
 void lateness_heatmap(const Page& p, RSection& s) {
-  const auto& ops = p.ops;
-  const GpuMap& gm = p.gm;
-  const std::int64_t t0 = p.t0;
-  std::vector<std::uint32_t> idx;
-  for (std::uint32_t i = 0; i < ops.size(); ++i)
-    if (ops[i].has_start() && ops[i].kind != OpKind::kP2p && ops[i].nranks > 1) idx.push_back(i);
-  std::sort(idx.begin(), idx.end(), [&](std::uint32_t a, std::uint32_t b) {
-    return std::make_tuple(ops[a].comm_hash, ops[a].func, ops[a].seq, ops[a].start_wall_ns) <
-           std::make_tuple(ops[b].comm_hash, ops[b].func, ops[b].seq, ops[b].start_wall_ns);
-  });
-  const std::size_t bins = std::max<std::size_t>(1, p.o.heat_bins);
-  const double span = std::max(1.0, static_cast<double>(p.t1 - t0));
-  std::vector<std::vector<double>> sum(gm.gpus.size(), std::vector<double>(bins, 0.0));
-  std::vector<std::vector<std::uint32_t>> cnt(gm.gpus.size(), std::vector<std::uint32_t>(bins, 0));
-  std::size_t instances = 0;
-  std::vector<double> late;
-  for (std::size_t a = 0; a < idx.size();) {
-    std::size_t b = a + 1;
-    while (b < idx.size() && ops[idx[b]].comm_hash == ops[idx[a]].comm_hash && ops[idx[b]].func == ops[idx[a]].func &&
-           ops[idx[b]].seq == ops[idx[a]].seq)
-      ++b;
-    if (b - a >= 2 && instance_lateness(ops, idx, a, b, late)) {
-      ++instances;
-      const std::int64_t first = ops[idx[a]].start_wall_ns;
-      const auto bin = std::min(bins - 1, static_cast<std::size_t>(static_cast<double>(first - t0) / span * static_cast<double>(bins)));
-      for (std::size_t j = a; j < b; ++j) {
-        const std::uint32_t g = gm.op_gpu[idx[j]];
-        sum[g][bin] += late[j - a];
-        ++cnt[g][bin];
-      }
+  const CommPass& cp = p.m.comm;
+  if (cp.instances == 0) return;
+  const std::size_t bins = p.m.heat_bins;
+  const double span = std::max(1.0, static_cast<double>(p.m.t1 - p.m.g.t0));
+  std::string rows;
+  std::size_t cells = 0;
+  for (std::size_t g = 0; g < p.gm.gpus.size(); ++g) {
+    rows += g ? ",[" : "[";
+    for (std::size_t b = 0; b < bins; ++b) {
+      const std::uint32_t n = cp.heat_cnt[g * bins + b];
+      cells += n != 0;
+      if (b) rows += ',';
+      rows += n ? num(static_cast<double>(cp.heat_sum_ns[g * bins + b]) / 1000.0 / n) : std::string("null");
     }
-    a = b;
+    rows += "]";
   }
-  if (instances) {
-    std::string rows;
-    std::size_t cells = 0;
-    for (std::size_t g = 0; g < gm.gpus.size(); ++g) {
-      rows += g ? ",[" : "[";
-      for (std::size_t b = 0; b < bins; ++b) {
-        cells += cnt[g][b] != 0;
-        rows += (b ? "," : "") + (cnt[g][b] ? num(sum[g][b] / cnt[g][b]) : std::string("null"));
-      }
-      rows += "]";
-    }
-    s.plots.add_plot("{\"type\":\"heatmap\",\"title\":\"mean lateness per rank (us)\",\"xlabel\":\"seconds since the first op\","
-                "\"rows\":" + str_array(p.gpu_labels) + ",\"x0\":0,\"dx\":" + num(span / static_cast<double>(bins) / 1e9) +
-                ",\"zlabel\":\"lateness (us)\",\"values\":[" + rows + "]}",
-                cells);
-  }
+  s.plots.add_plot("{\"type\":\"heatmap\",\"title\":\"mean lateness per rank (us)\",\"xlabel\":\"seconds since the first op\","
+                   "\"rows\":" + str_array(p.gpu_labels) + ",\"x0\":0,\"dx\":" + num(span / static_cast<double>(bins) / 1e9) +
+                   ",\"zlabel\":\"lateness (us)\",\"values\":[" + rows + "]}",
+                   cells);
 }
 
 // The stragglers analysis's ranks, most significant first.
@@ -724,37 +565,28 @@ void stragglers_section(const Page& p, std::vector<RSection>& out) {
   s.tables.add(lateness_table(p).json());
   out.push_back(std::move(s));
 }
-
 // Busy time per channel id, per comm (the first 8 comms in comm order).
 void channel_busy_chart(const Page& p, RSection& s) {
-  const auto& ops = p.ops;
-  const ReadResult& res = p.res;
-  const GpuMap& gm = p.gm;
-  const ViewSink& data = p.data;
-  if (data.ch.empty()) return;
-  std::map<std::uint64_t, std::map<int, double>> busy;
+  const auto& busy = p.m.scan.ch_busy_ns;
+  if (busy.empty()) return;
   std::set<int> chans;
-  for (std::size_t i = 0; i < ops.size(); ++i)
-    for (std::size_t e = data.ch_begin(i); e < data.ch_end[i]; ++e) {
-      busy[ops[i].comm_hash][data.ch[e].channel] += static_cast<double>(data.ch[e].dur_us) / 1000.0;
-      chans.insert(data.ch[e].channel);
-    }
+  for (const auto& [c, m] : busy)
+    for (const auto& [ch, ns] : m) chans.insert(ch);
   std::vector<std::string> cats;
   for (int c : chans) cats.push_back("ch " + std::to_string(c));
   std::string series;
   std::size_t ns = 0, nvals = 0;
-  for (std::uint64_t c : gm.comms) {
+  for (std::uint64_t c : p.gm.comms) {
     auto it = busy.find(c);
     if (it == busy.end() || ns >= 8) continue;
     std::string v;
     std::size_t k = 0;
     for (int ch : chans) {
       auto jt = it->second.find(ch);
-      v += (k++ ? "," : "") + num(jt == it->second.end() ? 0.0 : jt->second);
+      v += (k++ ? "," : "") + num(jt == it->second.end() ? 0.0 : static_cast<double>(jt->second) / 1e6);
       ++nvals;
     }
-    series += (ns++ ? "," : "") + std::string("{\"name\":") + q(comm_short(c, res) + " " + hex_hash(c).substr(0, 10)) +
-              ",\"values\":[" + v + "]}";
+    series += (ns++ ? "," : "") + std::string("{\"name\":") + q(comm_series_name(c, p.res)) + ",\"values\":[" + v + "]}";
   }
   s.plots.add_plot("{\"type\":\"bar\",\"stacked\":true,\"title\":\"busy time per channel (all ranks)\",\"ylabel\":\"busy (ms)\","
                    "\"categories\":" + str_array(cats) + ",\"series\":[" + series + "]}",
@@ -763,16 +595,12 @@ void channel_busy_chart(const Page& p, RSection& s) {
 
 // Median channel balance per rank (ops with several channels).
 void channel_balance_chart(const Page& p, RSection& s) {
-  const auto& ops = p.ops;
-  const GpuMap& gm = p.gm;
-  std::vector<std::vector<double>> bal(gm.gpus.size());
-  for (std::size_t i = 0; i < ops.size(); ++i)
-    if (ops[i].ch_balance >= 0 && ops[i].nchannels > 1) bal[gm.op_gpu[i]].push_back(static_cast<double>(ops[i].ch_balance));
   std::string v;
   std::size_t nvals = 0;
+  const auto& bal = p.m.proc.balance;
   for (std::size_t g = 0; g < bal.size(); ++g) {
-    v += (g ? "," : "") + (bal[g].empty() ? std::string("null") : num(median_of(bal[g])));
-    nvals += !bal[g].empty();
+    v += (g ? "," : "") + num(bal[g]);
+    nvals += std::isfinite(bal[g]);
   }
   s.plots.add_plot("{\"type\":\"bar\",\"title\":\"median channel balance per rank\",\"ylabel\":\"min/max channel time\",\"ymax\":1,"
                    "\"categories\":" + str_array(p.gpu_labels) + ",\"series\":[{\"name\":\"ch_balance P50\",\"values\":[" + v + "]}]}",
@@ -781,59 +609,37 @@ void channel_balance_chart(const Page& p, RSection& s) {
 
 // Network bytes per rank and HCA.
 void hca_bytes_chart(const Page& p, RSection& s) {
-  const auto& ops = p.ops;
-  const GpuMap& gm = p.gm;
-  const ViewSink& data = p.data;
-  std::map<std::string, std::vector<double>> dev;
-  for (std::size_t i = 0; i < ops.size() && i < data.coll.extra.size(); ++i)
-    for (const auto& h : data.coll.extra[i].hcas) {
-      auto& v = dev[h.dev];
-      if (v.empty()) v.assign(gm.gpus.size(), 0.0);
-      v[gm.op_gpu[i]] += static_cast<double>(h.bytes) / 1e9;
+  const auto& dev = p.m.proc.hca_bytes;
+  if (dev.empty()) return;
+  std::string series;
+  std::size_t ns = 0, nvals = 0;
+  for (const auto& [d, v] : dev) {
+    std::string vs;
+    for (std::size_t g = 0; g < v.size(); ++g) {
+      if (g) vs += ',';
+      vs += num(static_cast<double>(v[g]) / 1e9);
     }
-  if (!dev.empty()) {
-    std::string series;
-    std::size_t ns = 0, nvals = 0;
-    for (const auto& [d, v] : dev) {
-      std::string vs;
-      for (std::size_t g = 0; g < v.size(); ++g) {
-        if (g) vs += ',';
-        vs += num(v[g]);
-      }
-      nvals += v.size();
-      series += (ns++ ? "," : "") + std::string("{\"name\":") + q("HCA " + d) + ",\"values\":[" + vs + "]}";
-    }
-    s.plots.add_plot("{\"type\":\"bar\",\"stacked\":true,\"title\":\"network bytes per rank and HCA\",\"ylabel\":\"GB\","
-                     "\"categories\":" + str_array(p.gpu_labels) + ",\"series\":[" + series + "]}",
-                     nvals);
+    nvals += v.size();
+    series += (ns++ ? "," : "") + std::string("{\"name\":") + q("HCA " + d) + ",\"values\":[" + vs + "]}";
   }
+  s.plots.add_plot("{\"type\":\"bar\",\"stacked\":true,\"title\":\"network bytes per rank and HCA\",\"ylabel\":\"GB\","
+                   "\"categories\":" + str_array(p.gpu_labels) + ",\"series\":[" + series + "]}",
+                   nvals);
 }
 
 // Send bandwidth on the wire per rank and HCA (hcas[].wire_us): the evidence
 // of a slow NIC (anomalies' slow_hca).
 void hca_wire_chart(const Page& p, RSection& s) {
-  const auto& ops = p.ops;
-  const GpuMap& gm = p.gm;
-  const ViewSink& data = p.data;
-  std::map<std::string, std::vector<std::vector<double>>> dev;
-  for (std::size_t i = 0; i < ops.size() && i < data.coll.extra.size(); ++i)
-    for (const auto& h : data.coll.extra[i].hcas) {
-      if (!std::isfinite(h.wire_us) || h.bytes < (256u << 10)) continue;
-      const double g = static_cast<double>(h.bytes) / (h.wire_us * 1000.0);
-      if (g > SlowHcaOptions{}.max_gbs) continue;  // not timed on the wire (slow_hca.h)
-      auto& v = dev[h.dev];
-      if (v.empty()) v.resize(gm.gpus.size());
-      v[gm.op_gpu[i]].push_back(g);
-    }
+  const auto& dev = p.m.proc.wire_gbs;
   if (dev.empty()) return;
   std::string series;
   std::size_t ns = 0, nvals = 0;
-  for (auto& [d, v] : dev) {
+  for (const auto& [d, v] : dev) {
     std::string vs;
     for (std::size_t g = 0; g < v.size(); ++g) {
       if (g) vs += ',';
-      vs += v[g].empty() ? std::string("null") : num(median_of(v[g]));
-      nvals += !v[g].empty();
+      vs += num(v[g]);
+      nvals += std::isfinite(v[g]);
     }
     series += (ns++ ? "," : "") + std::string("{\"name\":") + q("HCA " + d) + ",\"values\":[" + vs + "]}";
   }
@@ -848,6 +654,9 @@ void channels_section(const Page& p, std::vector<RSection>& out) {
   s.note = "Channel busy time from ch_times (NCCL_INSPECTOR_DUMP_VERBOSE=1); channel balance = shortest / longest channel "
            "of an op (1 = balanced); HCA bytes and send bandwidth on the wire from NetPlugin events (NCCL_INSPECTOR_ENABLE_NET=1; "
            "bandwidth needs IB QP events, docs/log-format.md).";
+  if (p.m.scan.ch_capped)
+    s.note += " Channel busy time is not shown: the logs hold more than " +
+              std::to_string(ViewSink::kMaxChannelEntries) + " channel times.";
   channel_busy_chart(p, s);
   channel_balance_chart(p, s);
   hca_bytes_chart(p, s);
@@ -858,48 +667,31 @@ void channels_section(const Page& p, std::vector<RSection>& out) {
 
 void occupancy_section(const Page& p, std::vector<RSection>& out) {
   if (!p.timed) return;
-  const auto& ops = p.ops;
-  const GpuMap& gm = p.gm;
   const auto& gpu_labels = p.gpu_labels;
   RSection s = section("occupancy", "Communication occupancy and gaps between collectives");
   s.note = "Occupancy: the fraction of a rank's active span (first op start to last op end) covered by at least one op. "
            "Gaps: idle time between consecutive ops of a rank (the union of its communicators), i.e. pipeline bubbles "
            "or compute phases; whiskers P5-P95.";
-  std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> iv(gm.gpus.size());
-  for (std::size_t i = 0; i < ops.size(); ++i)
-    if (ops[i].has_start()) iv[gm.op_gpu[i]].push_back({ops[i].start_wall_ns, end_of(ops[i])});
   std::string occ;
   std::size_t nocc = 0;
   std::vector<std::string> boxes;
   RTable t;
   t.title = "Occupancy and gaps per rank";
   t.columns = {"rank", "ops", "span (s)", "busy (s)", "occupancy %", "gaps", "gap P50 (us)", "gap P90 (us)", "gap max (us)"};
-  for (std::size_t g = 0; g < iv.size(); ++g) {
-    auto& v = iv[g];
-    std::sort(v.begin(), v.end());
-    std::int64_t busy = 0, cur_s = 0, cur_e = std::numeric_limits<std::int64_t>::min();
-    QuantileSketch gaps;
-    for (const auto& [a, b] : v) {
-      if (a > cur_e) {
-        if (cur_e != std::numeric_limits<std::int64_t>::min()) {
-          busy += cur_e - cur_s;
-          gaps.add(static_cast<double>(a - cur_e) / 1000.0);
-        }
-        cur_s = a;
-        cur_e = b;
-      } else {
-        cur_e = std::max(cur_e, b);
-      }
-    }
-    if (cur_e != std::numeric_limits<std::int64_t>::min()) busy += cur_e - cur_s;
-    const double span = v.empty() ? 0.0 : static_cast<double>(cur_e - v.front().first);
-    const double pct = span > 0 ? 100.0 * static_cast<double>(busy) / span : kNaN;
+  for (std::size_t g = 0; g < p.m.proc.occupancy.size(); ++g) {
+    const ProcPass::Occupancy& oc = p.m.proc.occupancy[g];
+    const double span = static_cast<double>(oc.span_ns);
+    const double pct = span > 0 ? 100.0 * static_cast<double>(oc.busy_ns) / span : kNaN;
     occ += (g ? "," : "") + num(pct);
     nocc += std::isfinite(pct);
-    if (gaps.count()) boxes.push_back(box_of(static_cast<int>(g), gaps));
-    t.rows.push_back({q(gpu_labels[g]), std::to_string(v.size()), num(span / 1e9), num(static_cast<double>(busy) / 1e9), num(pct),
-                      std::to_string(gaps.count()), num(gaps.quantile(0.5)), num(gaps.quantile(0.9)),
-                      gaps.count() ? num(gaps.max()) : "null"});
+    if (oc.gaps) {
+      std::string b = "[" + std::to_string(g);
+      for (double v : oc.gap_box) b += "," + num(v);
+      boxes.push_back(b + "," + std::to_string(oc.gaps) + "]");
+    }
+    t.rows.push_back({q(gpu_labels[g]), std::to_string(oc.ops), num(span / 1e9), num(static_cast<double>(oc.busy_ns) / 1e9),
+                      num(pct), std::to_string(oc.gaps), oc.gaps ? num(oc.gap_box[2]) : "null",
+                      oc.gaps ? num(oc.gap_p90) : "null", oc.gaps ? num(oc.gap_max) : "null"});
   }
   s.plots.add_plot("{\"type\":\"bar\",\"title\":\"communication occupancy per rank\",\"ylabel\":\"% of the rank's span\",\"ymax\":100,"
                    "\"categories\":" + str_array(gpu_labels) + ",\"series\":[{\"name\":\"occupancy %\",\"values\":[" + occ + "]}]}",
@@ -924,7 +716,7 @@ std::string json_cell(const Cell& c) {
 
 // The result tables of every registered analysis that asks for a section of its own.
 void analysis_sections(const Page& p, std::vector<RSection>& out) {
-  for (const auto& ran : p.analyses) {
+  for (const auto& ran : p.m.analyses) {
     if (!ran.analysis->tables_in_report() || ran.result.report.sections.empty()) continue;
     RSection s = section(std::string(ran.analysis->name()), std::string(ran.analysis->help()));
     for (const auto& sec : ran.result.report.sections) {
@@ -964,13 +756,13 @@ std::string input_dirs(const ReadResult& res) {
 }
 
 // The data block: the page's header fields and every section.
-std::string data_json(const Page& p, const ReadResult* base_res, const std::vector<RSection>& sections,
-                      const ReportStats& st) {
+std::string data_json(const Page& p, const std::vector<RSection>& sections, const ReportStats& st) {
   const ReportOptions& o = p.o;
+  const ReadResult* base_res = o.baseline_res;
   std::string dj = "{\"title\":" + q(o.title) + ",\"inputs\":" + q(input_dirs(p.res)) + ",\"baseline\":" +
                    (base_res ? q(std::to_string(base_res->files.size()) + " file(s), " + std::to_string(base_res->ops) + " ops")
                              : std::string("null")) +
-                   ",\"t0\":" + q(p.timed ? iso(p.t0) : std::string()) + ",\"expected_plots\":" + std::to_string(st.plots) +
+                   ",\"t0\":" + q(p.timed ? iso(p.m.g.t0) : std::string()) + ",\"expected_plots\":" + std::to_string(st.plots) +
                    ",\"expected_points\":" + std::to_string(st.points) + ",\"plotly\":" + q(o.plotly_label) +
                    ",\"sections\":[";
   for (std::size_t i = 0; i < sections.size(); ++i) dj += (i ? "," : "") + sections[i].json();
@@ -1014,10 +806,10 @@ void write_page(const std::string& data, const ReportOptions& o, std::ostream& o
 
 }  // namespace
 
-ReportStats write_report(const ViewSink& data, const ReadResult& res, const ViewSink* baseline,
-                         const ReadResult* base_res, const ReportOptions& o, std::ostream& out) {
+ReportStats write_report_model(const ReportModel& m, const ReadResult& res, const ReportOptions& o, std::ostream& out) {
+  if (o.plotly_js.empty()) throw std::invalid_argument("write_report: no Plotly.js bundle given");
   ReportStats st;
-  const Page p(data, res, baseline, o);
+  const Page p(m, res, o);
   std::vector<RSection> sections;
   for (SectionFn add : kSections) add(p, sections);
   for (const auto& s : sections) {
@@ -1025,9 +817,33 @@ ReportStats write_report(const ViewSink& data, const ReadResult& res, const View
     st.tables += s.tables.n;
     st.points += s.plots.total_points;
   }
-  if (o.plotly_js.empty()) throw std::invalid_argument("write_report: no Plotly.js bundle given");
-  write_page(data_json(p, base_res, sections, st), o, out, st);
+  write_page(data_json(p, sections, st), o, out, st);
   return st;
+}
+
+ReportStats write_report(const ViewSink& data, const ReadResult& res, const ReportOptions& o, std::ostream& out) {
+  if (o.plotly_js.empty()) throw std::invalid_argument("write_report: no Plotly.js bundle given");
+  // The folds of report_model.h over every op at once: one batch of every
+  // communicator, one of every process, as the bounded report makes many.
+  ReportModel m;
+  m.baseline = o.baseline;
+  const std::vector<Op>& ops = data.coll.ops;
+  auto tagged = data.tagged.begin();
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    while (tagged != data.tagged.end() && tagged->first < i) ++tagged;
+    m.scan.add(ops[i], tagged != data.tagged.end() && tagged->first == i ? tagged->second : 0);
+    if (i < data.ch_end.size())
+      for (std::size_t e = data.ch_begin(i); e < data.ch_end[i]; ++e)
+        m.scan.add_channel(ops[i].comm_hash, data.ch[e].channel, data.ch[e].dur_us);
+  }
+  m.scan.ch_capped = data.channel_capped;
+  m.plan(res, nullptr, o);  // the ops are calibrated already (ReportOptions::calibration)
+  m.analyses = run_op_analyses(data.coll, res);
+  const std::vector<std::uint32_t> op_gpu = m.gpus_of(ops);
+  m.comm.add(m, ops, op_gpu);
+  if (m.prepare_marks()) m.comm.marks(ops);
+  m.proc.add(m, ops, data.coll.extra.size() == ops.size() ? &data.coll.extra : nullptr, op_gpu);
+  return write_report_model(m, res, o, out);
 }
 
 }  // namespace ni::analysis

@@ -13,11 +13,13 @@
 #include <string>
 #include <string_view>
 
+#include "src/analysis/report_model.h"
 #include "src/analysis/view.h"
 
 namespace ni::analysis {
 
 struct ClockCalibration;  // stragglers.h
+struct ReportModel;       // report_model.h
 
 struct ReportOptions {
   std::string title = "nccl-inspector report";
@@ -28,6 +30,9 @@ struct ReportOptions {
   std::string plotly_label;    // its name and version, for the page's footer
   const ClockCalibration* calibration = nullptr;  // applied to the ops (the health section says so)
   std::map<std::uint64_t, std::string> tag_map;    // --tag-map: user tag names over the logs' tag records
+  // --baseline: its busbw vs size curves (report_model.h) and read result; null: none.
+  const SizeCurves* baseline = nullptr;
+  const ReadResult* baseline_res = nullptr;
 };
 
 struct ReportStats {
@@ -38,9 +43,11 @@ struct ReportStats {
   std::size_t points = 0;        // data points over all charts (what the page must draw)
 };
 
-// baseline/base_res may be null.
-ReportStats write_report(const ViewSink& data, const ReadResult& res, const ViewSink* baseline,
-                         const ReadResult* base_res, const ReportOptions& o, std::ostream& out);
+// The page of the ops in memory (calibrated as o.calibration says).
+ReportStats write_report(const ViewSink& data, const ReadResult& res, const ReportOptions& o, std::ostream& out);
+// The page of the report's folds (report_model.h): what write_report and the
+// bounded report (report_bounded.h) both write.
+ReportStats write_report_model(const ReportModel& m, const ReadResult& res, const ReportOptions& o, std::ostream& out);
 
 // The page's script (data -> Plotly traces) and style sheet (report_assets.cpp).
 extern const char* const kReportJs;

@@ -98,7 +98,10 @@ void QuantileSketch::add(double v, int& bucket) {
     sorted_ = false;
     if (exact_.size() > kExactMax) to_hist();
   } else {
-    if (bucket < 0) bucket = index(v);
+    // Bucketed as the float the exact part would have held: the histogram of a
+    // set of values is then the same whatever order they come in, added one by
+    // one or merged (the report's batches, report_model.h).
+    if (bucket < 0) bucket = index(static_cast<float>(v));
     ++hist_[static_cast<std::size_t>(bucket)];
   }
 }

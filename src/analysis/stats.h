@@ -14,6 +14,9 @@ namespace ni::analysis {
 // (DDSketch-style, gamma = (1+a)/(1-a) with a = 1%), so any quantile is
 // returned with a relative error of at most 1% and memory is a fixed ~11 KiB
 // per series, whatever the number of records. min, max, count and sum stay exact.
+// The same values give the same quantiles in any order, added one by one or
+// merged from sketches (a value is bucketed as the float the exact part keeps);
+// only sum() depends on the order (floating-point addition).
 class QuantileSketch {
  public:
   static constexpr std::size_t kExactMax = 4096;

@@ -17,14 +17,6 @@ namespace {
 
 using Key = TraceGlobals::Key;
 
-// Per (file, comm, rank): what the trace needs of its ops, on the logged clock.
-struct KeyAcc {
-  std::int32_t nranks = 0;
-  std::int64_t first_start = std::numeric_limits<std::int64_t>::max();
-  std::int64_t last_end = std::numeric_limits<std::int64_t>::min();
-  bool any_start = false;
-};
-
 // The first read: every op spilled by communicator with the detectors' detail,
 // and the per-key and global facts the trace needs (TraceGlobals).
 class ScanSink : public SpillSink {
@@ -40,15 +32,8 @@ class ScanSink : public SpillSink {
       last_ = &keys_[k];
       last_key_ = k;
     }
-    KeyAcc& a = *last_;
-    a.nranks = std::max<std::int32_t>(a.nranks, op.nranks);
-    if (op.has_start()) {
-      a.any_start = true;
-      a.first_start = std::min(a.first_start, op.start_wall_ns);
-      a.last_end = std::max(a.last_end, trace_end_ns(op.start_wall_ns, op.dur_us));
-    } else {
-      ++no_start_;
-    }
+    last_->add(op);
+    no_start_ += !op.has_start();
     if (d != nullptr) {
       ch_entries_ += d->ch_times.size();
       tagged_ = tagged_ || d->user_tag != 0;
@@ -56,13 +41,7 @@ class ScanSink : public SpillSink {
   }
   void merge(ScanSink&& o) {
     SpillSink::merge(std::move(o));
-    for (const auto& [k, b] : o.keys_) {
-      KeyAcc& a = keys_[k];
-      a.nranks = std::max(a.nranks, b.nranks);
-      a.first_start = std::min(a.first_start, b.first_start);
-      a.last_end = std::max(a.last_end, b.last_end);
-      a.any_start = a.any_start || b.any_start;
-    }
+    for (const auto& [k, b] : o.keys_) keys_[k].merge(b);
     ops_ += o.ops_;
     no_start_ += o.no_start_;
     ch_entries_ += o.ch_entries_;
@@ -71,13 +50,13 @@ class ScanSink : public SpillSink {
     last_ = o.last_ = nullptr;
   }
 
-  std::map<Key, KeyAcc> keys_;
+  KeySpans keys_;
   std::uint64_t ops_ = 0, no_start_ = 0, ch_entries_ = 0;
   bool tagged_ = false;
 
  private:
   Key last_key_;
-  KeyAcc* last_ = nullptr;
+  KeySpan* last_ = nullptr;
 };
 
 // What the second read keeps: the ops the trace shows, calibrated.
@@ -125,11 +104,9 @@ class KeepSink : public ViewSink {
   std::vector<std::uint64_t> seen_;
 };
 
-// Per (file, comm, rank): its GPU (map_gpus on one op per key with the key's
-// largest nranks: it reads no more of the ops than that), whether it has a
-// start time, and its last end; t0, the earliest start. Times shifted as the
-// clock calibration says.
-void map_keys(const std::map<Key, KeyAcc>& keys, const ReadResult& res, const ClockCalibration& cal, TraceGlobals& g) {
+}  // namespace
+
+void map_keys(const KeySpans& keys, const ReadResult& res, const ClockCalibration* cal, TraceGlobals& g) {
   std::vector<Op> skel;
   skel.reserve(keys.size());
   for (const auto& [k, a] : keys) {
@@ -147,15 +124,14 @@ void map_keys(const std::map<Key, KeyAcc>& keys, const ReadResult& res, const Cl
     ki.gpu = g.gm.op_gpu[i++];
     ki.any_start = a.any_start;
     if (!a.any_start) continue;
-    auto s = cal.shift_ns.find({k.comm, k.rank});
-    const std::int64_t shift = s == cal.shift_ns.end() ? 0 : s->second;
+    std::int64_t shift = 0;
+    if (cal != nullptr)
+      if (auto s = cal->shift_ns.find({k.comm, k.rank}); s != cal->shift_ns.end()) shift = s->second;
     g.t0 = std::min(g.t0, a.first_start - shift);
     ki.last_end = a.last_end - shift;
   }
   g.gm.op_gpu.clear();
 }
-
-}  // namespace
 
 BoundedTraceResult write_trace_bounded(const std::vector<std::string>& files, const ReadOptions& ro, int threads,
                                        TraceOptions o, const BoundedTrace& b, const std::string& path) {
@@ -200,7 +176,7 @@ BoundedTraceResult write_trace_bounded(const std::vector<std::string>& files, co
   g.ch_any = scan->ch_entries_ > 0;
   g.ch_capped = scan->ch_entries_ > ViewSink::kMaxChannelEntries;
   g.tagged = scan->tagged_;
-  map_keys(scan->keys_, res, out.cal, g);
+  map_keys(scan->keys_, res, &out.cal, g);
   scan->keys_.clear();
 
   // Calibrated: the detectors' markers and the count that sets the sampling.

@@ -14,8 +14,11 @@
 //  4. The trace from them, with TraceGlobals standing for every op.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -30,6 +33,36 @@ namespace ni::analysis {
 // record at 4 M records. Inputs whose estimate (partition.h estimate_ops)
 // times this passes the budget take the bounded read.
 inline constexpr std::uint64_t kTraceBytesPerOpInMemory = 300;
+
+// What the trace and the report need of the ops of one (file, comm, rank),
+// on the logged clock: its largest nranks (which map_gpus reads), its
+// earliest start and its latest end.
+struct KeySpan {
+  std::int32_t nranks = 0;
+  std::int64_t first_start = std::numeric_limits<std::int64_t>::max();
+  std::int64_t last_end = std::numeric_limits<std::int64_t>::min();
+  bool any_start = false;
+  void add(const Op& op) {
+    nranks = std::max<std::int32_t>(nranks, op.nranks);
+    if (!op.has_start()) return;
+    any_start = true;
+    first_start = std::min(first_start, op.start_wall_ns);
+    last_end = std::max(last_end, trace_end_ns(op.start_wall_ns, op.dur_us));
+  }
+  void merge(const KeySpan& b) {
+    nranks = std::max(nranks, b.nranks);
+    first_start = std::min(first_start, b.first_start);
+    last_end = std::max(last_end, b.last_end);
+    any_start = any_start || b.any_start;
+  }
+};
+using KeySpans = std::map<TraceGlobals::Key, KeySpan>;
+
+// Per (file, comm, rank): its GPU (map_gpus on one op per key with the key's
+// largest nranks: it reads no more of the ops than that), whether it has a
+// start time, and its last end; t0, the earliest start. Times shifted as the
+// clock calibration says (cal: none when null, for ops already calibrated).
+void map_keys(const KeySpans& keys, const ReadResult& res, const ClockCalibration* cal, TraceGlobals& g);
 
 struct BoundedTrace {
   std::uint64_t limit = 0;     // the memory budget (bytes)

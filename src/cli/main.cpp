@@ -17,6 +17,7 @@
 #include <iostream>
 #include <iterator>
 #include <memory>
+#include <sstream>
 #include <type_traits>
 
 #include "include/nccl_inspector/version.h"
@@ -25,6 +26,7 @@
 #include "src/analysis/plotly_bundle.h"
 #include "src/analysis/reader.h"
 #include "src/analysis/report.h"
+#include "src/analysis/report_bounded.h"
 #include "src/analysis/locate.h"
 #include "src/analysis/stragglers.h"
 #include "src/analysis/tags.h"
@@ -459,31 +461,8 @@ bool load_plotly(ReportArgs& r) {
   return true;
 }
 
-int run_report(ReportArgs& r) {
-  if (!load_plotly(r)) return kExitUsage;
-  if (!r.tag_map_file.empty()) {
-    if (std::string err; !ana::load_tag_map(r.tag_map_file, r.rpo.tag_map, err)) {
-      std::cerr << "nccl-inspector: " << err << "\n";
-      return kExitUsage;
-    }
-  }
-  std::vector<std::string> files;
-  if (!ana::discover(r.c.inputs, files)) return kExitUsage;
-  ana::ReadResult res, bres;
-  auto v = ana::read_merged<ana::ViewSink>(files, read_opts(r.c), threads(r.c), res);
-  if (!ana::check_read(res) || !assign_racks(r.c, res)) return kExitUsage;
-  ana::ClockCalibration cal;
-  if (!r.no_calibration) {
-    cal = calibrate(v->coll.ops, res);
-    r.rpo.calibration = &cal;
-  }
-  std::unique_ptr<ana::ViewSink> b;
-  if (!r.baseline_dir.empty()) {
-    std::vector<std::string> bf;
-    if (!ana::discover({r.baseline_dir}, bf)) return kExitUsage;
-    b = ana::read_merged<ana::ViewSink>(bf, read_opts(r.c), threads(r.c), bres);
-    if (!ana::check_read(bres)) return kExitUsage;
-  }
+// The page to --output ("-": stdout), then the line that says what it holds.
+int write_report_out(const ReportArgs& r, const std::function<ana::ReportStats(std::ostream&)>& write) {
   const bool to_stdout = r.c.output == "-";
   std::ofstream file;
   if (!to_stdout) file.open(r.c.output, std::ios::binary);
@@ -492,7 +471,7 @@ int run_report(ReportArgs& r) {
     std::cerr << "nccl-inspector: cannot write " << r.c.output << "\n";
     return kExitUsage;
   }
-  const ana::ReportStats rs = ana::write_report(*v, res, b.get(), b ? &bres : nullptr, r.rpo, out);
+  const ana::ReportStats rs = write(out);
   if (to_stdout) {
     out.flush();
   } else {
@@ -508,6 +487,70 @@ int run_report(ReportArgs& r) {
   return 0;
 }
 
+// Over the memory budget: the report's folds over spilled ops (report_bounded.h).
+int run_report_bounded(ReportArgs& r, const std::vector<std::string>& files, std::uint64_t limit) {
+  ana::BoundedReport b;
+  b.limit = limit;
+  b.tmpdir = spill_dir();
+  b.calibrate = !r.no_calibration;
+  b.after_read = [&r](ana::ReadResult& res) { return ana::check_read(res) && assign_racks(r.c, res); };
+  // The page is made before --output is opened: a failed spill leaves no file behind.
+  std::ostringstream page;
+  const ana::BoundedReportResult br = ana::write_report_bounded(files, read_opts(r.c), threads(r.c), r.rpo, b, page);
+  using St = ana::BoundedReportResult::Status;
+  if (br.status == St::kRefused) return kExitUsage;
+  if (br.status == St::kSpillFailed) {
+    std::cerr << "nccl-inspector: " << br.error << "\n";
+    return kExitInvalid;
+  }
+  if (b.calibrate) say_calibration(br.cal);
+  say_over_limit(limit, br.spilled_ops, b.tmpdir, br.comm_batches, "communicators",
+                 " and " + std::to_string(br.process_batches) + " of whole processes", br.largest_batch,
+                 br.max_batch_ops, "communicator or process");
+  for (const auto& name : br.left_out)
+    std::cerr << "nccl-inspector: no " << name << " section or findings: it cannot run in parts (over the memory limit)\n";
+  return write_report_out(r, [&](std::ostream& out) {
+    const std::string text = std::move(page).str();
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    return br.stats;
+  });
+}
+
+int run_report(ReportArgs& r) {
+  if (!load_plotly(r)) return kExitUsage;
+  if (!r.tag_map_file.empty()) {
+    if (std::string err; !ana::load_tag_map(r.tag_map_file, r.rpo.tag_map, err)) {
+      std::cerr << "nccl-inspector: " << err << "\n";
+      return kExitUsage;
+    }
+  }
+  std::vector<std::string> files;
+  if (!ana::discover(r.c.inputs, files)) return kExitUsage;
+  std::uint64_t limit = 0;
+  if (!memory_limit(r.c, limit)) return kExitUsage;
+  // The baseline's busbw vs size curves, read without keeping its ops.
+  ana::ReadResult bres;
+  std::unique_ptr<ana::SizeCurveSink> base;
+  if (!r.baseline_dir.empty()) {
+    std::vector<std::string> bf;
+    if (!ana::discover({r.baseline_dir}, bf)) return kExitUsage;
+    base = ana::read_merged<ana::SizeCurveSink>(bf, read_opts(r.c), threads(r.c), bres);
+    if (!ana::check_read(bres)) return kExitUsage;
+    r.rpo.baseline = &base->curves;
+    r.rpo.baseline_res = &bres;
+  }
+  if (ana::estimate_ops(files) * ana::kReportBytesPerOpInMemory > limit) return run_report_bounded(r, files, limit);
+  ana::ReadResult res;
+  auto v = ana::read_merged<ana::ViewSink>(files, read_opts(r.c), threads(r.c), res);
+  if (!ana::check_read(res) || !assign_racks(r.c, res)) return kExitUsage;
+  ana::ClockCalibration cal;
+  if (!r.no_calibration) {
+    cal = calibrate(v->coll.ops, res);
+    r.rpo.calibration = &cal;
+  }
+  return write_report_out(r, [&](std::ostream& out) { return ana::write_report(*v, res, r.rpo, out); });
+}
+
 Command report_command(CLI::App& app) {
   auto r = std::make_shared<ReportArgs>();
   auto* rep = app.add_subcommand(
@@ -519,6 +562,9 @@ Command report_command(CLI::App& app) {
   rep->add_flag("--no-clock-calibration", r->no_calibration,
                 "charts at the logged times (default: each rank shifted by its clock offset from the collectives' common end)");
   rep->add_option("--title", r->rpo.title, "page title")->capture_default_str();
+  rep->add_option("--memory-limit", r->c.memory_limit,
+                  "memory budget (512M, 2G): larger inputs are spilled to $TMPDIR and folded in batches of whole "
+                  "communicators and processes (default: a quarter of this machine's memory)");
   rep->add_option("--tag-map", r->tag_map_file,
                   "file of 'tag name' lines naming the user tags in the Tags section (over the logs' tag records)");
   rep->add_option("--plotly-js", r->plotly_file,

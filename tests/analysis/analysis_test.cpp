@@ -274,6 +274,42 @@ TEST(Summary, SketchBoundedErrorOnLargeInput) {
   }
 }
 
+// The report folds sketches in batches whose order depends on the spill and
+// the threads (report_model.h): the same values must give the same quantiles
+// added in any order or merged. Values just above a histogram bucket's edge
+// as doubles but not as floats (the exact part keeps floats) were bucketed by
+// their double when added after the switch to the histogram, and by their
+// float when they came through the exact part.
+TEST(Summary, SketchQuantilesDoNotDependOnTheOrder) {
+  const double gamma = (1 + ana::QuantileSketch::kAlpha) / (1 - ana::QuantileSketch::kAlpha);
+  double v = 0;
+  for (int j = 1200; j < 1400 && v == 0; ++j) {  // edges near 1e-6 * gamma^1300 ~ 2e5
+    const double edge = 1e-6 * std::pow(gamma, j);
+    const double above = std::nextafter(edge, 2 * edge);
+    if (static_cast<double>(static_cast<float>(above)) <= edge) v = above;
+  }
+  ASSERT_GT(v, 0) << "no edge whose float rounds below it";
+  std::vector<double> values;
+  for (int i = 0; i < 100; ++i) values.push_back(v / 2);
+  for (int i = 0; i < 4900; ++i) values.push_back(v);
+  for (int i = 0; i < 100; ++i) values.push_back(v * 2);
+  ana::QuantileSketch one;  // one by one: the last 1000 values after the switch to the histogram
+  for (double x : values) one.add(x);
+  ana::QuantileSketch merged;  // from parts that each stay exact
+  for (std::size_t at = 0; at < values.size(); at += 1700) {
+    ana::QuantileSketch part;
+    for (std::size_t i = at; i < std::min(values.size(), at + 1700); ++i) part.add(values[i]);
+    merged.merge(part);
+  }
+  ana::QuantileSketch reversed;
+  for (auto it = values.rbegin(); it != values.rend(); ++it) reversed.add(*it);
+  ASSERT_FALSE(one.exact());
+  for (double q : {0.05, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99}) {
+    EXPECT_EQ(one.quantile(q), merged.quantile(q)) << q;
+    EXPECT_EQ(one.quantile(q), reversed.quantile(q)) << q;
+  }
+}
+
 TEST(Summary, GroupByHostRackAndPerRank) {
   const auto dir = ni::test::temp_dir("groupby");
   JobSpec s;

@@ -65,7 +65,7 @@ Views views_of(const ana::ViewSink& v, const ana::ReadResult& res) {
   std::ostringstream r;
   ana::ReportOptions ro;
   ro.plotly_js = "/* Plotly */";
-  ana::write_report(v, res, nullptr, nullptr, ro, r);
+  ana::write_report(v, res, ro, r);
   out.report = r.str();
   std::ostringstream t;
   std::string err;

@@ -222,6 +222,52 @@ TEST(MemoryLimit, TraceInBatchesWritesWhatItWritesInMemory) {
   if (!HasFailure()) ni::it::fs::remove_all(dir);
 }
 
+// report: over the budget it folds spilled ops in batches of whole
+// communicators and processes (report_bounded.h) and writes the page every op
+// in memory gives, byte for byte: calibrated clocks, the detectors' findings
+// and their marks on the busbw-over-time charts, the lateness heatmap,
+// occupancy, channel busy time and balance, HCA bytes and wire bandwidth.
+// Over a baseline too, and from a stream on stdin.
+TEST(MemoryLimit, ReportInBatchesWritesWhatItWritesInMemory) {
+  json truth = nic_job_truth();
+  truth["congestion"] = {{"from", 8}, {"to", 16}, {"factor", 4}};
+  const path dir = run_job("report", 16, 4, 6, truth, nic_job_extra());
+  const std::string logs = (dir / "logs").string();
+  for (const char* opts : {"", " --no-clock-calibration --baseline " }) {
+    std::string args = "report --no-progress " + logs + " -o -" + opts;
+    if (*opts != '\0') args += logs;
+    const Out mem = cli(dir, args);
+    ASSERT_EQ(mem.rc, 0) << mem.err;
+    EXPECT_EQ(batches_of(mem.err), 0u) << mem.err;
+    if (*opts == '\0') {  // what is compared holds every part of the page
+      for (const char* part : {"\"id\":\"stragglers\",", "\"type\":\"heatmap\"", "slow_hca", "slow_channel",
+                               "busy time per channel", "send bandwidth on the wire", "network bytes per rank",
+                               "median channel balance", "communication occupancy", "\"marks\":[["})
+        EXPECT_NE(mem.out.find(part), std::string::npos) << part;
+      EXPECT_NE(mem.err.find("clocks calibrated"), std::string::npos) << mem.err;
+    }
+    std::size_t most = 0;
+    for (const char* lim : {"1", "60K"})
+      for (const char* j : {"-j 1", "-j 2"}) {
+        const Out part = cli(dir, args + " " + j + " --memory-limit " + lim);
+        EXPECT_EQ(part.rc, 0) << part.err;
+        EXPECT_TRUE(part.out == mem.out) << args << " --memory-limit " << lim << " " << j << " differs ("
+                                         << part.out.size() << " and " << mem.out.size() << " bytes)\n" << part.err;
+        EXPECT_NE(part.err.find("of whole communicators and "), std::string::npos) << part.err;
+        most = std::max(most, batches_of(part.err));
+      }
+    EXPECT_GE(most, 5u) << "tp and dp communicators in batches of their own at 1 byte";
+  }
+  // The four processes' logs concatenated on stdin (kept in a temporary file, spilled from there).
+  const std::string pipe = "cat " + logs + "/*.gz |";
+  const Out d = cli(dir, "report --no-progress - -o -", pipe);
+  const Out s = cli(dir, "report --no-progress - -o - --memory-limit 1", pipe);
+  EXPECT_EQ(s.rc, 0) << s.err;
+  EXPECT_GE(batches_of(s.err), 1u) << s.err;
+  EXPECT_TRUE(s.out == d.out) << "the stream's report in batches differs from the one in memory";
+  if (!HasFailure()) ni::it::fs::remove_all(dir);
+}
+
 // A spill that cannot be made fails with the reason and prints no result:
 // no analysis of part of the ops.
 TEST(MemoryLimit, AnUnwritableSpillDirectoryFailsClearly) {

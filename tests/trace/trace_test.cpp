@@ -817,6 +817,10 @@ TEST(Report, KernelTimeSplitFromPhases) {
     shares.insert(r[6].get<double>());
   }
   EXPECT_EQ(shares, (std::set<double>{1.0, 50.0}));
+  // Over a memory limit (each communicator a batch of its own): the same page.
+  ASSERT_EQ(run(cli() + " report --memory-limit 1 " + dir + " -o " + dir + "/b.html", &log), 0) << log;
+  EXPECT_NE(log.find("over the memory limit"), std::string::npos) << log;
+  EXPECT_TRUE(ni::test::read_text(dir + "/b.html") == ni::test::read_text(dir + "/r.html"));
 }
 
 // NCCL 2.31+ user tags: the Tags section gives each tag (named by the logs' tag record, or its number) and the
@@ -861,6 +865,10 @@ TEST(Report, TagsSectionSplitsTheTimePerTag) {
   ni::test::write_text(dir + ".tags", "13 layer 13 bwd\n");
   ASSERT_EQ(run(cli() + " report --tag-map " + dir + ".tags " + dir + " -o " + dir + "/r2.html", &log), 0) << log;
   EXPECT_NE(ni::test::read_text(dir + "/r2.html").find("\"layer 13 bwd\""), std::string::npos);
+  // Over a memory limit: the same page.
+  ASSERT_EQ(run(cli() + " report --memory-limit 1 " + dir + " -o " + dir + "/b.html", &log), 0) << log;
+  EXPECT_NE(log.find("over the memory limit"), std::string::npos) << log;
+  EXPECT_TRUE(ni::test::read_text(dir + "/b.html") == ni::test::read_text(dir + "/r.html"));
   // Without tags: no section.
   const std::string plain = ni::test::temp_dir("report_no_tags");
   std::string untagged = text;

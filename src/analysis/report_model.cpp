@@ -1,0 +1,323 @@
+// The report's folds (report_model.h).
+#include "src/analysis/report_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <tuple>
+
+#include "src/analysis/report.h"
+#include "src/analysis/slow_hca.h"
+#include "src/analysis/table.h"
+#include "src/analysis/stragglers.h"
+#include "src/analysis/view.h"
+
+namespace ni::analysis {
+
+namespace {
+
+std::int64_t end_of(const Op& op) { return trace_end_ns(op.start_wall_ns, op.dur_us); }
+
+template <class K, class V>
+void merge_sketches(std::map<K, V>& into, std::map<K, V>& from) {
+  for (auto& [k, v] : from) into[k].merge(v);
+}
+
+}  // namespace
+
+std::string json_num(double v) {
+  if (!std::isfinite(v)) return "null";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.6g", v);
+  return b;
+}
+
+std::string AlgoProto::label() const {
+  if (kind != OpKind::kColl) return std::string(to_string(kind));
+  const std::string_view p = proto_label(algo, proto);
+  return std::string(to_string(algo)) + (p.empty() ? "" : "/" + std::string(p));
+}
+
+void add_size_curve(SizeCurves& m, const Op& op) {
+  if (op.has_busbw() && op.bytes) m[{op.func, AlgoProto::of(op), size_bucket(op.bytes)}].add(op.busbw_gbs);
+}
+
+void SizeCurveSink::merge(SizeCurveSink&& o) { merge_sketches(curves, o.curves); }
+
+void ReportScan::add(const Op& op, std::uint64_t tag) {
+  ++ops;
+  no_start += !op.has_start();
+  reclaimed += (op.flags & kFlagReclaimed) != 0;
+  partial += (op.flags & kFlagPartial) != 0;
+  ++timing[op.timing];
+  last_key_.get(keys, {op.file_idx, op.comm_hash, op.rank}).add(op);
+  const int bucket = size_bucket(op.bytes);
+  if (op.has_busbw()) {
+    last_busbw_.get(busbw, {op.func, op.comm_hash}).add(op.busbw_gbs);
+    if (op.bytes) last_size_.get(size, {op.func, AlgoProto::of(op), bucket}).add(op.busbw_gbs);  // as add_size_curve
+  }
+  if (std::isfinite(op.dur_us)) last_latency_.get(latency, {op.comm_hash, op.func, bucket, AlgoProto::of(op)}).add(op.dur_us);
+  if (const double pct = op.wait_pct(); !std::isnan(pct)) {
+    wait_share[{op.func, op.comm_hash}].add(pct);
+    auto& r = wait_rows[{op.comm_hash, op.func, bucket}];
+    r.first.add(op.sync_us);
+    r.second.add(pct);
+  }
+  TagAcc& a = last_tag_.get(tags, tag);
+  tagged = tagged || tag != 0;
+  ++a.records;
+  a.funcs.insert(op.func);
+  if (gpu_timed(op.timing) && std::isfinite(op.dur_us)) {
+    a.gpu_ns += std::llround(op.dur_us * 1000.0);
+    a.lat.add(op.dur_us);
+    if (op.has_busbw()) a.bw.add(op.busbw_gbs);
+  }
+  if (op.has_start() && op.has_busbw()) ++last_time_.get(time_count, op.comm_hash);
+}
+
+void ReportScan::add_channel(std::uint64_t comm, std::uint16_t channel, float dur_us) {
+  ++ch_entries;
+  ch_busy_ns[comm][channel] += std::llround(static_cast<double>(dur_us) * 1000.0);
+}
+
+void ReportScan::merge(ReportScan&& o) {
+  ops += o.ops;
+  no_start += o.no_start;
+  reclaimed += o.reclaimed;
+  partial += o.partial;
+  for (const auto& [t, n] : o.timing) timing[t] += n;
+  for (const auto& [k, s] : o.keys) keys[k].merge(s);
+  merge_sketches(busbw, o.busbw);
+  merge_sketches(size, o.size);
+  merge_sketches(latency, o.latency);
+  merge_sketches(wait_share, o.wait_share);
+  for (auto& [k, v] : o.wait_rows) {
+    auto& r = wait_rows[k];
+    r.first.merge(v.first);
+    r.second.merge(v.second);
+  }
+  for (auto& [t, b] : o.tags) {
+    TagAcc& a = tags[t];
+    a.records += b.records;
+    a.gpu_ns += b.gpu_ns;
+    a.lat.merge(b.lat);
+    a.bw.merge(b.bw);
+    a.funcs.insert(b.funcs.begin(), b.funcs.end());
+  }
+  tagged = tagged || o.tagged;
+  for (const auto& [c, n] : o.time_count) time_count[c] += n;
+  for (const auto& [c, m] : o.ch_busy_ns)
+    for (const auto& [ch, ns] : m) ch_busy_ns[c][ch] += ns;
+  ch_entries += o.ch_entries;
+  ch_capped = ch_capped || o.ch_capped;
+  o = ReportScan();  // its caches point into its own maps: cleared with them
+}
+
+void ReportModel::plan(const ReadResult& res, const ClockCalibration* cal, const ReportOptions& o) {
+  if (scan.ch_entries > ViewSink::kMaxChannelEntries) scan.ch_capped = true;
+  if (scan.ch_capped) scan.ch_busy_ns.clear();
+  map_keys(scan.keys, res, cal, g);
+  for (const auto& [k, ki] : g.keys)
+    if (ki.any_start) t1 = std::max(t1, ki.last_end);
+  timed = g.t0 <= t1;
+  for (const Gpu& gpu : g.gm.gpus) gpu_labels.push_back(gpu.label);
+  time_bins = std::max<std::size_t>(1, o.time_bins);
+  heat_bins = std::max<std::size_t>(1, o.heat_bins);
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> order;  // (count, comm), the busiest first
+  for (const auto& [c, n] : scan.time_count) order.push_back({n, c});
+  std::sort(order.rbegin(), order.rend());
+  comms_with_busbw = order.size();
+  if (order.size() > o.max_comm_charts) order.resize(o.max_comm_charts);
+  for (const auto& [n, c] : order) {
+    charted.push_back(c);
+    charted_set.insert(c);
+  }
+  const std::size_t ngpus = g.gm.gpus.size();
+  comm.heat_sum_ns.assign(ngpus * heat_bins, 0);
+  comm.heat_cnt.assign(ngpus * heat_bins, 0);
+  proc.occupancy.assign(ngpus, {});
+  proc.balance.assign(ngpus, std::numeric_limits<double>::quiet_NaN());
+}
+
+std::vector<std::uint32_t> ReportModel::gpus_of(const std::vector<Op>& ops) const {
+  std::vector<std::uint32_t> out(ops.size(), UINT32_MAX);
+  const TraceGlobals::Key* last = nullptr;
+  std::uint32_t last_gpu = UINT32_MAX;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const TraceGlobals::Key k{ops[i].file_idx, ops[i].comm_hash, ops[i].rank};
+    if (last == nullptr || !(*last == k)) {
+      auto it = g.keys.find(k);
+      if (it == g.keys.end()) continue;  // every op's key was scanned: not reached
+      last = &it->first;
+      last_gpu = it->second.gpu;
+    }
+    out[i] = last_gpu;
+  }
+  return out;
+}
+
+bool ReportModel::prepare_marks() {
+  for (const auto& ran : analyses)
+    for (const auto& mk : ran.result.markers)
+      if (mk.chart == Marker::Chart::kPoint && mk.start_ns != 0 && charted_set.count(mk.comm))
+        comm.mark_bw.emplace(MarkKey{mk.comm, mk.rank, mk.start_ns}, std::numeric_limits<double>::quiet_NaN());
+  return !comm.mark_bw.empty();
+}
+
+void CommPass::add(const ReportModel& m, const std::vector<Op>& ops, const std::vector<std::uint32_t>& op_gpu) {
+  if (!m.timed) return;
+  const double span = std::max(1.0, static_cast<double>(m.t1 - m.g.t0));
+  // busbw over time: the charted communicators' busiest (op, size) groups, a median per time bin.
+  std::map<std::uint64_t, std::vector<std::uint32_t>> of_comm;
+  for (std::uint32_t i = 0; i < ops.size(); ++i)
+    if (ops[i].has_start() && ops[i].has_busbw() && m.charted_set.count(ops[i].comm_hash))
+      of_comm[ops[i].comm_hash].push_back(i);
+  const std::size_t bins = m.time_bins;
+  for (const auto& [c, idx] : of_comm) {
+    std::map<std::pair<Func, int>, std::size_t> gc;
+    for (std::uint32_t i : idx) ++gc[{ops[i].func, size_bucket(ops[i].bytes)}];
+    std::vector<std::pair<std::size_t, std::pair<Func, int>>> groups;
+    for (const auto& [grp, k] : gc) groups.push_back({k, grp});
+    std::sort(groups.rbegin(), groups.rend());
+    if (groups.size() > 4) groups.resize(4);
+    std::string out;
+    std::size_t npts = 0, si = 0;
+    for (const auto& [k, grp] : groups) {
+      std::vector<std::vector<double>> vals(bins);
+      for (std::uint32_t i : idx) {
+        const Op& op = ops[i];
+        if (op.func != grp.first || size_bucket(op.bytes) != grp.second) continue;
+        auto b = static_cast<std::size_t>(static_cast<double>(op.start_wall_ns - m.g.t0) / span * static_cast<double>(bins));
+        vals[std::min(b, bins - 1)].push_back(op.busbw_gbs);
+      }
+      std::string pts;
+      for (std::size_t b = 0; b < bins; ++b)
+        if (!vals[b].empty()) {
+          ++npts;
+          const double med = median_of(vals[b]);
+          pts += pts.empty() ? "[" : ",[";
+          pts += json_num((static_cast<double>(b) + 0.5) * span / static_cast<double>(bins) / 1e9);
+          pts += "," + json_num(med) + "," + std::to_string(vals[b].size()) + "]";
+        }
+      out += (si++ ? "," : "") + std::string("{\"name\":\"") +
+             json_escape(std::string(to_string(grp.first)) + " " + size_bucket_label(grp.second)) + "\",\"points\":[" + pts + "]}";
+    }
+    series[c] = {std::move(out), npts};
+  }
+  // Lateness: every collective instance with several ranks, by the bin of its first start.
+  // Sorted as packed keys, not as indices into the ops: a batch holds millions
+  // of ops, and comparing through the index misses the cache on every step.
+  struct Key {
+    std::uint64_t comm, seq;
+    std::int64_t start;
+    Func func;
+    std::uint32_t i;
+    bool operator<(const Key& o) const {
+      return std::tie(comm, func, seq, start) < std::tie(o.comm, o.func, o.seq, o.start);
+    }
+  };
+  std::vector<Key> keys;
+  for (std::uint32_t i = 0; i < ops.size(); ++i) {
+    const Op& op = ops[i];
+    if (op.has_start() && op.kind != OpKind::kP2p && op.nranks > 1 && op_gpu[i] != UINT32_MAX)
+      keys.push_back({op.comm_hash, op.seq, op.start_wall_ns, op.func, i});
+  }
+  std::sort(keys.begin(), keys.end());
+  std::vector<std::uint32_t> idx(keys.size());
+  for (std::size_t k = 0; k < keys.size(); ++k) idx[k] = keys[k].i;
+  keys = {};
+  const std::size_t hb = m.heat_bins;
+  std::vector<double> late;
+  for (std::size_t a = 0; a < idx.size();) {
+    std::size_t b = a + 1;
+    while (b < idx.size() && ops[idx[b]].comm_hash == ops[idx[a]].comm_hash && ops[idx[b]].func == ops[idx[a]].func &&
+           ops[idx[b]].seq == ops[idx[a]].seq)
+      ++b;
+    if (b - a >= 2 && instance_lateness(ops, idx, a, b, late)) {
+      ++instances;
+      const std::int64_t first = ops[idx[a]].start_wall_ns;
+      const auto bin = std::min(hb - 1, static_cast<std::size_t>(static_cast<double>(first - m.g.t0) / span * static_cast<double>(hb)));
+      for (std::size_t j = a; j < b; ++j) {
+        const std::size_t cell = op_gpu[idx[j]] * hb + bin;
+        heat_sum_ns[cell] += std::llround(late[j - a] * 1000.0);
+        ++heat_cnt[cell];
+      }
+    }
+    a = b;
+  }
+}
+
+void CommPass::marks(const std::vector<Op>& ops) {
+  for (const Op& op : ops) {
+    auto it = mark_bw.find({op.comm_hash, op.rank, op.start_wall_ns});
+    if (it != mark_bw.end() && std::isfinite(op.busbw_gbs) && !(it->second >= op.busbw_gbs)) it->second = op.busbw_gbs;
+  }
+}
+
+void ProcPass::add(const ReportModel& m, const std::vector<Op>& ops, const std::vector<CollectSink::Extra>* extra,
+                   const std::vector<std::uint32_t>& op_gpu) {
+  const std::size_t ngpus = m.g.gm.gpus.size();
+  std::map<std::uint32_t, std::vector<std::uint32_t>> of_gpu;
+  for (std::uint32_t i = 0; i < ops.size(); ++i)
+    if (op_gpu[i] != UINT32_MAX) of_gpu[op_gpu[i]].push_back(i);
+  const double kNoValue = std::numeric_limits<double>::quiet_NaN();
+  for (const auto& [g, idx] : of_gpu) {
+    // Occupancy: the union of the GPU's op intervals, over all its communicators.
+    std::vector<std::pair<std::int64_t, std::int64_t>> iv;
+    for (std::uint32_t i : idx)
+      if (ops[i].has_start()) iv.push_back({ops[i].start_wall_ns, end_of(ops[i])});
+    std::sort(iv.begin(), iv.end());
+    std::int64_t busy = 0, cur_s = 0, cur_e = std::numeric_limits<std::int64_t>::min();
+    QuantileSketch gaps;
+    for (const auto& [a, b] : iv) {
+      if (a > cur_e) {
+        if (cur_e != std::numeric_limits<std::int64_t>::min()) {
+          busy += cur_e - cur_s;
+          gaps.add(static_cast<double>(a - cur_e) / 1000.0);
+        }
+        cur_s = a;
+        cur_e = b;
+      } else {
+        cur_e = std::max(cur_e, b);
+      }
+    }
+    if (cur_e != std::numeric_limits<std::int64_t>::min()) busy += cur_e - cur_s;
+    Occupancy& oc = occupancy[g];
+    oc.ops = iv.size();
+    oc.span_ns = iv.empty() ? 0 : cur_e - iv.front().first;
+    oc.busy_ns = busy;
+    oc.gaps = gaps.count();
+    const double qs[5] = {0.05, 0.25, 0.5, 0.75, 0.95};
+    for (int k = 0; k < 5; ++k) oc.gap_box[k] = gaps.quantile(qs[k]);
+    oc.gap_p90 = gaps.quantile(0.9);
+    oc.gap_max = gaps.max();
+    // Channel balance: ops with several channels.
+    std::vector<double> bal;
+    for (std::uint32_t i : idx)
+      if (ops[i].ch_balance >= 0 && ops[i].nchannels > 1) bal.push_back(static_cast<double>(ops[i].ch_balance));
+    balance[g] = bal.empty() ? kNoValue : median_of(bal);
+    if (extra == nullptr) continue;
+    // HCA bytes, and send bandwidth on the wire (ops sending >= 256 KiB, timed on the wire: slow_hca.h).
+    std::map<std::string, std::vector<double>> wire;
+    for (std::uint32_t i : idx) {
+      if (i >= extra->size()) continue;
+      for (const auto& h : (*extra)[i].hcas) {
+        auto& bytes = hca_bytes[h.dev];
+        if (bytes.empty()) bytes.assign(ngpus, 0);
+        bytes[g] += h.bytes;
+        if (!std::isfinite(h.wire_us) || h.bytes < (256u << 10)) continue;
+        const double gbs = static_cast<double>(h.bytes) / (h.wire_us * 1000.0);
+        if (gbs > SlowHcaOptions{}.max_gbs) continue;
+        wire[h.dev].push_back(gbs);
+      }
+    }
+    for (auto& [dev, v] : wire) {
+      auto& w = wire_gbs[dev];
+      if (w.empty()) w.assign(ngpus, kNoValue);
+      w[g] = median_of(v);
+    }
+  }
+}
+
+}  // namespace ni::analysis
