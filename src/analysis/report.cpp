@@ -607,21 +607,31 @@ void channel_balance_chart(const Page& p, RSection& s) {
                    nvals);
 }
 
-// Network bytes per rank and HCA.
-void hca_bytes_chart(const Page& p, RSection& s) {
-  const auto& dev = p.m.proc.hca_bytes;
-  if (dev.empty()) return;
+// One bar series per HCA over the ranks, the value of each rank by `value`
+// (null when not finite); nvals counts the values shown.
+template <class V, class F>
+std::string hca_series(const std::map<std::string, std::vector<V>>& dev, F value, std::size_t& nvals) {
   std::string series;
-  std::size_t ns = 0, nvals = 0;
+  std::size_t ns = 0;
   for (const auto& [d, v] : dev) {
     std::string vs;
     for (std::size_t g = 0; g < v.size(); ++g) {
       if (g) vs += ',';
-      vs += num(static_cast<double>(v[g]) / 1e9);
+      const double x = value(v[g]);
+      vs += num(x);
+      nvals += std::isfinite(x);
     }
-    nvals += v.size();
     series += (ns++ ? "," : "") + std::string("{\"name\":") + q("HCA " + d) + ",\"values\":[" + vs + "]}";
   }
+  return series;
+}
+
+// Network bytes per rank and HCA.
+void hca_bytes_chart(const Page& p, RSection& s) {
+  if (p.m.proc.hca_bytes.empty()) return;
+  std::size_t nvals = 0;
+  const std::string series =
+      hca_series(p.m.proc.hca_bytes, [](std::uint64_t b) { return static_cast<double>(b) / 1e9; }, nvals);
   s.plots.add_plot("{\"type\":\"bar\",\"stacked\":true,\"title\":\"network bytes per rank and HCA\",\"ylabel\":\"GB\","
                    "\"categories\":" + str_array(p.gpu_labels) + ",\"series\":[" + series + "]}",
                    nvals);
@@ -630,19 +640,9 @@ void hca_bytes_chart(const Page& p, RSection& s) {
 // Send bandwidth on the wire per rank and HCA (hcas[].wire_us): the evidence
 // of a slow NIC (anomalies' slow_hca).
 void hca_wire_chart(const Page& p, RSection& s) {
-  const auto& dev = p.m.proc.wire_gbs;
-  if (dev.empty()) return;
-  std::string series;
-  std::size_t ns = 0, nvals = 0;
-  for (const auto& [d, v] : dev) {
-    std::string vs;
-    for (std::size_t g = 0; g < v.size(); ++g) {
-      if (g) vs += ',';
-      vs += num(v[g]);
-      nvals += std::isfinite(v[g]);
-    }
-    series += (ns++ ? "," : "") + std::string("{\"name\":") + q("HCA " + d) + ",\"values\":[" + vs + "]}";
-  }
+  if (p.m.proc.wire_gbs.empty()) return;
+  std::size_t nvals = 0;
+  const std::string series = hca_series(p.m.proc.wire_gbs, [](double g) { return g; }, nvals);
   s.plots.add_plot("{\"type\":\"bar\",\"title\":\"send bandwidth on the wire per rank and HCA (median of ops "
                    "sending >= 256 KiB)\",\"ylabel\":\"GB/s\",\"categories\":" + str_array(p.gpu_labels) +
                        ",\"series\":[" + series + "]}",
