@@ -95,6 +95,13 @@ struct ReportScan {
   struct Last {
     typename M::key_type key{};
     typename M::mapped_type* at = nullptr;
+    Last() = default;
+    // A copied or moved scan starts without a cache: it would point into the other scan's map.
+    Last(const Last&) {}
+    Last& operator=(const Last&) {
+      at = nullptr;
+      return *this;
+    }
     typename M::mapped_type& get(M& m, const typename M::key_type& k) {
       if (at == nullptr || !(key == k)) {
         at = &m[k];
@@ -141,6 +148,10 @@ struct ProcPass {
   std::map<std::string, std::vector<std::uint64_t>> hca_bytes;  // per HCA: bytes per GPU
   std::map<std::string, std::vector<double>> wire_gbs;     // per HCA: median send GB/s per GPU (NaN: none)
   // A batch of whole processes; extra: the ops' HCA use (null: none read).
+  // A GPU is one process's (view.h), and a process's logs are spilled
+  // together by the host and pid of their meta record, which comes before
+  // their first op (a meta record after an op starts another log): every
+  // GPU's ops come in one batch.
   void add(const ReportModel& m, const std::vector<Op>& ops, const std::vector<CollectSink::Extra>* extra,
            const std::vector<std::uint32_t>& op_gpu);
 };
