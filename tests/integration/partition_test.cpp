@@ -268,8 +268,8 @@ TEST(MemoryLimit, ReportInBatchesWritesWhatItWritesInMemory) {
   if (!HasFailure()) ni::it::fs::remove_all(dir);
 }
 
-// A spill that cannot be made fails with the reason and prints no result:
-// no analysis of part of the ops.
+// A spill that cannot be made fails with the reason and prints or writes no
+// result: no analysis of part of the ops.
 TEST(MemoryLimit, AnUnwritableSpillDirectoryFailsClearly) {
   const path dir = run_job("tmpdir", 8, 2, 1);
   const Out o = cli(dir, "stragglers --no-progress --memory-limit 1 " + (dir / "logs").string(),
@@ -277,6 +277,13 @@ TEST(MemoryLimit, AnUnwritableSpillDirectoryFailsClearly) {
   EXPECT_EQ(o.rc, 1);
   EXPECT_EQ(o.out, "");
   EXPECT_NE(o.err.find("cannot create a spill file in " + (dir / "no-such-dir").string()), std::string::npos) << o.err;
+  // report builds its page before it opens the output: a failed spill leaves no page, not half of one.
+  const path page = dir / "report.html";
+  const Out r = cli(dir, "report --no-progress --memory-limit 1 " + (dir / "logs").string() + " -o " + page.string(),
+                    "TMPDIR=" + (dir / "no-such-dir").string());
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("cannot create a spill file in " + (dir / "no-such-dir").string()), std::string::npos) << r.err;
+  EXPECT_FALSE(ni::it::fs::exists(page)) << "a page written from part of the ops";
   const Out bad = cli(dir, "stragglers --no-progress --memory-limit 12Q " + (dir / "logs").string());
   EXPECT_EQ(bad.rc, 2);
   EXPECT_NE(bad.err.find("--memory-limit '12Q': not a size"), std::string::npos) << bad.err;

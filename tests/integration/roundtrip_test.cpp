@@ -15,6 +15,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <sys/wait.h>
@@ -165,6 +166,44 @@ struct DesyncCase {
 };
 
 class KernelDesync : public ::testing::TestWithParam<DesyncCase> {};
+
+// When the assembled calls differ from the truth's: which (comm, rank, call)
+// differ, every Send/Recv record of those (comm, rank) with its group, timing
+// and flags, and what the files say they lost, so that a failure seen once
+// (a CI run) can be told from its message alone.
+template <class Map>
+std::string assembled_difference(const Map& got, const Map& want, const Read& r, const ana::ReadResult& res) {
+  if (got == want) return {};
+  std::ostringstream o;
+  std::set<std::pair<uint64_t, int>> who;
+  auto side = [&](const Map& a, const Map& b, const char* name) {
+    for (const auto& [k, v] : a) {
+      auto it = b.find(k);
+      if (it != b.end() && it->second == v) continue;
+      o << "\n  " << name << " (comm " << std::hex << std::get<0>(k) << std::dec << ", rank " << std::get<1>(k)
+        << ", " << std::get<2>(k) << "):";
+      for (uint64_t x : v) o << " " << x;
+      who.insert({std::get<0>(k), std::get<1>(k)});
+    }
+  };
+  side(got, want, "got");
+  side(want, got, "want");
+  for (const ana::Op& op : r.ops) {
+    if (op.kind != ana::OpKind::kP2p || !who.count({op.comm_hash, op.rank})) continue;
+    o << "\n    rank " << op.rank << ' ' << func_name(op) << " peer " << op.peer << " seq " << op.seq << " bytes "
+      << op.bytes << " timing " << ana::to_string(op.timing) << " flags " << int(op.flags) << " start "
+      << op.start_wall_ns << " dur " << op.dur_us;
+  }
+  for (const ana::FileInfo& f : res.files) {
+    uint64_t dropped = 0;
+    for (const auto& [why, n] : f.stats.dropped) dropped += n;
+    if (dropped || f.stats.reclaimed_ops || f.no_duration || f.bad_lines || f.truncated || !f.has_end)
+      o << "\n  file " << f.path << ": dropped " << dropped << " reclaimed " << f.stats.reclaimed_ops
+        << " no_duration " << f.no_duration << " bad " << f.bad_lines << (f.truncated ? " truncated" : "")
+        << (f.has_end ? "" : " no end record");
+  }
+  return o.str();
+}
 
 TEST_P(KernelDesync, NoRecordCarriesAnotherWorksStamps) {
   const DesyncCase p = GetParam();
@@ -331,7 +370,7 @@ TEST_P(KernelDesync, NoRecordCarriesAnotherWorksStamps) {
     }
     got[{op.comm_hash, op.rank, func_name(op)}].insert(op.bytes);
   }
-  EXPECT_EQ(got, want);
+  EXPECT_EQ(got, want) << assembled_difference(got, want, r, res);
   EXPECT_EQ(assembled > 0, p.p2p);
   EXPECT_EQ(assembled_marked > 0, p.p2p) << "the calls after the first part to itself are out of step";
   EXPECT_EQ(sink->ops.size(), r.ops.size() + assembled);
