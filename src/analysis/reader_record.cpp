@@ -973,8 +973,11 @@ void RecordReader::add_to_group(const Op& op, std::int64_t group, std::uint64_t 
   const std::size_t full = 2 * static_cast<std::size_t>(std::max(op.nranks, 1));
   // A CPU-timed part (2.23-2.25: no GPU timer; 2.26+: every AlltoAll has a
   // part to the rank itself, which puts NCCL's stamps out of step) still
-  // says who sent what: the call is counted with its bytes, no time.
-  const bool gpu = op.timing == Timing::kGpu && op.has_start() && op.dur_us >= 0;
+  // says who sent what: the call is counted with its bytes, no time. So does
+  // a GPU-timed part written before its communicator had a clock estimate
+  // (no start_wall_ns, docs/log-format.md): its span cannot be placed
+  // beside the other parts'.
+  const bool gpu = op.timing == Timing::kGpu && op.dur_us >= 0;
   const bool usable = op.nranks == g.nranks && op.peer >= 0 && op.peer < op.nranks && (gpu || cpu_timed(op.timing)) &&
                       (op.flags & (kFlagReclaimed | kFlagPartial)) == 0 &&
                       (op.func == Func::kSend || op.func == Func::kRecv);
@@ -1078,7 +1081,8 @@ void RecordReader::assemble(std::uint64_t comm_hash, std::int32_t r, std::int64_
     f = Func::kGather;
   else if (all_peers_same(send, each) && only_self(recv, each))
     f = Func::kScatter;
-  const bool timed = g.cpu == Timing::kGpu;  // every part GPU-timed: the call's span is the parts' span
+  // Every part GPU-timed and placed on the wall clock: the call's span is the parts' span.
+  const bool timed = g.cpu == Timing::kGpu && g.all_start;
   if (f == Func::kOther || each <= 0 || (timed && hi <= lo)) return;
   Op a;
   a.comm_hash = comm_hash;
@@ -1093,7 +1097,8 @@ void RecordReader::assemble(std::uint64_t comm_hash, std::int32_t r, std::int64_
     a.busbw_gbs = static_cast<double>(a.bytes) / static_cast<double>(hi - lo) * (n - 1) / n;
   } else {
     // The parts' CPU times (their enqueue, a proxy's network steps) are not
-    // the call's: counted with its bytes, no latency and no bandwidth.
+    // the call's, and GPU times without a start cannot be compared: counted
+    // with its bytes, no latency and no bandwidth.
     a.start_wall_ns = g.all_start ? lo : 0;
     a.dur_us = kNaN;
     a.busbw_gbs = kNaN;

@@ -111,7 +111,9 @@ bool parse_peak(const std::string& s, std::map<std::string, double>& out) {
 void SummarySink::on_op(const Op& op, const OpDetail* d, const FileInfo& file) {
   if (op.flags & kFlagAssembled) {
     ++assembled;  // not a record: the health section counts records
-    assembled_cpu += std::isnan(op.dur_us);
+    const bool untimed = std::isnan(op.dur_us);
+    assembled_cpu += untimed && cpu_timed(op.timing);
+    assembled_unplaced += untimed && !cpu_timed(op.timing);
   }
   else
     health.add(op);
@@ -189,6 +191,7 @@ void SummarySink::merge(SummarySink&& o) {
   health.merge(o.health);
   assembled += o.assembled;
   assembled_cpu += o.assembled_cpu;
+  assembled_unplaced += o.assembled_unplaced;
 }
 
 DropTotals drop_totals(const ReadResult& res) {
@@ -525,6 +528,11 @@ void summary_table(Report& r, const SummarySink& s, const ReadResult& res, const
     sec.notes.push_back(std::to_string(s.assembled_cpu) +
                         " of them from CPU-timed parts (no GPU timer before NCCL 2.26; from 2.26 the part to the rank "
                         "itself puts NCCL's kernel stamps out of step, kernel_desync): counted with their bytes, no "
+                        "latency or bandwidth");
+  if (s.assembled_unplaced > 0)
+    sec.notes.push_back(std::to_string(s.assembled_unplaced) +
+                        " of them from GPU-timed parts written before their communicator had a clock estimate (no "
+                        "start_wall_ns, so their spans cannot be put side by side): counted with their bytes, no "
                         "latency or bandwidth");
   if (any_sketch)
     sec.notes.push_back("groups with more than 4096 records use a log-bucketed sketch: percentiles within 1%");

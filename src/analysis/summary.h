@@ -91,6 +91,7 @@ class SummarySink : public OpSink {
   OpHealth health;
   std::uint64_t assembled = 0;  // AlltoAll/Gather/Scatter ops assembled from Send/Recv records (not in health)
   std::uint64_t assembled_cpu = 0;  // of those, from CPU-timed parts: counted with bytes, no latency
+  std::uint64_t assembled_unplaced = 0;  // of those, GPU-timed parts without a wall start: the same
 
  private:
   // Per-op lookup: an open-addressed table (power-of-two size, linear probing) from

@@ -1076,7 +1076,8 @@ TEST(Summary, KernelDesyncRecordsAreCountedInHealth) {
 // An AlltoAll whose parts are CPU-timed (NCCL 2.26+: the part to the rank
 // itself puts the kernel stamps out of step) is a summary row with its count
 // and bytes, no latency and no bandwidth, and the notes say why; a GPU-timed
-// one keeps its span. Its parts stay in the Send/Recv rows.
+// one keeps its span, unless a part has no start (no clock estimate yet):
+// counted, no time, a note. Its parts stay in the Send/Recv rows.
 TEST(Summary, AlltoAllOfCpuTimedPartsIsCountedWithoutATime) {
   const auto dir = ni::test::temp_dir("asm_cpu");
   const int n = 4;
@@ -1096,15 +1097,30 @@ TEST(Summary, AlltoAllOfCpuTimedPartsIsCountedWithoutATime) {
                       cpu ? R"(,"kernel_desync":true)" : R"(,"busbw_gbs":6.5)");
         text += b;
       }
+  // Group 5, twice the size: GPU-timed parts, one written before the comm had
+  // a clock estimate (no start_wall_ns): counted, no span to take.
+  for (const char* f : {"Send", "Recv"})
+    for (int p = 0; p < n; ++p) {
+      const bool placed = !(p == 2 && f[0] == 'S');
+      text += std::string(R"({"type":"p2p","comm_id":1,"comm_hash":"0xa1","rank":1,"nranks":4,"seq":5,"func":")") + f +
+              R"(","peer":)" + std::to_string(p) + R"(,"group":5,"bytes":131072,"nchannels":1,)" +
+              (placed ? R"("start_wall_ns":1700000000005000000,)" : "") + R"("dur_us":12,"timing":"gpu"})" + "\n";
+    }
   ni::test::write_text(dir + "/h-pid1.jsonl", text);
   const Cmd c = run(std::string(NI_CLI) + " summary --no-progress -f json " + dir);
   ASSERT_EQ(c.rc, 0) << c.out;
   const auto js = nlohmann::json::parse(c.out);
-  int gpu = 0, cpu = 0;
+  int gpu = 0, cpu = 0, unplaced = 0;
   for (const auto& row : js["summary"]["rows"]) {
     if (row["op"] != "AlltoAll") continue;
     EXPECT_EQ(row["nranks"], n);
-    if (row["timing"] == "gpu") {
+    if (row["bytes"] == 131072 * n) {
+      ++unplaced;
+      EXPECT_EQ(row["timing"], "gpu");
+      EXPECT_EQ(row["count"], 1);
+      for (const char* col : {"lat_p50_us", "lat_max_us", "busbw_p50_gbs", "util_pct"})
+        EXPECT_TRUE(row[col].is_null()) << col << ": " << row.dump();
+    } else if (row["timing"] == "gpu") {
       ++gpu;
       EXPECT_EQ(row["count"], 1);
       EXPECT_EQ(row["bytes"], 65536 * n);
@@ -1122,10 +1138,13 @@ TEST(Summary, AlltoAllOfCpuTimedPartsIsCountedWithoutATime) {
   }
   EXPECT_EQ(gpu, 1);
   EXPECT_EQ(cpu, 1);
+  EXPECT_EQ(unplaced, 1);
   std::string notes;
   for (const auto& note : js["summary"]["notes"]) notes += note.get<std::string>() + "\n";
-  EXPECT_NE(notes.find("4 calls assembled"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("5 calls assembled"), std::string::npos) << notes;
   EXPECT_NE(notes.find("3 of them from CPU-timed parts"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("1 of them from GPU-timed parts written before their communicator had a clock estimate"),
+            std::string::npos) << notes;
   // The health table counts the 32 records, not the assembled calls.
   int misattributed = -1;
   for (const auto& h : js["health"]["rows"])
@@ -1448,8 +1467,9 @@ TEST(Reader, OneGrammarForTheFastPathAndValidate) {
 // 100 ms dump cycle writes them: each thread's ring in turn, and a part sits in
 // the ring of whichever thread completed it (launching or proxy thread). Here
 // 70 groups' Sends come before any of their Recvs, SendRecv groups (2 parts,
-// never an op) sit between them, and one AlltoAll part is CPU-timed (its
-// group is an op with its bytes and no time).
+// never an op) sit between them, one AlltoAll part is CPU-timed and one is
+// GPU-timed without a start (written before its communicator had a clock
+// estimate): each of those groups is an op with its bytes and no time.
 struct AsmSink : ana::CollectSink {
   bool wants_assembled() const override { return true; }
   void merge(AsmSink&& o) { CollectSink::merge(std::move(o)); }
@@ -1463,17 +1483,19 @@ TEST(Assembly, AlltoAllFromPartsOfManyInterleavedGroups) {
   const std::int64_t t0 = 1700000000000000000;
   auto part = [&](int g, const char* f, int peer, std::int64_t start, double dur, const char* timing = "gpu") {
     char b[512];
+    const std::string at = start < 0 ? "" : "\"start_wall_ns\":" + std::to_string(start) + ",";  // < 0: none
     std::snprintf(b, sizeof b,
                   R"({"type":"p2p","comm_id":1,"comm_hash":"0xa1","rank":%d,"nranks":%d,"seq":%d,"func":"%s","peer":%d,)"
-                  R"("group":%d,"bytes":1024,"nchannels":1,"start_wall_ns":%lld,"dur_us":%.3f,"timing":"%s"})" "\n",
-                  rank, n, g, f, peer, g, static_cast<long long>(start), dur, timing);
+                  R"("group":%d,"bytes":1024,"nchannels":1,%s"dur_us":%.3f,"timing":"%s"})" "\n",
+                  rank, n, g, f, peer, g, at.c_str(), dur, timing);
     return std::string(b);
   };
   // Group g (AlltoAll, odd numbers) starts at t0 + g ms; its parts end at
   // start + 10 us + peer us, so its span is 10 + 3 us (the last peer, 3).
   for (int g = 1; g <= 2 * groups; g += 2)
     for (int p = 0; p < n; ++p)
-      text += part(g, "Send", p, t0 + g * 1000000LL, 10.0 + p, g == 5 && p == 2 ? "proxy_cpu" : "gpu");
+      text += part(g, "Send", p, g == 7 && p == 3 ? -1 : t0 + g * 1000000LL, 10.0 + p,
+                   g == 5 && p == 2 ? "proxy_cpu" : "gpu");
   for (int g = 2; g <= 2 * groups; g += 2) text += part(g, "Send", (rank + 1) % n, t0 + g * 1000000LL, 5);
   for (int g = 1; g <= 2 * groups; g += 2)
     for (int p = 0; p < n; ++p) text += part(g, "Recv", p, t0 + g * 1000000LL, 10.0 + p);
@@ -1500,6 +1522,12 @@ TEST(Assembly, AlltoAllFromPartsOfManyInterleavedGroups) {
     EXPECT_EQ(g % 2, 1u);
     EXPECT_EQ(op->func, ana::Func::kAllToAll);
     EXPECT_EQ(op->bytes, 1024u * n);
+    if (g == 7) {  // a GPU-timed part with no start: no span to take, the call counted with its bytes
+      EXPECT_EQ(op->timing, ana::Timing::kGpu);
+      EXPECT_TRUE(std::isnan(op->dur_us) && std::isnan(op->busbw_gbs));
+      EXPECT_FALSE(op->has_start());
+      continue;
+    }
     EXPECT_EQ(op->start_wall_ns, t0 + static_cast<std::int64_t>(g) * 1000000LL);
     if (g == 5) {  // a CPU-timed part: the call is counted, its time and bandwidth are not known
       EXPECT_EQ(op->timing, ana::Timing::kProxyCpu);
