@@ -132,6 +132,9 @@ class Analysis {
   // Whether the report shows the result tables as a section of their own (the
   // built-in analyses have custom sections there).
   virtual bool tables_in_report() const { return true; }
+  // Whether `report` and `trace` use its result (its markers, or its tables
+  // as a report section): they do not run the ones they would not show.
+  bool in_views() const { return has_markers() || tables_in_report(); }
 };
 
 // Every registered analysis, new instances with default options, in CLI order.
@@ -142,8 +145,9 @@ std::vector<std::unique_ptr<Analysis>> make_analyses();
 using AnalysisFactory = std::unique_ptr<Analysis> (*)();
 std::vector<AnalysisFactory>& extra_analyses();
 
-// The results of every analysis that runs on ops (Input::kOps / kOpsDetail), by
-// default options, for the report and the trace: in registry order.
+// The results of every analysis that runs on ops (Input::kOps / kOpsDetail)
+// and that they show (in_views), by default options, for the report and the
+// trace: in registry order.
 struct RanAnalysis {
   std::unique_ptr<Analysis> analysis;
   AnalysisResult result;
