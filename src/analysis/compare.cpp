@@ -74,7 +74,8 @@ CompareResult compare_runs(const std::vector<std::string>& base, const std::vect
     const GroupAcc& b = mr.at(k);
     if (a.lat.count() == 0 && b.lat.count() == 0) {
       // Counted without a time on both sides (an AlltoAll assembled from
-      // CPU-timed parts): nothing to compare but the counts.
+      // CPU-timed parts, or from GPU-timed parts not all placed on the wall
+      // clock): nothing to compare but the counts.
       row.insert(row.end(), {"-", a.count, b.count, Cell(kNaN), Cell(kNaN), Cell(kNaN), Cell(kNaN), "not timed"});
       s.table.rows.push_back(std::move(row));
       continue;
@@ -116,7 +117,8 @@ CompareResult compare_runs(const std::vector<std::string>& base, const std::vect
   s.notes.push_back("lat_us_cpu_timed: latency as the CPU saw it (no GPU timer, or a copy-engine collective's "
                     "enqueue), compared only with the same in the other run");
   s.notes.push_back("not timed: calls counted without a time in both runs (AlltoAll, Gather, Scatter assembled from "
-                    "CPU-timed parts, docs/analysis.md): only their counts are shown");
+                    "CPU-timed parts, or from GPU-timed parts without a start, docs/analysis.md): only their counts "
+                    "are shown");
   if (std::string n = tags.note(); !n.empty()) s.notes.push_back(std::move(n));
   s.notes.push_back(std::to_string(cr.regressions) + " regressions, " + std::to_string(cr.improvements) +
                     " improvements in " + std::to_string(cr.compared) + " compared groups");

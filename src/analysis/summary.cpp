@@ -39,7 +39,8 @@ void GroupAcc::add(const Op& op, int& lat_bucket, int& bw_bucket) {
   bytes += op.bytes;
   intra += op.transport == 1;
   network += op.transport == 2;
-  // NaN: an assembled call of CPU-timed parts. A symmetric plan's head: the
+  // NaN: an assembled call of CPU-timed parts (or of GPU-timed parts not all
+  // with a start). A symmetric plan's head: the
   // plan's time, not this op's (counted, no latency; OpHealth says how many).
   if (!std::isnan(op.dur_us) && op.sym_plan == 0) lat.add(op.dur_us, lat_bucket);
   if (op.has_busbw()) bw.add(op.busbw_gbs, bw_bucket);
@@ -531,9 +532,10 @@ void summary_table(Report& r, const SummarySink& s, const ReadResult& res, const
                         "latency or bandwidth");
   if (s.assembled_unplaced > 0)
     sec.notes.push_back(std::to_string(s.assembled_unplaced) +
-                        " of them from GPU-timed parts written before their communicator had a clock estimate (no "
-                        "start_wall_ns, so their spans cannot be put side by side): counted with their bytes, no "
-                        "latency or bandwidth");
+                        " of them from GPU-timed parts, one or more written before their communicator had a clock "
+                        "estimate (no start_wall_ns, so the parts' spans cannot be put side by side): counted with "
+                        "their bytes, no latency or bandwidth, in the gpu rows (whose count can then exceed the "
+                        "latencies behind their percentiles)");
   if (any_sketch)
     sec.notes.push_back("groups with more than 4096 records use a log-bucketed sketch: percentiles within 1%");
 
