@@ -33,7 +33,7 @@ enum Exit : int { kExitOk = 0, kExitInvalid = 1, kExitUsage = 2, kExitRegression
 
 // What an analysis reads before it runs.
 enum class Input {
-  kOps,        // every op (run(AnalysisInput)); runs in report and trace too
+  kOps,        // every op (run(AnalysisInput)); runs in report and trace too when they show it (in_views)
   kOpsDetail,  // the same with HCA use and the slowest channel per op
   kFiles,      // the discovered files of the `inputs` positional (run_files)
   kOwnInputs,  // no `inputs` positional: the analysis's own positionals (run_files)
@@ -132,9 +132,11 @@ class Analysis {
   // Whether the report shows the result tables as a section of their own (the
   // built-in analyses have custom sections there).
   virtual bool tables_in_report() const { return true; }
-  // Whether `report` and `trace` use its result (its markers, or its tables
-  // as a report section): they do not run the ones they would not show.
-  bool in_views() const { return has_markers() || tables_in_report(); }
+  // Whether it reads the ops the reader hands out (Input::kOps, kOpsDetail).
+  bool runs_on_ops() const { return input() == Input::kOps || input() == Input::kOpsDetail; }
+  // Whether `report` and `trace` run it: it reads ops and they use its result
+  // (its markers, or its tables as a report section of their own).
+  bool in_views() const { return runs_on_ops() && (has_markers() || tables_in_report()); }
 };
 
 // Every registered analysis, new instances with default options, in CLI order.
@@ -145,9 +147,8 @@ std::vector<std::unique_ptr<Analysis>> make_analyses();
 using AnalysisFactory = std::unique_ptr<Analysis> (*)();
 std::vector<AnalysisFactory>& extra_analyses();
 
-// The results of every analysis that runs on ops (Input::kOps / kOpsDetail)
-// and that they show (in_views), by default options, for the report and the
-// trace: in registry order.
+// The results of every analysis the report and the trace show (in_views), by
+// default options: in registry order.
 struct RanAnalysis {
   std::unique_ptr<Analysis> analysis;
   AnalysisResult result;

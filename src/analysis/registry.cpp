@@ -39,7 +39,7 @@ std::vector<std::unique_ptr<Analysis>> make_analyses() {
 std::vector<RanAnalysis> run_op_analyses(const CollectSink& data, const ReadResult& res) {
   std::vector<RanAnalysis> out;
   for (auto& a : make_analyses()) {
-    if ((a->input() != Input::kOps && a->input() != Input::kOpsDetail) || !a->in_views()) continue;
+    if (!a->in_views()) continue;
     AnalysisResult r = a->run(AnalysisInput{data, res});
     out.push_back({std::move(a), std::move(r)});
   }

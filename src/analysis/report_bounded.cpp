@@ -90,7 +90,7 @@ BoundedReportResult write_report_bounded(const std::vector<std::string>& files, 
   // The analyses that run on ops and that the page shows, in registry order, in parts.
   std::vector<std::unique_ptr<Analysis>> parts;
   for (auto& a : make_analyses())
-    if ((a->input() == Input::kOps || a->input() == Input::kOpsDetail) && a->in_views()) parts.push_back(std::move(a));
+    if (a->in_views()) parts.push_back(std::move(a));
   auto run_parts = [&](Partition by, CollectSink& part) {
     for (auto& a : parts)
       if (a->keeps_ops() && a->partition() == by) a->run_part(AnalysisInput{part, res});

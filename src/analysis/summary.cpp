@@ -40,8 +40,8 @@ void GroupAcc::add(const Op& op, int& lat_bucket, int& bw_bucket) {
   intra += op.transport == 1;
   network += op.transport == 2;
   // NaN: an assembled call of CPU-timed parts (or of GPU-timed parts not all
-  // with a start). A symmetric plan's head: the
-  // plan's time, not this op's (counted, no latency; OpHealth says how many).
+  // with a start). A symmetric plan's head: the plan's time, not this op's
+  // (counted, no latency; OpHealth says how many).
   if (!std::isnan(op.dur_us) && op.sym_plan == 0) lat.add(op.dur_us, lat_bucket);
   if (op.has_busbw()) bw.add(op.busbw_gbs, bw_bucket);
   if (const double pct = op.wait_pct(); !std::isnan(pct)) [[unlikely]] {

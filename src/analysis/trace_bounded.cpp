@@ -186,7 +186,7 @@ BoundedTraceResult write_trace_bounded(const std::vector<std::string>& files, co
   std::vector<std::unique_ptr<Analysis>> parts;
   if (o.findings && filtered)  // else the trace stops at the filter's error: no detector to run for it
     for (auto& a : make_analyses())
-      if (a->input() == Input::kOps || a->input() == Input::kOpsDetail) parts.push_back(std::move(a));
+      if (a->runs_on_ops()) parts.push_back(std::move(a));
   const std::uint64_t sample = std::max<std::uint64_t>(1, o.sample);
   std::uint64_t kept = 0;
   if (filtered || !parts.empty()) {

@@ -233,7 +233,7 @@ int run_analysis(ana::Analysis& a, const Common& c) {
   in.ro = read_opts(c);
   in.output = c.output;
   if (a.input() != ana::Input::kOwnInputs && !ana::discover(c.inputs, in.files)) return kExitUsage;
-  if (a.input() != ana::Input::kOps && a.input() != ana::Input::kOpsDetail) return finish(a.run_files(in), c);
+  if (!a.runs_on_ops()) return finish(a.run_files(in), c);
   if (!a.keeps_ops()) {  // the read result alone: every op read and counted, none kept
     ana::ReadResult res;
     ana::read_merged<ana::DiscardSink>(in.files, in.ro, in.threads, res);
@@ -260,7 +260,7 @@ Command analysis_command(CLI::App& app, ana::Analysis& a) {
   // The analyses that read ops get --host-map here; the others read files
   // themselves (summary has its own, for --group-by rack).
   add_common(sub, *c, a.input() != ana::Input::kOwnInputs,
-             a.input() == ana::Input::kOps || a.input() == ana::Input::kOpsDetail);
+             a.runs_on_ops());
   if (a.partition() != ana::Partition::kNone)
     sub->add_option("--memory-limit", c->memory_limit,
                     "memory budget (512M, 2G): larger inputs are spilled to $TMPDIR and analysed in batches of whole " +

@@ -56,6 +56,23 @@ std::unique_ptr<ana::Analysis> make_probe() {
   return std::make_unique<ProbeAnalysis>();
 }
 
+// The same analysis with nothing the report or the trace shows (no markers,
+// no section of its own, as `iterations`): they must not run it.
+int silent_runs = 0;
+class SilentProbe : public ProbeAnalysis {
+ public:
+  std::string_view name() const override { return "silent"; }
+  bool has_markers() const override { return false; }
+  bool tables_in_report() const override { return false; }
+  ana::AnalysisResult run(const ana::AnalysisInput& in) override {
+    ++silent_runs;
+    return ProbeAnalysis::run(in);
+  }
+};
+std::unique_ptr<ana::Analysis> make_silent() {
+  return std::make_unique<SilentProbe>();
+}
+
 struct Views {
   std::string report, trace;
 };
@@ -116,6 +133,15 @@ TEST(Registry, AnalysisReachesReportAndTraceThroughRegistration) {
   EXPECT_NE(after.trace.find("\"cat\":\"finding,probe\""), std::string::npos);
   EXPECT_NE(after.trace.find("\"args\":{\"name\":\"probe track\"}"), std::string::npos);
   EXPECT_GT(after.trace.size(), before.trace.size());
+
+  // An analysis whose result neither shows is not run for them: the page and
+  // the trace are those without it.
+  ana::extra_analyses().push_back(&make_silent);
+  const Views silent = views_of(*v, res);
+  ana::extra_analyses().pop_back();
+  EXPECT_EQ(silent_runs, 0);
+  EXPECT_TRUE(silent.report == before.report);
+  EXPECT_TRUE(silent.trace == before.trace);
 }
 
 TEST(Registry, EveryAnalysisIsASubcommand) {
