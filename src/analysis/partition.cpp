@@ -2,21 +2,26 @@
 #include "src/analysis/partition.h"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstddef>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
 namespace ni::analysis {
 
-static_assert(std::is_trivially_copyable_v<Op>, "ops are spilled as their bytes");
-static_assert(sizeof(Op) == 88, "docs/analysis.md gives the bytes an op takes in memory and in the spill");
+static_assert(std::is_trivially_copyable_v<Op>, "runs of an op's fields are spilled as their bytes");
+static_assert(sizeof(Op) == 88, "docs/analysis.md gives the bytes an op takes in memory");
 
 bool parse_memory_limit(const std::string& s, std::uint64_t& bytes) {
   if (s.empty()) return false;
@@ -139,6 +144,11 @@ std::size_t batch_ops(std::uint64_t limit) {
   return static_cast<std::size_t>(std::max<std::uint64_t>(1, limit / kBytesPerOpInMemory));
 }
 
+void keep_freed_memory() {
+  ::mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  ::mallopt(M_TRIM_THRESHOLD, 1 << 30);
+}
+
 SpillSink::File::~File() {
   if (fd >= 0) ::close(fd);
 }
@@ -172,15 +182,61 @@ SpillSink::~SpillSink() = default;
 namespace {
 
 template <class T>
-void put(std::string& b, const T& v) {
-  b.append(reinterpret_cast<const char*>(&v), sizeof v);
-}
-template <class T>
 bool get(const char*& p, const char* end, T& v) {
   if (static_cast<std::size_t>(end - p) < sizeof v) return false;
   std::memcpy(&v, p, sizeof v);
   p += sizeof v;
   return true;
+}
+
+bool get_varint(const char*& p, const char* end, std::uint64_t& v) {
+  v = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    if (p == end) return false;
+    const auto c = static_cast<unsigned char>(*p++);
+    v |= static_cast<std::uint64_t>(c & 0x7f) << shift;
+    if (c < 0x80) return true;
+  }
+  return false;
+}
+std::uint64_t zigzag(std::int64_t v) {
+  return (static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63);
+}
+std::int64_t unzigzag(std::uint64_t v) { return static_cast<std::int64_t>(v >> 1) ^ -static_cast<std::int64_t>(v & 1); }
+
+// A double the logs give with three decimals (dur_us, busbw_gbs) is k / 1000
+// for an integer k, exactly (both are the double nearest the decimal): true
+// and k when that gives back its very bits.
+bool as_millis(double v, std::int64_t& k) {
+  if (!(std::fabs(v) < 1e12)) return false;  // NaN, infinities, and what would not fit
+  k = std::llround(v * 1000.0);
+  return std::bit_cast<std::uint64_t>(static_cast<double>(k) / 1000.0) == std::bit_cast<std::uint64_t>(v);
+}
+
+// What an op's encoding leaves out or shortens (SpillSink::encode).
+enum : std::uint16_t {
+  kSameComm = 1,       // comm_hash as the op before
+  kSameIds = 2,        // rank, nranks, peer, file_idx, nchannels, nnodes
+  kSameKind = 4,       // kind, func, algo, proto, timing, flags, transport, sym_plan
+  kSameBytes = 8,
+  kDurMillis = 16,     // dur_us as a zigzag varint of thousandths
+  kBusbwMillis = 32,   // busbw_gbs likewise
+  kSameBalance = 64,   // ch_balance's bits as the op before
+  kSameSync = 128,     // sync_us's bits likewise
+  kNoExtra = 256,      // with detail: the Extra of no detail (no HCA, no slowest channel)
+};
+// The two runs of small fields compared and copied whole.
+constexpr std::size_t kIdsAt = offsetof(Op, rank), kIdsLen = offsetof(Op, kind) - offsetof(Op, rank);
+constexpr std::size_t kKindAt = offsetof(Op, kind), kKindLen = offsetof(Op, sym_plan) + 1 - offsetof(Op, kind);
+static_assert(kIdsLen == 20 && kKindLen == 8, "Op's identity and kind fields lie together (model.h)");
+
+bool same_bytes(const void* a, const void* b, std::size_t n) { return std::memcmp(a, b, n) == 0; }
+const char* at(const Op& op, std::size_t off) { return reinterpret_cast<const char*>(&op) + off; }
+char* at(Op& op, std::size_t off) { return reinterpret_cast<char*>(&op) + off; }
+
+bool no_extra(const CollectSink::Extra& e) {
+  return e.hcas.empty() && e.slowest_channel == -1 && std::bit_cast<std::uint64_t>(e.slowest_ratio) == 0 &&
+         std::bit_cast<std::uint32_t>(e.slowest_us) == 0 && std::bit_cast<std::uint32_t>(e.median_us) == 0;
 }
 
 }  // namespace
@@ -209,21 +265,7 @@ void SpillSink::on_op(const Op& op, const OpDetail* d, const FileInfo& file) {
   }
   Buf& buf = buf_[static_cast<std::size_t>(b)];
   if (buf.bytes.capacity() == 0) buf.bytes.reserve(kChunkBytes + 256);
-  put(buf.bytes, op);
-  if (detail_) {
-    const CollectSink::Extra e = CollectSink::extra_of(d);
-    put(buf.bytes, static_cast<std::int32_t>(e.slowest_channel));
-    put(buf.bytes, e.slowest_ratio);
-    put(buf.bytes, e.slowest_us);
-    put(buf.bytes, e.median_us);
-    const auto nh = static_cast<std::uint16_t>(std::min<std::size_t>(e.hcas.size(), 0xffff));
-    put(buf.bytes, nh);
-    for (std::size_t h = 0; h < nh; ++h) {
-      put(buf.bytes, dev_id(e.hcas[h].dev));
-      put(buf.bytes, e.hcas[h].bytes);
-      put(buf.bytes, e.hcas[h].wire_us);
-    }
-  }
+  encode(buf, op, d);
   ++buf.count;
   ++count_[static_cast<std::size_t>(b)];
   ++ops_;
@@ -258,6 +300,86 @@ void SpillSink::flush(int b) {
   }
   buf.bytes.clear();
   buf.count = 0;
+  buf.prev = Op{};  // the next chunk is read on its own
+}
+
+namespace {
+
+// Writes an op's encoding into a buffer that has room for it (the largest
+// fixed part is under 128 bytes; HCAs are written one at a time).
+struct Writer {
+  char* p;
+  template <class T>
+  void put(const T& v) {
+    std::memcpy(p, &v, sizeof v);
+    p += sizeof v;
+  }
+  void raw(const char* s, std::size_t n) {
+    std::memcpy(p, s, n);
+    p += n;
+  }
+  void varint(std::uint64_t v) {
+    while (v >= 0x80) {
+      *p++ = static_cast<char>((v & 0x7f) | 0x80);
+      v >>= 7;
+    }
+    *p++ = static_cast<char>(v);
+  }
+};
+
+}  // namespace
+
+void SpillSink::encode(Buf& buf, const Op& op, const OpDetail* d) {
+  const Op& pv = buf.prev;
+  std::uint16_t how = 0;
+  std::int64_t dur_k = 0, bw_k = 0;
+  if (op.comm_hash == pv.comm_hash) how |= kSameComm;
+  if (same_bytes(at(op, kIdsAt), at(pv, kIdsAt), kIdsLen)) how |= kSameIds;
+  if (same_bytes(at(op, kKindAt), at(pv, kKindAt), kKindLen)) how |= kSameKind;
+  if (op.bytes == pv.bytes) how |= kSameBytes;
+  if (as_millis(op.dur_us, dur_k)) how |= kDurMillis;
+  if (as_millis(op.busbw_gbs, bw_k)) how |= kBusbwMillis;
+  if (same_bytes(&op.ch_balance, &pv.ch_balance, sizeof op.ch_balance)) how |= kSameBalance;
+  if (same_bytes(&op.sync_us, &pv.sync_us, sizeof op.sync_us)) how |= kSameSync;
+  CollectSink::Extra e;
+  if (detail_) {
+    e = CollectSink::extra_of(d);
+    if (no_extra(e)) how |= kNoExtra;
+  }
+  char tmp[128];
+  Writer w{tmp};
+  w.put(how);
+  if (!(how & kSameComm)) w.put(op.comm_hash);
+  if (!(how & kSameIds)) w.raw(at(op, kIdsAt), kIdsLen);
+  if (!(how & kSameKind)) w.raw(at(op, kKindAt), kKindLen);
+  if (!(how & kSameBytes)) w.varint(op.bytes);
+  w.varint(zigzag(static_cast<std::int64_t>(op.seq - pv.seq)));  // wraps back in the read
+  w.varint(zigzag(static_cast<std::int64_t>(static_cast<std::uint64_t>(op.start_wall_ns) -
+                                            static_cast<std::uint64_t>(pv.start_wall_ns))));
+  if (how & kDurMillis) w.varint(zigzag(dur_k));
+  else w.put(op.dur_us);
+  if (how & kBusbwMillis) w.varint(zigzag(bw_k));
+  else w.put(op.busbw_gbs);
+  if (!(how & kSameBalance)) w.put(op.ch_balance);
+  if (!(how & kSameSync)) w.put(op.sync_us);
+  const std::size_t nh = detail_ && !(how & kNoExtra) ? std::min<std::size_t>(e.hcas.size(), 0xffff) : 0;
+  if (detail_ && !(how & kNoExtra)) {
+    w.put(static_cast<std::int32_t>(e.slowest_channel));
+    w.put(e.slowest_ratio);
+    w.put(e.slowest_us);
+    w.put(e.median_us);
+    w.varint(nh);
+  }
+  static_assert(2 + 8 + kIdsLen + kKindLen + 5 * 10 + 2 * 4 + 4 + 8 + 2 * 4 + 3 <= sizeof tmp);
+  buf.bytes.append(tmp, static_cast<std::size_t>(w.p - tmp));
+  for (std::size_t h = 0; h < nh; ++h) {
+    Writer hw{tmp};
+    hw.put(dev_id(e.hcas[h].dev));
+    hw.varint(e.hcas[h].bytes);
+    hw.put(e.hcas[h].wire_us);
+    buf.bytes.append(tmp, static_cast<std::size_t>(hw.p - tmp));
+  }
+  buf.prev = op;
 }
 
 void SpillSink::merge(SpillSink&& o) {
@@ -276,25 +398,53 @@ std::uint64_t SpillSink::spilled_bytes() const {
 }
 
 bool SpillSink::parse(const File& f, const char* p, const char* end, std::uint32_t count, CollectSink& into) {
+  Op op;  // the op before: every field it repeats
   for (std::uint32_t k = 0; k < count; ++k) {
-    Op op;
-    if (!get(p, end, op)) return false;
+    std::uint16_t how = 0;
+    std::uint64_t v = 0;
+    if (!get(p, end, how)) return false;
+    if (!(how & kSameComm) && !get(p, end, op.comm_hash)) return false;
+    for (auto [flag, off, len] : {std::tuple{kSameIds, kIdsAt, kIdsLen}, std::tuple{kSameKind, kKindAt, kKindLen}})
+      if (!(how & flag)) {
+        if (static_cast<std::size_t>(end - p) < len) return false;
+        std::memcpy(at(op, off), p, len);
+        p += len;
+      }
+    if (!(how & kSameBytes) && !get_varint(p, end, op.bytes)) return false;
+    if (!get_varint(p, end, v)) return false;
+    op.seq += static_cast<std::uint64_t>(unzigzag(v));
+    if (!get_varint(p, end, v)) return false;
+    op.start_wall_ns = static_cast<std::int64_t>(static_cast<std::uint64_t>(op.start_wall_ns) +
+                                                 static_cast<std::uint64_t>(unzigzag(v)));
+    if (how & kDurMillis) {
+      if (!get_varint(p, end, v)) return false;
+      op.dur_us = static_cast<double>(unzigzag(v)) / 1000.0;
+    } else if (!get(p, end, op.dur_us)) {
+      return false;
+    }
+    if (how & kBusbwMillis) {
+      if (!get_varint(p, end, v)) return false;
+      op.busbw_gbs = static_cast<double>(unzigzag(v)) / 1000.0;
+    } else if (!get(p, end, op.busbw_gbs)) {
+      return false;
+    }
+    if (!(how & kSameBalance) && !get(p, end, op.ch_balance)) return false;
+    if (!(how & kSameSync) && !get(p, end, op.sync_us)) return false;
     into.ops.push_back(op);
     if (!detail_) continue;
-    CollectSink::Extra e;
+    CollectSink::Extra& e = into.extra.emplace_back();
+    if (how & kNoExtra) continue;
     std::int32_t ch = -1;
-    std::uint16_t nh = 0;
     if (!get(p, end, ch) || !get(p, end, e.slowest_ratio) || !get(p, end, e.slowest_us) || !get(p, end, e.median_us) ||
-        !get(p, end, nh))
+        !get_varint(p, end, v) || v > 0xffff)
       return false;
     e.slowest_channel = ch;
-    e.hcas.resize(nh);
+    e.hcas.resize(v);
     for (HcaUse& h : e.hcas) {
       std::uint16_t id = 0;
-      if (!get(p, end, id) || !get(p, end, h.bytes) || !get(p, end, h.wire_us)) return false;
+      if (!get(p, end, id) || !get_varint(p, end, h.bytes) || !get(p, end, h.wire_us)) return false;
       h.dev = id < f.devs.size() ? f.devs[id] : "?";
     }
-    into.extra.push_back(std::move(e));
   }
   return p == end;
 }

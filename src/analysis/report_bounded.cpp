@@ -69,24 +69,6 @@ BoundedReportResult write_report_bounded(const std::vector<std::string>& files, 
     return s.error().empty();
   };
 
-  // The clock calibration, as calibrate_clocks(find_stragglers(every op)).
-  if (b.calibrate) {
-    StragglerResult sr;
-    if (!sweep(*spill, r.comm_batches,
-               [&](CollectSink& part) { merge_stragglers(sr, find_stragglers_part(part.ops, res, {})); }))
-      return failed();
-    finish_stragglers(sr, res);
-    r.cal = calibrate_clocks(sr);
-    o.calibration = &r.cal;
-  } else {
-    o.calibration = nullptr;
-  }
-
-  ReportModel m;
-  m.scan = std::move(spill->scan);
-  m.baseline = o.baseline;
-  m.plan(res, &r.cal, o);
-
   // The analyses that run on ops and that the page shows, in registry order, in parts.
   std::vector<std::unique_ptr<Analysis>> parts;
   for (auto& a : make_analyses())
@@ -95,12 +77,24 @@ BoundedReportResult write_report_bounded(const std::vector<std::string>& files, 
     for (auto& a : parts)
       if (a->keeps_ops() && a->partition() == by) a->run_part(AnalysisInput{part, res});
   };
+  // One sweep of the communicators: each batch's clock calibration (a comm's
+  // shifts need only its own ops: merged, calibrate_clocks(find_stragglers(every
+  // op))), then the analyses on its calibrated ops.
+  o.calibration = b.calibrate ? &r.cal : nullptr;
   if (!sweep(*spill, r.comm_batches, [&](CollectSink& part) {
-        apply_clock_calibration(r.cal, part.ops);
+        if (b.calibrate) {
+          ClockCalibration cal = calibrate_clocks(find_stragglers_part(part.ops, res, {}));
+          apply_clock_calibration(cal, part.ops);
+          merge_calibration(r.cal, std::move(cal));
+        }
         run_parts(Partition::kComm, part);
-        m.comm.add(m, part.ops, m.gpus_of(part.ops));
       }))
     return failed();
+
+  ReportModel m;
+  m.scan = std::move(spill->scan);
+  m.baseline = o.baseline;
+  m.plan(res, &r.cal, o);
   if (!sweep(spill->by_process, r.process_batches, [&](CollectSink& part) {
         apply_clock_calibration(r.cal, part.ops);
         run_parts(Partition::kProcess, part);
@@ -116,14 +110,16 @@ BoundedReportResult write_report_bounded(const std::vector<std::string>& files, 
     if (a->keeps_ops() && a->partition() == Partition::kNone) continue;
     m.analyses.push_back({std::move(a), std::move(ar)});
   }
-  if (m.prepare_marks()) {
-    std::size_t n = 0;
-    if (!sweep(*spill, n, [&](CollectSink& part) {
-          apply_clock_calibration(r.cal, part.ops);
-          m.comm.marks(part.ops);
-        }))
-      return failed();
-  }
+  // The report's folds by communicator, once the time axis (plan) and the
+  // detectors' marks are known.
+  const bool marks = m.prepare_marks();
+  std::size_t n = 0;
+  if (!sweep(*spill, n, [&](CollectSink& part) {
+        apply_clock_calibration(r.cal, part.ops);
+        m.comm.add(m, part.ops, m.gpus_of(part.ops));
+        if (marks) m.comm.marks(part.ops);
+      }))
+    return failed();
   spill.reset();  // the spill files go
   r.stats = write_report_model(m, res, o, out);
   return r;

@@ -4,11 +4,13 @@
 //
 //  1. One read: every op spilled twice, by communicator and by process
 //     (partition.h, with the detectors' detail), and folded into ReportScan.
-//  2. The communicator spill in batches of whole communicators: the clock
-//     calibration (stragglers in parts), then, calibrated, the detectors that
-//     run by communicator and CommPass; the process spill in batches of whole
-//     processes: the detectors that run by process and ProcPass; a last sweep
-//     of the communicator spill when a detector marked a point on a chart.
+//  2. The communicator spill in batches of whole communicators: each batch's
+//     clock calibration (stragglers in parts; a communicator's shifts need
+//     only its own ops), then, calibrated, the detectors that run by
+//     communicator. The time axis is then known (ReportModel::plan): the
+//     process spill in batches of whole processes feeds the detectors that
+//     run by process and ProcPass, and a second sweep of the communicator
+//     spill CommPass and the points the detectors marked on the charts.
 //  3. The page from the folds.
 // Memory: a batch's ops (at most the budget's worth, unless one communicator or
 // process alone is larger), the folds (per communicator, GPU and group, not per

@@ -375,6 +375,15 @@ ClockCalibration calibrate_clocks(const StragglerResult& r) {
   return cal;
 }
 
+void merge_calibration(ClockCalibration& into, ClockCalibration&& part) {
+  into.comms_measured += part.comms_measured;
+  into.shift_ns.merge(part.shift_ns);
+  // As finish_stragglers orders the comms' clocks.
+  const auto mid = into.comms.insert(into.comms.end(), part.comms.begin(), part.comms.end());
+  std::inplace_merge(into.comms.begin(), mid, into.comms.end(),
+                     [](const CommClock& a, const CommClock& b) { return a.comm < b.comm; });
+}
+
 void apply_clock_calibration(const ClockCalibration& c, std::vector<Op>& ops) {
   if (c.shift_ns.empty()) return;
   for (Op& op : ops) {

@@ -117,6 +117,10 @@ struct ClockCalibration {
   std::size_t comms_measured = 0;  // comms with an offset estimate
 };
 ClockCalibration calibrate_clocks(const StragglerResult& r);
+// The same in parts: a comm's shifts need only its own ops, so the
+// calibration of each part (find_stragglers_part of whole communicators, not
+// finished) merged into `into` equals calibrate_clocks of the finished whole.
+void merge_calibration(ClockCalibration& into, ClockCalibration&& part);
 // Shifts every op's start_wall_ns (collectives, P2P and CE ops of a corrected (comm, rank)).
 void apply_clock_calibration(const ClockCalibration& c, std::vector<Op>& ops);
 Report stragglers_report(const StragglerResult& r, const ReadResult& res, const StragglerOptions& o);

@@ -161,8 +161,12 @@ BoundedTraceResult write_trace_bounded(const std::vector<std::string>& files, co
     return out;
   };
 
-  // The clock calibration, as calibrate_clocks(find_stragglers(every op)).
-  if (b.calibrate) {
+  // The clock calibration, as calibrate_clocks(find_stragglers(every op)):
+  // a sweep of its own when --from/--to need the calibrated first op (t0)
+  // before the detectors' sweep; else each batch's, in that sweep (a comm's
+  // shifts need only its own ops).
+  const bool cal_first = b.calibrate && (!o.from.empty() || !o.to.empty());
+  if (cal_first) {
     StragglerResult sr;
     if (!sweep([&](CollectSink& part) { merge_stragglers(sr, find_stragglers_part(part.ops, res, {})); }))
       return spill_failed();
@@ -176,8 +180,7 @@ BoundedTraceResult write_trace_bounded(const std::vector<std::string>& files, co
   g.ch_any = scan->ch_entries_ > 0;
   g.ch_capped = scan->ch_entries_ > ViewSink::kMaxChannelEntries;
   g.tagged = scan->tagged_;
-  map_keys(scan->keys_, res, &out.cal, g);
-  scan->keys_.clear();
+  map_keys(scan->keys_, res, &out.cal, g);  // t0 and the ends are the logged ones until the sweep's calibration
 
   // Calibrated: the detectors' markers and the count that sets the sampling.
   TraceFilter filter;
@@ -189,11 +192,17 @@ BoundedTraceResult write_trace_bounded(const std::vector<std::string>& files, co
       if (a->runs_on_ops()) parts.push_back(std::move(a));
   const std::uint64_t sample = std::max<std::uint64_t>(1, o.sample);
   std::uint64_t kept = 0;
-  if (filtered || !parts.empty()) {
+  if (filtered || !parts.empty() || (b.calibrate && !cal_first)) {
     const Key* last = nullptr;
     int last_rank = -1;
     const bool ok = sweep([&](CollectSink& part) {
-      apply_clock_calibration(out.cal, part.ops);
+      if (b.calibrate && !cal_first) {
+        ClockCalibration cal = calibrate_clocks(find_stragglers_part(part.ops, res, {}));
+        apply_clock_calibration(cal, part.ops);
+        merge_calibration(out.cal, std::move(cal));
+      } else {
+        apply_clock_calibration(out.cal, part.ops);
+      }
       for (auto& a : parts)
         if (a->keeps_ops() && a->partition() == Partition::kComm) a->run_part(AnalysisInput{part, res});
       if (!filtered) return;
@@ -212,6 +221,13 @@ BoundedTraceResult write_trace_bounded(const std::vector<std::string>& files, co
     });
     if (!ok) return spill_failed();
   }
+  if (b.calibrate && !cal_first) {  // the calibrated t0 and ends (the GPUs are the same)
+    TraceGlobals cg;
+    map_keys(scan->keys_, res, &out.cal, cg);
+    g.t0 = cg.t0;
+    g.keys = std::move(cg.keys);
+  }
+  scan->keys_.clear();
   g.sample = trace_sample(sample, kept, o.max_ops);  // as TraceBuild::select_ops
   const CollectSink none;
   for (auto& a : parts) {

@@ -6,10 +6,12 @@
 //     the detail the detectors read), and what the trace needs of every op
 //     kept per (file, comm, rank): its nranks, earliest start and latest end
 //     (TraceGlobals), with the counts, channel-time and tag presence.
-//  2. The spill in batches of whole communicators: the clock calibration
-//     (stragglers in parts), then, calibrated, the detectors' markers
-//     (analyses that run in parts) and the count of ops the filters pass,
-//     which sets the sampling.
+//  2. The spill in batches of whole communicators: each batch's clock
+//     calibration (stragglers in parts; a communicator's shifts need only its
+//     own ops), then, calibrated, the detectors' markers (analyses that run in
+//     parts) and the count of ops the filters pass, which sets the sampling.
+//     With --from or --to, whose seconds count from the calibrated first op,
+//     the calibration is a sweep of its own before that one.
 //  3. A second read of the logs keeps the ops to show, calibrated.
 //  4. The trace from them, with TraceGlobals standing for every op.
 #pragma once

@@ -201,6 +201,7 @@ void say_over_limit(std::uint64_t limit, std::uint64_t spilled, const std::strin
 // Over the memory budget: the ops spilled by communicator or process to
 // temporary files, then analysed in batches of whole ones (partition.h).
 int run_in_parts(ana::Analysis& a, const Common& c, const ana::FilesInput& in, std::uint64_t limit) {
+  ana::keep_freed_memory();
   const std::string dir = spill_dir();
   ana::ReadResult res;
   auto spill = ana::read_merged<ana::SpillSink>(in.files, in.ro, in.threads, res, dir, a.partition(),
@@ -307,6 +308,7 @@ ana::ClockCalibration calibrate(std::vector<ana::Op>& ops, const ana::ReadResult
 
 // Over the memory budget: the trace holds only the ops it shows (trace_bounded.h).
 int run_trace_bounded(TraceArgs& t, const std::vector<std::string>& files, std::uint64_t limit) {
+  ana::keep_freed_memory();
   ana::BoundedTrace b;
   b.limit = limit;
   b.tmpdir = spill_dir();
@@ -489,6 +491,7 @@ int write_report_out(const ReportArgs& r, const std::function<ana::ReportStats(s
 
 // Over the memory budget: the report's folds over spilled ops (report_bounded.h).
 int run_report_bounded(ReportArgs& r, const std::vector<std::string>& files, std::uint64_t limit) {
+  ana::keep_freed_memory();
   ana::BoundedReport b;
   b.limit = limit;
   b.tmpdir = spill_dir();

@@ -332,6 +332,26 @@ TEST(Trace, ClockOffsetBetweenHostsIsCalibrated) {
   }
   EXPECT_TRUE(dp);
   EXPECT_FALSE(raw.metadata.contains("clock_calibration_us"));
+  // Over the memory budget each batch of communicators is calibrated as it
+  // comes (the time axis, from the calibrated first op and ends, only after
+  // the sweep): the trace is the one every op in memory gives, byte for byte,
+  // with the detectors' markers (congestion: change points, outliers), with and
+  // without a window (whose seconds count from the calibrated first op: then
+  // the calibration is a sweep of its own first).
+  spec.fault = ni::test::Fault::kCongestion;
+  spec.congestion_first = 30;
+  spec.congestion_last = 60;
+  const std::string late = ni::test::temp_dir("trace_clock_late");
+  ni::test::write_job(late, spec);
+  for (const std::string extra : {"", " --from 0.01 --to 0.05"}) {
+    std::string log;
+    ASSERT_EQ(run(cli() + " trace " + late + " -o " + late + "/mem.json" + extra, &log), 0) << log;
+    const std::string mem = ni::test::read_text(late + "/mem.json");
+    EXPECT_NE(mem.find("finding,"), std::string::npos) << "no detector's marker";
+    ASSERT_EQ(run(cli() + " trace " + late + " -o " + late + "/parts.json --memory-limit 1" + extra, &log), 0) << log;
+    EXPECT_NE(log.find("batches of whole communicators"), std::string::npos) << log;
+    EXPECT_TRUE(mem == ni::test::read_text(late + "/parts.json")) << extra;
+  }
 }
 
 TEST(Trace, GzipEqualsPlain) {
