@@ -84,9 +84,15 @@ struct AnalysisResult {
 };
 
 // What an analysis that runs on ops gets: the ops read and the read result.
+struct StragglerResult;  // stragglers.h
+
 struct AnalysisInput {
   const CollectSink& data;
   const ReadResult& res;
+  // find_stragglers_part of these very ops with the default options, when the
+  // caller has it already (a batch's clock calibration that shifted none of
+  // its clocks): the stragglers analysis takes it instead of computing it again.
+  const StragglerResult* stragglers = nullptr;
 };
 
 // What an analysis that reads files gets (Input::kFiles / kOwnInputs).

@@ -5,6 +5,7 @@
 // read_merged() then merges the per-thread instances with merge().
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "src/analysis/reader.h"
@@ -30,6 +31,27 @@ class CollectSink : public OpSink {
   std::vector<Extra> extra;
   // An op's Extra from its detail (nullptr: none).
   static Extra extra_of(const OpDetail* d);
+
+  // What a trace shows of an op beyond its Extra, as ViewSink keeps it: its
+  // channel times, network bytes and user tag. Filled only by a spill read
+  // back with view detail (SpillSink, partition.h); empty otherwise.
+  struct ChSpan {
+    std::uint16_t channel = 0;
+    float off_us = 0;  // start offset from the op start
+    float dur_us = 0;
+  };
+  struct ViewCols {
+    std::vector<ChSpan> ch;             // every op's channel times, concatenated
+    std::vector<std::uint32_t> ch_end;  // per op: end index into ch (begin: the previous op's end)
+    std::vector<std::uint64_t> net_bytes, tag;  // per op: network send + recv bytes, user tag (0: none)
+    void clear() {
+      ch.clear();
+      ch_end.clear();
+      net_bytes.clear();
+      tag.clear();
+    }
+  };
+  ViewCols view;
 
  private:
   bool detail_;

@@ -164,8 +164,8 @@ std::uint64_t SpillSink::process_key(const FileInfo& f) {
   return (h ^ static_cast<std::uint64_t>(f.pid)) * 0x100000001b3ull;
 }
 
-SpillSink::SpillSink(std::string dir, Partition by, bool detail)
-    : dir_(std::move(dir)), by_(by), detail_(detail), own_(std::make_shared<File>()) {
+SpillSink::SpillSink(std::string dir, Partition by, bool detail, bool view)
+    : dir_(std::move(dir)), by_(by), detail_(detail || view), view_(view), own_(std::make_shared<File>()) {
   files_.push_back(own_);
   std::string templ = dir_ + "/nccl-inspector-spill-XXXXXX";
   own_->fd = ::mkostemp(templ.data(), O_CLOEXEC);
@@ -224,6 +224,7 @@ enum : std::uint16_t {
   kSameBalance = 64,   // ch_balance's bits as the op before
   kSameSync = 128,     // sync_us's bits likewise
   kNoExtra = 256,      // with detail: the Extra of no detail (no HCA, no slowest channel)
+  kNoView = 512,       // with view detail: no channel times, network bytes or tag
 };
 // The two runs of small fields compared and copied whole.
 constexpr std::size_t kIdsAt = offsetof(Op, rank), kIdsLen = offsetof(Op, kind) - offsetof(Op, rank);
@@ -346,6 +347,9 @@ void SpillSink::encode(Buf& buf, const Op& op, const OpDetail* d) {
     e = CollectSink::extra_of(d);
     if (no_extra(e)) how |= kNoExtra;
   }
+  const std::uint64_t net = d != nullptr ? d->net_send_bytes + d->net_recv_bytes : 0;
+  const std::uint64_t tag = d != nullptr ? d->user_tag : 0;
+  if (view_ && (d == nullptr || d->ch_times.empty()) && net == 0 && tag == 0) how |= kNoView;
   char tmp[128];
   Writer w{tmp};
   w.put(how);
@@ -378,6 +382,23 @@ void SpillSink::encode(Buf& buf, const Op& op, const OpDetail* d) {
     hw.varint(e.hcas[h].bytes);
     hw.put(e.hcas[h].wire_us);
     buf.bytes.append(tmp, static_cast<std::size_t>(hw.p - tmp));
+  }
+  if (view_ && !(how & kNoView)) {
+    // As ViewSink keeps them: channel ids clamped to 16 bits, times as floats.
+    const std::size_t nch = d != nullptr ? d->ch_times.size() : 0;
+    Writer vw{tmp};
+    vw.varint(nch);
+    vw.varint(net);
+    vw.varint(tag);
+    buf.bytes.append(tmp, static_cast<std::size_t>(vw.p - tmp));
+    for (std::size_t k = 0; k < nch; ++k) {
+      const ChTime& c = d->ch_times[k];
+      Writer cw{tmp};
+      cw.put(static_cast<std::uint16_t>(std::clamp(c.channel, 0, 65535)));
+      cw.put(static_cast<float>(c.start_off_us));
+      cw.put(static_cast<float>(c.dur_us));
+      buf.bytes.append(tmp, static_cast<std::size_t>(cw.p - tmp));
+    }
   }
   buf.prev = op;
 }
@@ -433,18 +454,34 @@ bool SpillSink::parse(const File& f, const char* p, const char* end, std::uint32
     into.ops.push_back(op);
     if (!detail_) continue;
     CollectSink::Extra& e = into.extra.emplace_back();
-    if (how & kNoExtra) continue;
-    std::int32_t ch = -1;
-    if (!get(p, end, ch) || !get(p, end, e.slowest_ratio) || !get(p, end, e.slowest_us) || !get(p, end, e.median_us) ||
-        !get_varint(p, end, v) || v > 0xffff)
-      return false;
-    e.slowest_channel = ch;
-    e.hcas.resize(v);
-    for (HcaUse& h : e.hcas) {
-      std::uint16_t id = 0;
-      if (!get(p, end, id) || !get_varint(p, end, h.bytes) || !get(p, end, h.wire_us)) return false;
-      h.dev = id < f.devs.size() ? f.devs[id] : "?";
+    if (!(how & kNoExtra)) {
+      std::int32_t ch = -1;
+      if (!get(p, end, ch) || !get(p, end, e.slowest_ratio) || !get(p, end, e.slowest_us) ||
+          !get(p, end, e.median_us) || !get_varint(p, end, v) || v > 0xffff)
+        return false;
+      e.slowest_channel = ch;
+      e.hcas.resize(v);
+      for (HcaUse& h : e.hcas) {
+        std::uint16_t id = 0;
+        if (!get(p, end, id) || !get_varint(p, end, h.bytes) || !get(p, end, h.wire_us)) return false;
+        h.dev = id < f.devs.size() ? f.devs[id] : "?";
+      }
     }
+    if (!view_) continue;
+    CollectSink::ViewCols& vc = into.view;
+    std::uint64_t nch = 0, net = 0, tag = 0;
+    if (!(how & kNoView)) {
+      if (!get_varint(p, end, nch) || !get_varint(p, end, net) || !get_varint(p, end, tag) ||
+          nch > static_cast<std::uint64_t>(end - p) / 10)
+        return false;
+      for (std::uint64_t c_i = 0; c_i < nch; ++c_i) {
+        CollectSink::ChSpan& c = vc.ch.emplace_back();
+        if (!get(p, end, c.channel) || !get(p, end, c.off_us) || !get(p, end, c.dur_us)) return false;
+      }
+    }
+    vc.ch_end.push_back(static_cast<std::uint32_t>(vc.ch.size()));
+    vc.net_bytes.push_back(net);
+    vc.tag.push_back(tag);
   }
   return p == end;
 }
@@ -481,12 +518,19 @@ std::size_t SpillSink::for_each_batch(std::size_t max_ops, const std::function<v
     for (int b = first; b < end; ++b) total += count_[static_cast<std::size_t>(b)];
     batch.ops.clear();
     batch.extra.clear();
+    batch.view.clear();
     if (batch.ops.capacity() < total) {  // the smaller one goes first: never both held
       batch.ops = {};
       batch.extra = {};
+      batch.view = {};
     }
     batch.ops.reserve(static_cast<std::size_t>(total));
     if (detail_) batch.extra.reserve(static_cast<std::size_t>(total));
+    if (view_) {
+      batch.view.ch_end.reserve(static_cast<std::size_t>(total));
+      batch.view.net_bytes.reserve(static_cast<std::size_t>(total));
+      batch.view.tag.reserve(static_cast<std::size_t>(total));
+    }
     for (int b = first; b < end; ++b)
       for (const auto& [f, c] : where[static_cast<std::size_t>(b)]) {
         chunk.resize(c->bytes);

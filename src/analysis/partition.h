@@ -71,15 +71,16 @@ class DiscardSink : public OpSink {
 // Spills every op to an unlinked temporary file, by bucket (a communicator's
 // or a process's, Partition), and reads them back in batches of whole buckets.
 // With detail (Input::kOpsDetail), each op's CollectSink::Extra (its HCA use,
-// its slowest channel) goes with it. An op is written against the one before
-// it in its chunk (the fields it repeats left out, counters and times as
-// varint deltas, three-decimal numbers as integers: ~30 bytes instead of the
-// 88 of an Op), and comes back bit for bit.
+// its slowest channel) goes with it; with view detail too, what a trace shows
+// of it (CollectSink::ViewCols: channel times, network bytes, user tag). An op
+// is written against the one before it in its chunk (the fields it repeats
+// left out, counters and times as varint deltas, three-decimal numbers as
+// integers: ~20 bytes instead of the 88 of an Op), and comes back bit for bit.
 class SpillSink : public OpSink {
  public:
   static constexpr int kBuckets = 256;           // a communicator's bucket: its hash, mixed
   static constexpr std::size_t kChunkBytes = 24576;  // bytes buffered per bucket before a write
-  SpillSink(std::string dir, Partition by, bool detail = false);
+  SpillSink(std::string dir, Partition by, bool detail = false, bool view = false);
   ~SpillSink() override;
   SpillSink(const SpillSink&) = delete;
   SpillSink& operator=(const SpillSink&) = delete;
@@ -133,6 +134,7 @@ class SpillSink : public OpSink {
   std::string dir_;
   Partition by_;
   bool detail_;
+  bool view_;  // with detail: the trace's view of each op too
   std::uint32_t last_file_ = UINT32_MAX;  // kProcess: the file of the last op, and its bucket
   int last_bucket_ = 0;
   std::shared_ptr<File> own_;

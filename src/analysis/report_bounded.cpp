@@ -73,21 +73,25 @@ BoundedReportResult write_report_bounded(const std::vector<std::string>& files, 
   std::vector<std::unique_ptr<Analysis>> parts;
   for (auto& a : make_analyses())
     if (a->in_views()) parts.push_back(std::move(a));
-  auto run_parts = [&](Partition by, CollectSink& part) {
+  auto run_parts = [&](Partition by, CollectSink& part, const StragglerResult* logged = nullptr) {
     for (auto& a : parts)
-      if (a->keeps_ops() && a->partition() == by) a->run_part(AnalysisInput{part, res});
+      if (a->keeps_ops() && a->partition() == by) a->run_part(AnalysisInput{part, res, logged});
   };
   // One sweep of the communicators: each batch's clock calibration (a comm's
   // shifts need only its own ops: merged, calibrate_clocks(find_stragglers(every
   // op))), then the analyses on its calibrated ops.
   o.calibration = b.calibrate ? &r.cal : nullptr;
   if (!sweep(*spill, r.comm_batches, [&](CollectSink& part) {
+        StragglerResult logged;
+        bool same = false;  // the calibrated ops are the logged ones
         if (b.calibrate) {
-          ClockCalibration cal = calibrate_clocks(find_stragglers_part(part.ops, res, {}));
+          logged = find_stragglers_part(part.ops, res, {});
+          ClockCalibration cal = calibrate_clocks(logged);
+          same = shifts_nothing(cal);
           apply_clock_calibration(cal, part.ops);
           merge_calibration(r.cal, std::move(cal));
         }
-        run_parts(Partition::kComm, part);
+        run_parts(Partition::kComm, part, same ? &logged : nullptr);
       }))
     return failed();
 

@@ -384,6 +384,10 @@ void merge_calibration(ClockCalibration& into, ClockCalibration&& part) {
                      [](const CommClock& a, const CommClock& b) { return a.comm < b.comm; });
 }
 
+bool shifts_nothing(const ClockCalibration& c) {
+  return std::all_of(c.shift_ns.begin(), c.shift_ns.end(), [](const auto& s) { return s.second == 0; });
+}
+
 void apply_clock_calibration(const ClockCalibration& c, std::vector<Op>& ops) {
   if (c.shift_ns.empty()) return;
   for (Op& op : ops) {
@@ -552,7 +556,12 @@ class StragglersAnalysis : public Analysis {
   }
   // Every instance is one communicator's: the analysis runs on batches of whole ones.
   Partition partition() const override { return Partition::kComm; }
-  void run_part(const AnalysisInput& in) override { merge_stragglers(parts_, find_stragglers_part(in.data.ops, in.res, opt_)); }
+  void run_part(const AnalysisInput& in) override {
+    const bool defaults = opt_.threshold_us == StragglerOptions{}.threshold_us &&
+                          opt_.min_last_fraction == StragglerOptions{}.min_last_fraction;
+    merge_stragglers(parts_, in.stragglers != nullptr && defaults ? StragglerResult(*in.stragglers)
+                                                                 : find_stragglers_part(in.data.ops, in.res, opt_));
+  }
   AnalysisResult finish_parts(const ReadResult& res) override {
     StragglerResult sr = std::exchange(parts_, {});  // the next run in parts starts afresh
     finish_stragglers(sr, res);

@@ -121,6 +121,9 @@ ClockCalibration calibrate_clocks(const StragglerResult& r);
 // calibration of each part (find_stragglers_part of whole communicators, not
 // finished) merged into `into` equals calibrate_clocks of the finished whole.
 void merge_calibration(ClockCalibration& into, ClockCalibration&& part);
+// True when c shifts no clock (no shift, or every shift 0): ops calibrated by
+// it are the logged ones.
+bool shifts_nothing(const ClockCalibration& c);
 // Shifts every op's start_wall_ns (collectives, P2P and CE ops of a corrected (comm, rank)).
 void apply_clock_calibration(const ClockCalibration& c, std::vector<Op>& ops);
 Report stragglers_report(const StragglerResult& r, const ReadResult& res, const StragglerOptions& o);

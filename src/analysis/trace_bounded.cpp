@@ -21,7 +21,9 @@ using Key = TraceGlobals::Key;
 // and the per-key and global facts the trace needs (TraceGlobals).
 class ScanSink : public SpillSink {
  public:
-  explicit ScanSink(std::string dir) : SpillSink(std::move(dir), Partition::kComm, true) {}
+  // sample: the sampling asked for (TraceOptions::sample).
+  ScanSink(std::string dir, std::uint64_t sample)
+      : SpillSink(std::move(dir), Partition::kComm, true, true), sample_(std::max<std::uint64_t>(1, sample)) {}
   // The ViewSink the ops in memory would fill reads every field.
   std::uint32_t op_fields() const override { return kOpFieldsAll; }
   void on_op(const Op& op, const OpDetail* d, const FileInfo& file) override {
@@ -34,6 +36,7 @@ class ScanSink : public SpillSink {
     }
     last_->add(op);
     no_start_ += !op.has_start();
+    sampled_ += op.has_start() && op.seq % sample_ == 0;
     if (d != nullptr) {
       ch_entries_ += d->ch_times.size();
       tagged_ = tagged_ || d->user_tag != 0;
@@ -44,6 +47,7 @@ class ScanSink : public SpillSink {
     for (const auto& [k, b] : o.keys_) keys_[k].merge(b);
     ops_ += o.ops_;
     no_start_ += o.no_start_;
+    sampled_ += o.sampled_;
     ch_entries_ += o.ch_entries_;
     tagged_ = tagged_ || o.tagged_;
     o.keys_.clear();
@@ -51,57 +55,15 @@ class ScanSink : public SpillSink {
   }
 
   KeySpans keys_;
-  std::uint64_t ops_ = 0, no_start_ = 0, ch_entries_ = 0;
+  // sampled_: ops with a start and a seq the sampling asked for keeps: what a
+  // trace without filters keeps before it samples further (trace_sample).
+  std::uint64_t ops_ = 0, no_start_ = 0, sampled_ = 0, ch_entries_ = 0;
   bool tagged_ = false;
 
  private:
+  std::uint64_t sample_;
   Key last_key_;
   KeySpan* last_ = nullptr;
-};
-
-// What the second read keeps: the ops the trace shows, calibrated.
-struct Keep {
-  const TraceGlobals* g = nullptr;
-  const TraceFilter* filter = nullptr;
-  const ClockCalibration* cal = nullptr;
-  std::uint32_t inputs = 0;  // the inputs' own logs keep their index; further logs of a concatenation
-  std::map<std::string, std::uint32_t> file_of_path;  // are found by name ("INPUT (log 2)")
-  std::vector<std::uint64_t> file_ops;  // the ops the first read gave per file
-};
-
-class KeepSink : public ViewSink {
- public:
-  explicit KeepSink(const Keep* k) : k_(k), seen_(k->file_ops.size(), 0) {}
-  void on_op(const Op& op, const OpDetail* d, const FileInfo& file) override {
-    if (op.file_idx != read_file_) {  // a concatenation's further logs may have other indices in this read
-      read_file_ = op.file_idx;
-      auto it = k_->file_of_path.find(file.path);
-      file_ = op.file_idx < k_->inputs ? op.file_idx : it == k_->file_of_path.end() ? UINT32_MAX : it->second;
-    }
-    if (file_ >= seen_.size()) return;
-    // A log still being written: what the first read saw of it, no more.
-    if (++seen_[file_] > k_->file_ops[file_]) return;
-    if (!op.has_start() || op.seq % k_->g->sample != 0) return;
-    Op o = op;
-    o.file_idx = file_;
-    auto key = k_->g->keys.find({o.file_idx, o.comm_hash, o.rank});
-    if (key == k_->g->keys.end()) return;  // the logs changed between the reads
-    if (auto s = k_->cal->shift_ns.find({o.comm_hash, o.rank}); s != k_->cal->shift_ns.end())
-      o.start_wall_ns -= s->second;
-    if (!k_->filter->passes(o, k_->g->gm.gpus[key->second.gpu].rank)) return;
-    ViewSink::on_op(o, d, file);
-  }
-  void merge(KeepSink&& o) {
-    ViewSink::merge(std::move(o));
-    for (std::size_t f = 0; f < seen_.size() && f < o.seen_.size(); ++f) seen_[f] += o.seen_[f];
-  }
-  // The ops each file gave this read (all of them, kept or not).
-  const std::vector<std::uint64_t>& seen() const { return seen_; }
-
- private:
-  const Keep* k_;
-  std::uint32_t read_file_ = UINT32_MAX, file_ = UINT32_MAX;
-  std::vector<std::uint64_t> seen_;
 };
 
 }  // namespace
@@ -137,7 +99,7 @@ BoundedTraceResult write_trace_bounded(const std::vector<std::string>& files, co
                                        TraceOptions o, const BoundedTrace& b, const std::string& path) {
   BoundedTraceResult out;
   using St = BoundedTraceResult::Status;
-  auto scan = read_merged<ScanSink>(files, ro, threads, out.res, b.tmpdir);
+  auto scan = read_merged<ScanSink>(files, ro, threads, out.res, b.tmpdir, o.sample);
   if (!scan->error().empty()) {
     out.status = St::kSpillFailed;
     out.error = scan->error();
@@ -191,33 +153,57 @@ BoundedTraceResult write_trace_bounded(const std::vector<std::string>& files, co
     for (auto& a : make_analyses())
       if (a->runs_on_ops()) parts.push_back(std::move(a));
   const std::uint64_t sample = std::max<std::uint64_t>(1, o.sample);
+  // Without filters the first read counted what the trace keeps before it
+  // samples further: the sampling is known now, and the detectors' sweep
+  // keeps the ops to show. Else a last sweep does, once the count is known.
+  const bool unfiltered = o.comms.empty() && o.ops.empty() && o.ranks.empty() && o.from.empty() && o.to.empty();
+  const bool keep_now = filtered && unfiltered;
+  if (keep_now) g.sample = trace_sample(sample, scan->sampled_, o.max_ops);  // as TraceBuild::select_ops
+  auto view = std::make_unique<ViewSink>();
+  // The ops of a calibrated batch the trace shows, with what it draws of them (counted while the sampling is unknown).
   std::uint64_t kept = 0;
+  const Key* last = nullptr;
+  int last_rank = -1;
+  auto shown = [&](CollectSink& part, bool count) {
+    const CollectSink::ViewCols& vc = part.view;
+    for (std::size_t i = 0; i < part.ops.size(); ++i) {
+      const Op& op = part.ops[i];
+      if (!op.has_start()) continue;
+      const Key k{op.file_idx, op.comm_hash, op.rank};
+      if (last == nullptr || !(*last == k)) {
+        auto it = g.keys.find(k);
+        if (it == g.keys.end()) continue;  // every op's key was kept by the first read
+        last = &it->first;
+        last_rank = g.gm.gpus[it->second.gpu].rank;
+      }
+      if (!filter.passes(op, last_rank)) continue;
+      if (count) {
+        ++g.ops_selected;
+        kept += op.seq % sample == 0;
+      }
+      if (count && !keep_now) continue;
+      if (op.seq % g.sample != 0) continue;
+      const std::uint32_t from = i == 0 ? 0 : vc.ch_end[i - 1];
+      view->add(op, std::move(part.extra[i]), vc.ch.data() + from, vc.ch_end[i] - from, vc.net_bytes[i], vc.tag[i]);
+    }
+  };
   if (filtered || !parts.empty() || (b.calibrate && !cal_first)) {
-    const Key* last = nullptr;
-    int last_rank = -1;
     const bool ok = sweep([&](CollectSink& part) {
+      StragglerResult logged;
+      bool same = false;  // the calibrated ops are the logged ones
       if (b.calibrate && !cal_first) {
-        ClockCalibration cal = calibrate_clocks(find_stragglers_part(part.ops, res, {}));
+        logged = find_stragglers_part(part.ops, res, {});
+        ClockCalibration cal = calibrate_clocks(logged);
+        same = shifts_nothing(cal);
         apply_clock_calibration(cal, part.ops);
         merge_calibration(out.cal, std::move(cal));
       } else {
         apply_clock_calibration(out.cal, part.ops);
       }
       for (auto& a : parts)
-        if (a->keeps_ops() && a->partition() == Partition::kComm) a->run_part(AnalysisInput{part, res});
-      if (!filtered) return;
-      for (const Op& op : part.ops) {
-        const Key k{op.file_idx, op.comm_hash, op.rank};
-        if (last == nullptr || !(*last == k)) {
-          auto it = g.keys.find(k);
-          if (it == g.keys.end()) continue;  // every op's key was kept by the first read
-          last = &it->first;
-          last_rank = g.gm.gpus[it->second.gpu].rank;
-        }
-        if (!filter.passes(op, last_rank)) continue;
-        ++g.ops_selected;
-        kept += op.seq % sample == 0;
-      }
+        if (a->keeps_ops() && a->partition() == Partition::kComm)
+          a->run_part(AnalysisInput{part, res, same ? &logged : nullptr});
+      if (filtered) shown(part, true);
     });
     if (!ok) return spill_failed();
   }
@@ -226,8 +212,17 @@ BoundedTraceResult write_trace_bounded(const std::vector<std::string>& files, co
     map_keys(scan->keys_, res, &out.cal, cg);
     g.t0 = cg.t0;
     g.keys = std::move(cg.keys);
+    last = nullptr;  // it pointed into the keys replaced
   }
   scan->keys_.clear();
+  // The count the sampling needs, as the filters passed it; should the
+  // first read's have set another sampling, the ops kept go and the last
+  // sweep keeps those of this one.
+  bool keep_later = filtered && !keep_now;
+  if (keep_now && trace_sample(sample, kept, o.max_ops) != g.sample) {
+    view = std::make_unique<ViewSink>();
+    keep_later = true;
+  }
   g.sample = trace_sample(sample, kept, o.max_ops);  // as TraceBuild::select_ops
   const CollectSink none;
   for (auto& a : parts) {
@@ -237,31 +232,13 @@ BoundedTraceResult write_trace_bounded(const std::vector<std::string>& files, co
     else if (a->has_markers()) out.left_out.emplace_back(a->name());
     for (auto& m : r.markers) g.markers.push_back(std::move(m));
   }
+  // The last sweep, when the ops to show were not kept in the first.
+  if (keep_later && !sweep([&](CollectSink& part) {
+        apply_clock_calibration(out.cal, part.ops);
+        shown(part, false);
+      }))
+    return spill_failed();
   scan.reset();  // the spill files go
-
-  // The second read: only the ops to show.
-  Keep keep;
-  keep.g = &g;
-  keep.filter = &filter;
-  keep.cal = &out.cal;
-  keep.inputs = static_cast<std::uint32_t>(files.size());
-  for (std::size_t f = files.size(); f < res.files.size(); ++f)
-    keep.file_of_path.emplace(res.files[f].path, static_cast<std::uint32_t>(f));
-  for (const FileInfo& f : res.files) keep.file_ops.push_back(f.ops);
-  std::unique_ptr<KeepSink> view;
-  if (filtered) {
-    ReadResult again;
-    view = read_merged<KeepSink>(files, ro, threads, again, &keep);
-    for (std::size_t f = 0; f < res.files.size(); ++f)
-      if (view->seen()[f] < keep.file_ops[f]) {  // shrunk, rotated away or damaged since the first read
-        out.status = St::kSpillFailed;
-        out.error = res.files[f].path + " changed between the trace's two reads (" + std::to_string(keep.file_ops[f]) +
-                    " ops, then " + std::to_string(view->seen()[f]) + "): no trace from part of its ops";
-        return out;
-      }
-  } else {
-    view = std::make_unique<KeepSink>(&keep);  // nothing to show: the trace says why, as with every op in memory
-  }
   o.given = &g;
   o.calibration = b.calibrate ? &out.cal : nullptr;
   if (!write_trace_file(*view, res, o, path, out.stats, out.error)) out.status = St::kTraceFailed;

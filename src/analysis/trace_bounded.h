@@ -3,7 +3,7 @@
 // every op, and is the trace the ops in memory give, byte for byte.
 //
 //  1. One read: every op spilled by communicator to $TMPDIR (partition.h, with
-//     the detail the detectors read), and what the trace needs of every op
+//     the detail the detectors read and what the trace draws of it), and what the trace needs of every op
 //     kept per (file, comm, rank): its nranks, earliest start and latest end
 //     (TraceGlobals), with the counts, channel-time and tag presence.
 //  2. The spill in batches of whole communicators: each batch's clock
@@ -12,7 +12,8 @@
 //     parts) and the count of ops the filters pass, which sets the sampling.
 //     With --from or --to, whose seconds count from the calibrated first op,
 //     the calibration is a sweep of its own before that one.
-//  3. A second read of the logs keeps the ops to show, calibrated.
+//  3. A last sweep of the spill keeps the ops to show, calibrated (the logs
+//     are read once: one still being written is shown as far as it was read).
 //  4. The trace from them, with TraceGlobals standing for every op.
 #pragma once
 
@@ -77,9 +78,8 @@ struct BoundedTrace {
 
 struct BoundedTraceResult {
   enum class Status { kOk, kRefused, kSpillFailed, kTraceFailed } status = Status::kOk;
-  // kSpillFailed: the spill could not be written or read back, or a log
-  // shrank between the two reads (one still growing is read as far as the
-  // first read saw it); kTraceFailed: write_trace_file's error. Why:
+  // kSpillFailed: the spill could not be written or read back;
+  // kTraceFailed: write_trace_file's error. Why:
   std::string error;
   ReadResult res;                    // the first read's
   ClockCalibration cal;              // applied (empty without calibration)

@@ -26,6 +26,19 @@ void ViewSink::on_op(const Op& op, const OpDetail* d, const FileInfo& file) {
   if (d && d->user_tag != 0) tagged.push_back({static_cast<std::uint32_t>(ch_end.size() - 1), d->user_tag});
 }
 
+void ViewSink::add(const Op& op, CollectSink::Extra&& e, const Ch* c, std::size_t nch, std::uint64_t net,
+                   std::uint64_t tag) {
+  coll.ops.push_back(op);
+  coll.extra.push_back(std::move(e));
+  if (!channel_capped) {
+    if (ch.size() + nch > kMaxChannelEntries) channel_capped = true;
+    else ch.insert(ch.end(), c, c + nch);
+  }
+  ch_end.push_back(static_cast<std::uint32_t>(ch.size()));
+  net_bytes.push_back(net);
+  if (tag != 0) tagged.push_back({static_cast<std::uint32_t>(ch_end.size() - 1), tag});
+}
+
 std::uint64_t ViewSink::tag_of(std::size_t i) const {
   auto it = std::lower_bound(tagged.begin(), tagged.end(), std::make_pair(static_cast<std::uint32_t>(i), std::uint64_t{0}));
   return it != tagged.end() && it->first == i ? it->second : 0;

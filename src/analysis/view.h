@@ -37,11 +37,11 @@ class ViewSink : public OpSink {
   void on_op(const Op& op, const OpDetail* d, const FileInfo& file) override;
   void merge(ViewSink&& o);
 
-  struct Ch {
-    std::uint16_t channel = 0;
-    float off_us = 0;  // start offset from the op start
-    float dur_us = 0;
-  };
+  using Ch = CollectSink::ChSpan;
+  // An op read back from a spill with view detail (SpillSink): what on_op
+  // keeps of an op and its detail, given as on_op would have kept it.
+  void add(const Op& op, CollectSink::Extra&& e, const Ch* ch, std::size_t nch, std::uint64_t net_bytes,
+           std::uint64_t tag);
   CollectSink coll;                  // ops + HCA use + slowest channel (the detectors' input)
   std::vector<Ch> ch;                // channel times of every op, concatenated
   std::vector<std::uint32_t> ch_end; // per op: end index into ch (begin: previous op's end)

@@ -323,7 +323,7 @@ int run_trace_bounded(TraceArgs& t, const std::vector<std::string>& files, std::
   }
   if (b.calibrate) say_calibration(r.cal);
   say_over_limit(limit, r.spilled_ops, b.tmpdir, r.batches, "communicators",
-                 " (clock calibration, detectors); the logs read again for the ops shown", r.largest_batch,
+                 " (clock calibration, detectors, the ops shown)", r.largest_batch,
                  r.max_batch_ops, "communicator");
   if (t.to.max_ops == 0)
     std::cerr << "nccl-inspector: --max-ops 0: every op the trace shows is held in memory, over the limit or not\n";
@@ -416,7 +416,7 @@ Command trace_command(CLI::App& app) {
                 "the collectives' common end)");
   trc->add_flag("--no-counters", t->no_counters, "no network/HCA counter tracks");
   trc->add_option("--memory-limit", t->c.memory_limit,
-                  "memory budget (512M, 2G): larger inputs are spilled to $TMPDIR for the detectors and read twice, "
+                  "memory budget (512M, 2G): larger inputs are spilled to $TMPDIR and read back in batches, "
                   "the trace holding only the ops it shows (default: a quarter of this machine's memory)");
   trc->add_flag("--no-findings", t->no_findings,
                 "do not run the detectors (no straggler/change point/outlier markers)");

@@ -335,6 +335,71 @@ TEST(Spill, DetailComesBackWithItsOp) {
   EXPECT_EQ(a.error(), "");
 }
 
+// With view detail (trace): each op's channel times (ids clamped to 16 bits,
+// times as floats, as ViewSink keeps them), network bytes and user tag come
+// back with it and its Extra; an op with none of them takes no bytes for them.
+TEST(Spill, ViewDetailComesBackWithItsOp) {
+  const std::string dir = ni::test::temp_dir("spill_view");
+  ana::SpillSink a(dir, ana::Partition::kComm, true, true), plain(dir, ana::Partition::kComm, true);
+  EXPECT_TRUE(a.wants_detail());
+  ana::FileInfo fi;
+  struct Want {
+    std::vector<ana::CollectSink::ChSpan> ch;
+    std::uint64_t net = 0, tag = 0;
+    int slowest = -1;
+  };
+  std::map<std::uint64_t, Want> want;  // by seq
+  for (std::uint64_t i = 0; i < 4000; ++i) {
+    ana::OpDetail d;
+    Want w;
+    if (i % 3 != 2)
+      for (std::uint64_t c = 0; c < i % 9; ++c) {
+        const int id = c == 5 ? 70000 : c == 6 ? -3 : static_cast<int>(c);
+        d.ch_times.push_back({id, 0.1 * static_cast<double>(c), 1.0 / 3.0 + static_cast<double>(i % 17)});
+        w.ch.push_back({static_cast<std::uint16_t>(std::clamp(id, 0, 65535)), static_cast<float>(0.1 * static_cast<double>(c)),
+                        static_cast<float>(1.0 / 3.0 + static_cast<double>(i % 17))});
+      }
+    if (i % 4 == 1) d.net_send_bytes = i * 1000, d.net_recv_bytes = 7;
+    if (i % 5 == 3) d.user_tag = (1ull << 62) + i;
+    w.net = d.net_send_bytes + d.net_recv_bytes;
+    w.tag = d.user_tag;
+    w.slowest = ana::CollectSink::extra_of(&d).slowest_channel;
+    const ana::Op o = op_of(i % 5, static_cast<int>(i % 4), i, 0);
+    a.on_op(o, &d, fi);
+    plain.on_op(o, &d, fi);
+    want[i] = w;
+  }
+  std::size_t seen = 0;
+  a.for_each_batch(700, [&](ana::CollectSink& c) {
+    const ana::CollectSink::ViewCols& v = c.view;
+    ASSERT_EQ(v.ch_end.size(), c.ops.size());
+    ASSERT_EQ(v.net_bytes.size(), c.ops.size());
+    ASSERT_EQ(v.tag.size(), c.ops.size());
+    ASSERT_EQ(c.extra.size(), c.ops.size());
+    for (std::size_t k = 0; k < c.ops.size(); ++k) {
+      const Want& w = want.at(c.ops[k].seq);
+      ++seen;
+      const std::uint32_t from = k == 0 ? 0 : v.ch_end[k - 1];
+      ASSERT_EQ(v.ch_end[k] - from, w.ch.size()) << "seq " << c.ops[k].seq;
+      for (std::size_t j = 0; j < w.ch.size(); ++j) {
+        EXPECT_EQ(v.ch[from + j].channel, w.ch[j].channel);
+        EXPECT_EQ(v.ch[from + j].off_us, w.ch[j].off_us);
+        EXPECT_EQ(v.ch[from + j].dur_us, w.ch[j].dur_us);
+      }
+      EXPECT_EQ(v.net_bytes[k], w.net);
+      EXPECT_EQ(v.tag[k], w.tag);
+      EXPECT_EQ(c.extra[k].slowest_channel, w.slowest);
+    }
+  });
+  EXPECT_EQ(seen, 4000u);
+  EXPECT_EQ(a.error(), "");
+  // Without view detail the batches carry none.
+  plain.for_each_batch(1u << 20, [&](ana::CollectSink& c) {
+    EXPECT_TRUE(c.view.ch_end.empty());
+    EXPECT_EQ(c.extra.size(), c.ops.size());
+  });
+}
+
 // A spill that cannot be written (the file size limit stands for a full disk:
 // the write fails with EFBIG): the sink says so and reads nothing back.
 TEST(Spill, AFullDiskIsAnErrorNotAPartialAnalysis) {

@@ -210,7 +210,7 @@ TEST(MemoryLimit, TraceInBatchesWritesWhatItWritesInMemory) {
     const std::size_t most = expect_same_in_batches(dir, args, mem.out, {"1", "40K"}, "communicators");
     EXPECT_GE(most, 5u) << "tp and dp communicators in batches of their own at 1 byte";
   }
-  // The four processes' logs concatenated on stdin (read twice: the stream is
+  // The four processes' logs concatenated on stdin (the stream is
   // kept in a temporary file): the trace of the directory.
   const std::string pipe = "cat " + logs + "/*.gz |";
   const Out d = cli(dir, "trace --no-progress " + logs + " -o - --max-ops 300");

@@ -498,6 +498,10 @@ TEST(Trace, TaggedCallsAreNamedInTheirSlices) {
   for (const auto& e : t.ops) names[e["name"].get<std::string>()]++;
   const std::map<std::string, int> mapped = {{"AllReduce (from the map)", 6}, {"AllReduce (mapped)", 6}, {"AllReduce", 2}};
   EXPECT_EQ(names, mapped);
+  // Over the memory budget the shown ops come back from the spill with their tags: the same trace.
+  ASSERT_EQ(run(cli() + " trace --no-clock-calibration " + d + " -o " + d + "/t3.json --memory-limit 1", &log), 0) << log;
+  EXPECT_NE(log.find("of whole communicators"), std::string::npos) << log;
+  EXPECT_TRUE(ni::test::read_text(d + "/t.json") == ni::test::read_text(d + "/t3.json"));
   ni::test::write_text(d + ".bad", "zz\n");
   EXPECT_EQ(run(cli() + " trace --tag-map " + d + ".bad " + d + " -o " + d + "/t3.json", &log), 2) << log;
 }
