@@ -197,7 +197,9 @@ TEST(Spill, EveryFieldComesBackBitForBit) {
     const bool wild = rng() % 7 == 0;
     o.comm_hash = rng() % 3 == 0 ? rng() % 4 : o.comm_hash;
     o.seq = wild ? (rng() % 2 ? UINT64_MAX - rng() % 3 : rng()) : o.seq + rng() % 3 - 1;
-    o.start_wall_ns = wild ? pick(starts) : o.start_wall_ns + static_cast<std::int64_t>(rng() % 400000) - 100000;
+    // Steps back and forth, wrapping at the limits (in unsigned arithmetic: no overflow).
+    o.start_wall_ns = wild ? pick(starts)
+                           : static_cast<std::int64_t>(static_cast<std::uint64_t>(o.start_wall_ns) + rng() % 400000 - 100000);
     o.bytes = rng() % 4 == 0 ? (wild ? rng() : rng() % 100000) : o.bytes;
     o.dur_us = rng() % 3 == 0 ? pick(odd) : static_cast<double>(rng() % 10000000) / 1000.0;
     o.busbw_gbs = rng() % 3 == 0 ? std::bit_cast<double>(rng()) : static_cast<double>(rng() % 900000) / 1000.0;
