@@ -39,6 +39,11 @@ class CollectSink : public OpSink {
     std::uint16_t channel = 0;
     float off_us = 0;  // start offset from the op start
     float dur_us = 0;
+    // As every view keeps a channel time: its id clamped to 16 bits, times as floats.
+    static ChSpan of(const ChTime& c) {
+      return {static_cast<std::uint16_t>(c.channel < 0 ? 0 : c.channel > 65535 ? 65535 : c.channel),
+              static_cast<float>(c.start_off_us), static_cast<float>(c.dur_us)};
+    }
   };
   struct ViewCols {
     std::vector<ChSpan> ch;             // every op's channel times, concatenated

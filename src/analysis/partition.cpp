@@ -384,7 +384,6 @@ void SpillSink::encode(Buf& buf, const Op& op, const OpDetail* d) {
     buf.bytes.append(tmp, static_cast<std::size_t>(hw.p - tmp));
   }
   if (view_ && !(how & kNoView)) {
-    // As ViewSink keeps them: channel ids clamped to 16 bits, times as floats.
     const std::size_t nch = d != nullptr ? d->ch_times.size() : 0;
     Writer vw{tmp};
     vw.varint(nch);
@@ -392,11 +391,11 @@ void SpillSink::encode(Buf& buf, const Op& op, const OpDetail* d) {
     vw.varint(tag);
     buf.bytes.append(tmp, static_cast<std::size_t>(vw.p - tmp));
     for (std::size_t k = 0; k < nch; ++k) {
-      const ChTime& c = d->ch_times[k];
+      const CollectSink::ChSpan c = CollectSink::ChSpan::of(d->ch_times[k]);
       Writer cw{tmp};
-      cw.put(static_cast<std::uint16_t>(std::clamp(c.channel, 0, 65535)));
-      cw.put(static_cast<float>(c.start_off_us));
-      cw.put(static_cast<float>(c.dur_us));
+      cw.put(c.channel);
+      cw.put(c.off_us);
+      cw.put(c.dur_us);
       buf.bytes.append(tmp, static_cast<std::size_t>(cw.p - tmp));
     }
   }

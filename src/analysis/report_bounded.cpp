@@ -26,10 +26,10 @@ class ReportScanSink : public SpillSink {
     by_process.on_op(op, d, file);
     scan.add(op, d != nullptr ? d->user_tag : 0);
     if (d == nullptr) return;
-    // As ViewSink keeps them: channel ids clamped to 16 bits, times as floats.
-    for (const auto& c : d->ch_times)
-      scan.add_channel(op.comm_hash, static_cast<std::uint16_t>(std::clamp(c.channel, 0, 65535)),
-                       static_cast<float>(c.dur_us));
+    for (const auto& c : d->ch_times) {
+      const CollectSink::ChSpan s = CollectSink::ChSpan::of(c);  // as ViewSink keeps it
+      scan.add_channel(op.comm_hash, s.channel, s.dur_us);
+    }
   }
   void merge(ReportScanSink&& o) {
     SpillSink::merge(std::move(o));
@@ -83,14 +83,7 @@ BoundedReportResult write_report_bounded(const std::vector<std::string>& files, 
   o.calibration = b.calibrate ? &r.cal : nullptr;
   if (!sweep(*spill, r.comm_batches, [&](CollectSink& part) {
         StragglerResult logged;
-        bool same = false;  // the calibrated ops are the logged ones
-        if (b.calibrate) {
-          logged = find_stragglers_part(part.ops, res, {});
-          ClockCalibration cal = calibrate_clocks(logged);
-          same = shifts_nothing(cal);
-          apply_clock_calibration(cal, part.ops);
-          merge_calibration(r.cal, std::move(cal));
-        }
+        const bool same = b.calibrate && calibrate_part(part.ops, res, r.cal, logged);
         run_parts(Partition::kComm, part, same ? &logged : nullptr);
       }))
     return failed();

@@ -375,17 +375,18 @@ ClockCalibration calibrate_clocks(const StragglerResult& r) {
   return cal;
 }
 
-void merge_calibration(ClockCalibration& into, ClockCalibration&& part) {
+bool calibrate_part(std::vector<Op>& ops, const ReadResult& res, ClockCalibration& into, StragglerResult& logged) {
+  logged = find_stragglers_part(ops, res, {});
+  ClockCalibration part = calibrate_clocks(logged);  // its comms in order: a part's clocks come from a map
+  apply_clock_calibration(part, ops);
+  const bool none = std::all_of(part.shift_ns.begin(), part.shift_ns.end(), [](const auto& s) { return s.second == 0; });
   into.comms_measured += part.comms_measured;
   into.shift_ns.merge(part.shift_ns);
   // As finish_stragglers orders the comms' clocks.
   const auto mid = into.comms.insert(into.comms.end(), part.comms.begin(), part.comms.end());
   std::inplace_merge(into.comms.begin(), mid, into.comms.end(),
                      [](const CommClock& a, const CommClock& b) { return a.comm < b.comm; });
-}
-
-bool shifts_nothing(const ClockCalibration& c) {
-  return std::all_of(c.shift_ns.begin(), c.shift_ns.end(), [](const auto& s) { return s.second == 0; });
+  return none;
 }
 
 void apply_clock_calibration(const ClockCalibration& c, std::vector<Op>& ops) {

@@ -117,13 +117,13 @@ struct ClockCalibration {
   std::size_t comms_measured = 0;  // comms with an offset estimate
 };
 ClockCalibration calibrate_clocks(const StragglerResult& r);
-// The same in parts: a comm's shifts need only its own ops, so the
-// calibration of each part (find_stragglers_part of whole communicators, not
-// finished) merged into `into` equals calibrate_clocks of the finished whole.
-void merge_calibration(ClockCalibration& into, ClockCalibration&& part);
-// True when c shifts no clock (no shift, or every shift 0): ops calibrated by
-// it are the logged ones.
-bool shifts_nothing(const ClockCalibration& c);
+// The same in parts (whole communicators, partition.h): a comm's shifts need
+// only its own ops. Finds the part's stragglers on its logged ops (into
+// `logged`), shifts the part's ops by the calibration they give and merges
+// that into `into`; over every part, `into` is calibrate_clocks(find_stragglers(
+// every op)). True when it shifted no clock: the ops are the logged ones, and
+// `logged` is their find_stragglers_part (AnalysisInput::stragglers).
+bool calibrate_part(std::vector<Op>& ops, const ReadResult& res, ClockCalibration& into, StragglerResult& logged);
 // Shifts every op's start_wall_ns (collectives, P2P and CE ops of a corrected (comm, rank)).
 void apply_clock_calibration(const ClockCalibration& c, std::vector<Op>& ops);
 Report stragglers_report(const StragglerResult& r, const ReadResult& res, const StragglerOptions& o);

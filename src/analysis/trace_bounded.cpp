@@ -191,15 +191,8 @@ BoundedTraceResult write_trace_bounded(const std::vector<std::string>& files, co
     const bool ok = sweep([&](CollectSink& part) {
       StragglerResult logged;
       bool same = false;  // the calibrated ops are the logged ones
-      if (b.calibrate && !cal_first) {
-        logged = find_stragglers_part(part.ops, res, {});
-        ClockCalibration cal = calibrate_clocks(logged);
-        same = shifts_nothing(cal);
-        apply_clock_calibration(cal, part.ops);
-        merge_calibration(out.cal, std::move(cal));
-      } else {
-        apply_clock_calibration(out.cal, part.ops);
-      }
+      if (b.calibrate && !cal_first) same = calibrate_part(part.ops, res, out.cal, logged);
+      else apply_clock_calibration(out.cal, part.ops);
       for (auto& a : parts)
         if (a->keeps_ops() && a->partition() == Partition::kComm)
           a->run_part(AnalysisInput{part, res, same ? &logged : nullptr});

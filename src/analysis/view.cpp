@@ -16,9 +16,7 @@ void ViewSink::on_op(const Op& op, const OpDetail* d, const FileInfo& file) {
     if (ch.size() + d->ch_times.size() > kMaxChannelEntries) {
       channel_capped = true;
     } else {
-      for (const auto& c : d->ch_times)
-        ch.push_back({static_cast<std::uint16_t>(std::clamp(c.channel, 0, 65535)), static_cast<float>(c.start_off_us),
-                      static_cast<float>(c.dur_us)});
+      for (const auto& c : d->ch_times) ch.push_back(Ch::of(c));
     }
   }
   ch_end.push_back(static_cast<std::uint32_t>(ch.size()));
