@@ -13,6 +13,8 @@
 
 #include "src/analysis/analysis.h"
 #include "src/analysis/locate.h"
+#include "src/analysis/op_sort.h"
+#include "src/analysis/recent.h"
 #include "src/analysis/slow_channel.h"
 #include "src/analysis/slow_hca.h"
 #include "src/analysis/stats.h"
@@ -83,7 +85,11 @@ void outliers(const std::vector<Op>& ops, const std::vector<std::uint32_t>& sel,
               const AnomalyOptions& o, AnomalyResult& out, std::vector<std::pair<double, Finding>>& cands) {
   // Hashed: the candidates are ordered at the end (worse()), not by group.
   std::unordered_map<GKey, std::vector<std::uint32_t>, GKeyHash> groups;
-  for (std::uint32_t i : sel) groups[{ops[i].comm_hash, ops[i].func, size_bucket(ops[i].bytes)}].push_back(i);
+  Recent<decltype(groups)> recent;
+  for (std::uint32_t i : sel) {
+    const GKey k{ops[i].comm_hash, ops[i].func, size_bucket(ops[i].bytes)};
+    recent.get(groups, k, GKeyHash{}(k)).push_back(i);
+  }
   std::vector<std::pair<double, Finding>> all;
   for (const auto& [k, v] : groups) {
     if (v.size() < 20) continue;
@@ -134,15 +140,12 @@ std::vector<Instance> instances(const std::vector<Op>& ops, const std::vector<st
     std::uint32_t i;
     std::uint8_t func;
   };
-  std::vector<Key> keys;
+  std::vector<std::uint32_t> idx;
   for (std::uint32_t i : sel)
-    if (ops[i].kind == OpKind::kColl) keys.push_back({ops[i].comm_hash, ops[i].seq, i, static_cast<std::uint8_t>(ops[i].func)});
-  std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
-    return std::tie(a.comm, a.func, a.seq, a.i) < std::tie(b.comm, b.func, b.seq, b.i);
-  });
-  std::vector<std::uint32_t> idx(keys.size());
-  for (std::size_t k = 0; k < keys.size(); ++k) idx[k] = keys[k].i;
-  keys = {};
+    if (ops[i].kind == OpKind::kColl) idx.push_back(i);
+  sort_op_indices(
+      ops, idx, [](const Op& op, std::uint32_t i) { return Key{op.comm_hash, op.seq, i, static_cast<std::uint8_t>(op.func)}; },
+      [](const Key& a, const Key& b) { return std::tie(a.comm, a.func, a.seq, a.i) < std::tie(b.comm, b.func, b.seq, b.i); });
   std::vector<Instance> out;
   for (std::size_t b = 0; b < idx.size();) {
     std::size_t e = b + 1;
@@ -161,11 +164,17 @@ std::vector<Instance> instances(const std::vector<Op>& ops, const std::vector<st
   }
   // Normalise by the (comm, func, bucket) median.
   std::map<GKey, std::vector<double>> durs;
-  for (const auto& in : out) durs[{in.comm, in.func, in.bucket}].push_back(in.dur);
+  Recent<decltype(durs)> recent_durs;
+  for (const auto& in : out) {
+    const GKey k{in.comm, in.func, in.bucket};
+    recent_durs.get(durs, k, GKeyHash{}(k)).push_back(in.dur);
+  }
   std::map<GKey, double> med;
   for (auto& [k, v] : durs) med[k] = median_of(v);
+  Recent<decltype(med)> recent_med;
   for (auto& in : out) {
-    const double m = med[{in.comm, in.func, in.bucket}];
+    const GKey k{in.comm, in.func, in.bucket};
+    const double m = recent_med.get(med, k, GKeyHash{}(k));
     in.ratio = m > 0 ? in.dur / m : 1;
   }
   return out;

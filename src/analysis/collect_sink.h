@@ -31,6 +31,9 @@ class CollectSink : public OpSink {
   std::vector<Extra> extra;
   // An op's Extra from its detail (nullptr: none).
   static Extra extra_of(const OpDetail* d);
+  // Its slowest channel fields only (hcas left as they are): what the spill
+  // writes along with d->hcas, without copying them.
+  static void slowest_of(const OpDetail& d, Extra& e);
 
   // What a trace shows of an op beyond its Extra, as ViewSink keeps it: its
   // channel times, network bytes and user tag. Filled only by a spill read

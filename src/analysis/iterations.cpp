@@ -58,6 +58,9 @@ void IterationAcc::add(const std::vector<Op>& ops) {
   // the ops given hold every op of each GPU they touch (whole processes).
   const GpuMap gm = map_gpus(ops, res_);
   std::vector<std::map<std::uint32_t, std::vector<std::pair<std::int64_t, std::int64_t>>>> busy(iters_.size());
+  std::vector<std::pair<std::int64_t, std::int64_t>>* last = nullptr;
+  std::size_t last_i = 0;
+  std::uint32_t last_gpu = 0;
   for (std::size_t k = 0; k < ops.size(); ++k) {
     const Op& op = ops[k];
     if (!op.has_start() || op.file_idx >= marks_.size()) continue;
@@ -76,7 +79,14 @@ void IterationAcc::add(const std::vector<Op>& ops) {
     }
     std::int64_t end = op.start_wall_ns + static_cast<std::int64_t>(static_cast<double>(op.dur_us) * 1000.0);
     if (it != m.end()) end = std::min(end, it->wall_ns);  // the next mark ends the iteration
-    if (end > op.start_wall_ns) busy[i][gm.op_gpu[k]].emplace_back(op.start_wall_ns, end);
+    if (end <= op.start_wall_ns) continue;
+    // A file's ops come in runs of one iteration and GPU: looked up once per run.
+    if (last == nullptr || i != last_i || gm.op_gpu[k] != last_gpu) {
+      last_i = i;
+      last_gpu = gm.op_gpu[k];
+      last = &busy[i][last_gpu];
+    }
+    last->emplace_back(op.start_wall_ns, end);
   }
   for (std::size_t i = 0; i < iters_.size(); ++i) {
     for (auto& [g, iv] : busy[i]) {

@@ -209,22 +209,26 @@ std::int64_t unzigzag(std::uint64_t v) { return static_cast<std::int64_t>(v >> 1
 // and k when that gives back its very bits.
 bool as_millis(double v, std::int64_t& k) {
   if (!(std::fabs(v) < 1e12)) return false;  // NaN, infinities, and what would not fit
-  k = std::llround(v * 1000.0);
+  // Rounded inline (llround is a libm call, four per op): any k will do, the
+  // check below keeps only one that gives back v exactly.
+  const double x = v * 1000.0;
+  k = static_cast<std::int64_t>(x + (x >= 0 ? 0.5 : -0.5));
   return std::bit_cast<std::uint64_t>(static_cast<double>(k) / 1000.0) == std::bit_cast<std::uint64_t>(v);
 }
 
 // What an op's encoding leaves out or shortens (SpillSink::encode).
 enum : std::uint16_t {
-  kSameComm = 1,       // comm_hash as the op before
+  kSameComm = 1,       // comm_hash as the op it is written against
   kSameIds = 2,        // rank, nranks, peer, file_idx, nchannels, nnodes
   kSameKind = 4,       // kind, func, algo, proto, timing, flags, transport, sym_plan
   kSameBytes = 8,
   kDurMillis = 16,     // dur_us as a zigzag varint of thousandths
   kBusbwMillis = 32,   // busbw_gbs likewise
-  kSameBalance = 64,   // ch_balance's bits as the op before
+  kSameBalance = 64,   // ch_balance's bits as the op written against
   kSameSync = 128,     // sync_us's bits likewise
   kNoExtra = 256,      // with detail: the Extra of no detail (no HCA, no slowest channel)
   kNoView = 512,       // with view detail: no channel times, network bytes or tag
+  kSlotShift = 13,     // bits 13..15: the slot of the op it is written against (Buf::prev)
 };
 // The two runs of small fields compared and copied whole.
 constexpr std::size_t kIdsAt = offsetof(Op, rank), kIdsLen = offsetof(Op, kind) - offsetof(Op, rank);
@@ -301,7 +305,8 @@ void SpillSink::flush(int b) {
   }
   buf.bytes.clear();
   buf.count = 0;
-  buf.prev = Op{};  // the next chunk is read on its own
+  for (Op& p : buf.prev) p = Op{};  // the next chunk is read on its own
+  buf.victim = 0;
 }
 
 namespace {
@@ -331,8 +336,15 @@ struct Writer {
 }  // namespace
 
 void SpillSink::encode(Buf& buf, const Op& op, const OpDetail* d) {
-  const Op& pv = buf.prev;
-  std::uint16_t how = 0;
+  static_assert(kSlots == 8, "three bits of slot in `how`");
+  unsigned slot = 0;
+  while (slot < kSlots && buf.prev[slot].comm_hash != op.comm_hash) ++slot;
+  if (slot == kSlots) {  // the least recently taken slot
+    slot = buf.victim;
+    buf.victim = (buf.victim + 1) % kSlots;
+  }
+  const Op& pv = buf.prev[slot];
+  auto how = static_cast<std::uint16_t>(slot << kSlotShift);
   std::int64_t dur_k = 0, bw_k = 0;
   if (op.comm_hash == pv.comm_hash) how |= kSameComm;
   if (same_bytes(at(op, kIdsAt), at(pv, kIdsAt), kIdsLen)) how |= kSameIds;
@@ -342,10 +354,13 @@ void SpillSink::encode(Buf& buf, const Op& op, const OpDetail* d) {
   if (as_millis(op.busbw_gbs, bw_k)) how |= kBusbwMillis;
   if (same_bytes(&op.ch_balance, &pv.ch_balance, sizeof op.ch_balance)) how |= kSameBalance;
   if (same_bytes(&op.sync_us, &pv.sync_us, sizeof op.sync_us)) how |= kSameSync;
+  // The op's Extra as CollectSink::extra_of makes it, but its HCAs stay in d.
   CollectSink::Extra e;
+  static const std::vector<HcaUse> kNoHcas;
+  const std::vector<HcaUse>& hcas = d != nullptr ? d->hcas : kNoHcas;
   if (detail_) {
-    e = CollectSink::extra_of(d);
-    if (no_extra(e)) how |= kNoExtra;
+    if (d != nullptr) CollectSink::slowest_of(*d, e);
+    if (no_extra(e) && hcas.empty()) how |= kNoExtra;
   }
   const std::uint64_t net = d != nullptr ? d->net_send_bytes + d->net_recv_bytes : 0;
   const std::uint64_t tag = d != nullptr ? d->user_tag : 0;
@@ -366,7 +381,7 @@ void SpillSink::encode(Buf& buf, const Op& op, const OpDetail* d) {
   else w.put(op.busbw_gbs);
   if (!(how & kSameBalance)) w.put(op.ch_balance);
   if (!(how & kSameSync)) w.put(op.sync_us);
-  const std::size_t nh = detail_ && !(how & kNoExtra) ? std::min<std::size_t>(e.hcas.size(), 0xffff) : 0;
+  const std::size_t nh = detail_ && !(how & kNoExtra) ? std::min<std::size_t>(hcas.size(), 0xffff) : 0;
   if (detail_ && !(how & kNoExtra)) {
     w.put(static_cast<std::int32_t>(e.slowest_channel));
     w.put(e.slowest_ratio);
@@ -378,9 +393,9 @@ void SpillSink::encode(Buf& buf, const Op& op, const OpDetail* d) {
   buf.bytes.append(tmp, static_cast<std::size_t>(w.p - tmp));
   for (std::size_t h = 0; h < nh; ++h) {
     Writer hw{tmp};
-    hw.put(dev_id(e.hcas[h].dev));
-    hw.varint(e.hcas[h].bytes);
-    hw.put(e.hcas[h].wire_us);
+    hw.put(dev_id(hcas[h].dev));
+    hw.varint(hcas[h].bytes);
+    hw.put(hcas[h].wire_us);
     buf.bytes.append(tmp, static_cast<std::size_t>(hw.p - tmp));
   }
   if (view_ && !(how & kNoView)) {
@@ -399,7 +414,7 @@ void SpillSink::encode(Buf& buf, const Op& op, const OpDetail* d) {
       buf.bytes.append(tmp, static_cast<std::size_t>(cw.p - tmp));
     }
   }
-  buf.prev = op;
+  buf.prev[slot] = op;
 }
 
 void SpillSink::merge(SpillSink&& o) {
@@ -417,12 +432,16 @@ std::uint64_t SpillSink::spilled_bytes() const {
   return n;
 }
 
-bool SpillSink::parse(const File& f, const char* p, const char* end, std::uint32_t count, CollectSink& into) {
-  Op op;  // the op before: every field it repeats
+bool SpillSink::parse(const File& f, const char* p, const char* end, std::uint32_t count, CollectSink& into,
+                      bool detail) {
+  Op slots[kSlots];  // the ops written against (SpillSink::encode): every field they repeat
+  CollectSink::Extra skipped;
+  CollectSink::ViewCols skipped_view;
   for (std::uint32_t k = 0; k < count; ++k) {
     std::uint16_t how = 0;
     std::uint64_t v = 0;
     if (!get(p, end, how)) return false;
+    Op& op = slots[how >> kSlotShift];
     if (!(how & kSameComm) && !get(p, end, op.comm_hash)) return false;
     for (auto [flag, off, len] : {std::tuple{kSameIds, kIdsAt, kIdsLen}, std::tuple{kSameKind, kKindAt, kKindLen}})
       if (!(how & flag)) {
@@ -452,7 +471,8 @@ bool SpillSink::parse(const File& f, const char* p, const char* end, std::uint32
     if (!(how & kSameSync) && !get(p, end, op.sync_us)) return false;
     into.ops.push_back(op);
     if (!detail_) continue;
-    CollectSink::Extra& e = into.extra.emplace_back();
+    // Without detail wanted, read into a scratch Extra (the bytes are still read through).
+    CollectSink::Extra& e = detail ? into.extra.emplace_back() : skipped;
     if (!(how & kNoExtra)) {
       std::int32_t ch = -1;
       if (!get(p, end, ch) || !get(p, end, e.slowest_ratio) || !get(p, end, e.slowest_us) ||
@@ -463,11 +483,11 @@ bool SpillSink::parse(const File& f, const char* p, const char* end, std::uint32
       for (HcaUse& h : e.hcas) {
         std::uint16_t id = 0;
         if (!get(p, end, id) || !get_varint(p, end, h.bytes) || !get(p, end, h.wire_us)) return false;
-        h.dev = id < f.devs.size() ? f.devs[id] : "?";
+        if (detail) h.dev = id < f.devs.size() ? f.devs[id] : "?";
       }
     }
     if (!view_) continue;
-    CollectSink::ViewCols& vc = into.view;
+    CollectSink::ViewCols& vc = detail ? into.view : skipped_view;
     std::uint64_t nch = 0, net = 0, tag = 0;
     if (!(how & kNoView)) {
       if (!get_varint(p, end, nch) || !get_varint(p, end, net) || !get_varint(p, end, tag) ||
@@ -481,11 +501,12 @@ bool SpillSink::parse(const File& f, const char* p, const char* end, std::uint32
     vc.ch_end.push_back(static_cast<std::uint32_t>(vc.ch.size()));
     vc.net_bytes.push_back(net);
     vc.tag.push_back(tag);
+    if (!detail) vc.clear();
   }
   return p == end;
 }
 
-std::size_t SpillSink::for_each_batch(std::size_t max_ops, const std::function<void(CollectSink&)>& fn) {
+std::size_t SpillSink::for_each_batch(std::size_t max_ops, const std::function<void(CollectSink&)>& fn, bool detail) {
   for (int b = 0; b < kBuckets; ++b) flush(b);
   if (!error_.empty()) return 0;
   // Per bucket, its chunks in every file (file order, then the file's order).
@@ -524,8 +545,8 @@ std::size_t SpillSink::for_each_batch(std::size_t max_ops, const std::function<v
       batch.view = {};
     }
     batch.ops.reserve(static_cast<std::size_t>(total));
-    if (detail_) batch.extra.reserve(static_cast<std::size_t>(total));
-    if (view_) {
+    if (detail_ && detail) batch.extra.reserve(static_cast<std::size_t>(total));
+    if (view_ && detail) {
       batch.view.ch_end.reserve(static_cast<std::size_t>(total));
       batch.view.net_bytes.reserve(static_cast<std::size_t>(total));
       batch.view.tag.reserve(static_cast<std::size_t>(total));
@@ -547,7 +568,7 @@ std::size_t SpillSink::for_each_batch(std::size_t max_ops, const std::function<v
           off += static_cast<std::uint64_t>(r);
           left -= static_cast<std::size_t>(r);
         }
-        if (!parse(*f, chunk.data(), chunk.data() + chunk.size(), c->count, batch)) {
+        if (!parse(*f, chunk.data(), chunk.data() + chunk.size(), c->count, batch, detail)) {
           error_ = "the spill file reads back damaged (chunk at byte " + std::to_string(c->offset) + ")";
           return 0;
         }

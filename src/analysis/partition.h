@@ -100,7 +100,9 @@ class SpillSink : public OpSink {
   // batch after batch, each batch at most max_ops ops unless one bucket alone
   // is larger. Returns the number of batches (0 and error() on a read
   // failure). Within a bucket, the ops of one log file keep their order.
-  std::size_t for_each_batch(std::size_t max_ops, const std::function<void(CollectSink&)>& fn);
+  // detail false: a spill with detail gives the ops alone (no extra, no
+  // view), for a sweep that reads neither.
+  std::size_t for_each_batch(std::size_t max_ops, const std::function<void(CollectSink&)>& fn, bool detail = true);
   // The largest batch for_each_batch made (ops).
   std::size_t largest_batch() const { return largest_; }
 
@@ -121,15 +123,19 @@ class SpillSink : public OpSink {
     std::vector<std::string> devs;  // HCA names, by the ids its records use
     ~File();
   };
+  // An op is written against the last op of its communicator among the
+  // chunk's last few (a process's file interleaves its communicators' ops).
+  static constexpr unsigned kSlots = 8;
   struct Buf {
     std::string bytes;
     std::uint32_t count = 0;
-    Op prev;  // the op before, which the next one is written against (a chunk starts from Op{})
+    Op prev[kSlots];     // the ops written against (a chunk starts from Op{} in each)
+    unsigned victim = 0;  // the slot an op of a communicator in none takes
   };
   void flush(int bucket);
   std::uint16_t dev_id(const std::string& dev);
   void encode(Buf& buf, const Op& op, const OpDetail* d);
-  bool parse(const File& f, const char* p, const char* end, std::uint32_t count, CollectSink& into);
+  bool parse(const File& f, const char* p, const char* end, std::uint32_t count, CollectSink& into, bool detail);
 
   std::string dir_;
   Partition by_;

@@ -63,8 +63,9 @@ BoundedReportResult write_report_bounded(const std::vector<std::string>& files, 
   const ReadResult& res = r.res;
   r.spilled_ops = spill->ops();
   r.max_batch_ops = batch_ops(b.limit);
-  auto sweep = [&](SpillSink& s, std::size_t& batches, const std::function<void(CollectSink&)>& fn) {
-    batches = s.for_each_batch(r.max_batch_ops, fn);
+  auto sweep = [&](SpillSink& s, std::size_t& batches, const std::function<void(CollectSink&)>& fn,
+                   bool detail = true) {
+    batches = s.for_each_batch(r.max_batch_ops, fn, detail);
     r.largest_batch = std::max(r.largest_batch, s.largest_batch());
     return s.error().empty();
   };
@@ -115,7 +116,7 @@ BoundedReportResult write_report_bounded(const std::vector<std::string>& files, 
         apply_clock_calibration(r.cal, part.ops);
         m.comm.add(m, part.ops, m.gpus_of(part.ops));
         if (marks) m.comm.marks(part.ops);
-      }))
+      }, /*detail=*/false))  // neither reads the ops' Extra
     return failed();
   spill.reset();  // the spill files go
   r.stats = write_report_model(m, res, o, out);

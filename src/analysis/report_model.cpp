@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <tuple>
 
+#include "src/analysis/op_sort.h"
 #include "src/analysis/report.h"
 #include "src/analysis/slow_hca.h"
 #include "src/analysis/table.h"
@@ -45,35 +47,49 @@ void add_size_curve(SizeCurves& m, const Op& op) {
 
 void SizeCurveSink::merge(SizeCurveSink&& o) { merge_sketches(curves, o.curves); }
 
+static_assert(static_cast<unsigned>(Func::kCount_) <= 32, "TagAcc::func_bits holds a bit per function");
+
 void ReportScan::add(const Op& op, std::uint64_t tag) {
   ++ops;
   no_start += !op.has_start();
   reclaimed += (op.flags & kFlagReclaimed) != 0;
   partial += (op.flags & kFlagPartial) != 0;
-  ++timing[op.timing];
-  last_key_.get(keys, {op.file_idx, op.comm_hash, op.rank}).add(op);
   const int bucket = size_bucket(op.bytes);
+  const AlgoProto ap = AlgoProto::of(op);
+  ++last_timing_.get(timing, op.timing, static_cast<std::uint64_t>(op.timing));
+  // What the caches hash (a collision costs a map lookup, not a wrong entry).
+  const std::uint64_t fn = static_cast<std::uint64_t>(op.func) << 56;
+  const std::uint64_t sz = (static_cast<std::uint64_t>(static_cast<unsigned>(bucket)) << 8) ^
+                           (static_cast<std::uint64_t>(op.algo) << 4) ^ static_cast<std::uint64_t>(op.proto) ^
+                           (static_cast<std::uint64_t>(op.kind) << 40);
+  last_key_.get(keys, {op.file_idx, op.comm_hash, op.rank},
+                op.comm_hash ^ (static_cast<std::uint64_t>(op.file_idx) << 20) ^ static_cast<std::uint64_t>(op.rank)).add(op);
+  // A value's histogram bucket is found once for the sketches it goes to.
+  int bw_bucket = -1, dur_bucket = -1;
   if (op.has_busbw()) {
-    last_busbw_.get(busbw, {op.func, op.comm_hash}).add(op.busbw_gbs);
-    if (op.bytes) last_size_.get(size, {op.func, AlgoProto::of(op), bucket}).add(op.busbw_gbs);  // as add_size_curve
+    last_busbw_.get(busbw, {op.func, op.comm_hash}, op.comm_hash ^ fn).add(op.busbw_gbs, bw_bucket);
+    if (op.bytes) last_size_.get(size, {op.func, ap, bucket}, fn ^ sz).add(op.busbw_gbs, bw_bucket);  // as add_size_curve
   }
-  if (std::isfinite(op.dur_us)) last_latency_.get(latency, {op.comm_hash, op.func, bucket, AlgoProto::of(op)}).add(op.dur_us);
+  if (std::isfinite(op.dur_us)) last_latency_.get(latency, {op.comm_hash, op.func, bucket, ap}, op.comm_hash ^ fn ^ sz).add(op.dur_us, dur_bucket);
   if (const double pct = op.wait_pct(); !std::isnan(pct)) {
     wait_share[{op.func, op.comm_hash}].add(pct);
     auto& r = wait_rows[{op.comm_hash, op.func, bucket}];
     r.first.add(op.sync_us);
     r.second.add(pct);
   }
-  TagAcc& a = last_tag_.get(tags, tag);
+  TagAcc& a = last_tag_.get(tags, tag, tag);
   tagged = tagged || tag != 0;
   ++a.records;
-  a.funcs.insert(op.func);
+  if (const std::uint32_t bit = 1u << static_cast<unsigned>(op.func); !(a.func_bits & bit)) {
+    a.func_bits |= bit;
+    a.funcs.insert(op.func);
+  }
   if (gpu_timed(op.timing) && std::isfinite(op.dur_us)) {
     a.gpu_ns += std::llround(op.dur_us * 1000.0);
-    a.lat.add(op.dur_us);
-    if (op.has_busbw()) a.bw.add(op.busbw_gbs);
+    a.lat.add(op.dur_us, dur_bucket);
+    if (op.has_busbw()) a.bw.add(op.busbw_gbs, bw_bucket);
   }
-  if (op.has_start() && op.has_busbw()) ++last_time_.get(time_count, op.comm_hash);
+  if (op.has_start() && op.has_busbw()) ++last_time_.get(time_count, op.comm_hash, op.comm_hash);
 }
 
 void ReportScan::add_channel(std::uint64_t comm, std::uint16_t channel, float dur_us) {
@@ -104,6 +120,7 @@ void ReportScan::merge(ReportScan&& o) {
     a.lat.merge(b.lat);
     a.bw.merge(b.bw);
     a.funcs.insert(b.funcs.begin(), b.funcs.end());
+    a.func_bits |= b.func_bits;
   }
   tagged = tagged || o.tagged;
   for (const auto& [c, n] : o.time_count) time_count[c] += n;
@@ -170,37 +187,68 @@ void CommPass::add(const ReportModel& m, const std::vector<Op>& ops, const std::
   const double span = std::max(1.0, static_cast<double>(m.t1 - m.g.t0));
   // busbw over time: the charted communicators' busiest (op, size) groups, a median per time bin.
   std::map<std::uint64_t, std::vector<std::uint32_t>> of_comm;
-  for (std::uint32_t i = 0; i < ops.size(); ++i)
-    if (ops[i].has_start() && ops[i].has_busbw() && m.charted_set.count(ops[i].comm_hash))
-      of_comm[ops[i].comm_hash].push_back(i);
+  {
+    std::vector<std::uint32_t>* at = nullptr;  // the last op's comm's (nullptr: not charted)
+    std::uint64_t last = 0;
+    bool any = false;
+    for (std::uint32_t i = 0; i < ops.size(); ++i) {
+      if (!ops[i].has_start() || !ops[i].has_busbw()) continue;
+      if (!any || ops[i].comm_hash != last) {  // a run of one comm's ops: looked up once
+        any = true;
+        last = ops[i].comm_hash;
+        at = m.charted_set.count(last) ? &of_comm[last] : nullptr;
+      }
+      if (at != nullptr) at->push_back(i);
+    }
+  }
   const std::size_t bins = m.time_bins;
+  // An op's (func, size bucket) as one index: size_bucket is -1..63.
+  constexpr std::size_t kSizes = 65, kGroups = static_cast<std::size_t>(Func::kCount_) * kSizes;
+  std::vector<std::uint16_t> gid;
+  std::vector<std::size_t> count(kGroups);
+  std::vector<int> series_of(kGroups);
   for (const auto& [c, idx] : of_comm) {
-    std::map<std::pair<Func, int>, std::size_t> gc;
-    for (std::uint32_t i : idx) ++gc[{ops[i].func, size_bucket(ops[i].bytes)}];
+    gid.resize(idx.size());
+    std::fill(count.begin(), count.end(), 0);
+    for (std::size_t k = 0; k < idx.size(); ++k) {
+      const Op& op = ops[idx[k]];
+      gid[k] = static_cast<std::uint16_t>(static_cast<std::size_t>(op.func) * kSizes +
+                                          static_cast<std::size_t>(size_bucket(op.bytes) + 1));
+      ++count[gid[k]];
+    }
     std::vector<std::pair<std::size_t, std::pair<Func, int>>> groups;
-    for (const auto& [grp, k] : gc) groups.push_back({k, grp});
+    for (std::size_t g = 0; g < kGroups; ++g)
+      if (count[g] != 0) groups.push_back({count[g], {static_cast<Func>(g / kSizes), static_cast<int>(g % kSizes) - 1}});
     std::sort(groups.rbegin(), groups.rend());
     if (groups.size() > 4) groups.resize(4);
+    // The values of the groups shown, by series and time bin, in one pass.
+    std::fill(series_of.begin(), series_of.end(), -1);
+    for (std::size_t si = 0; si < groups.size(); ++si)
+      series_of[static_cast<std::size_t>(groups[si].second.first) * kSizes +
+                static_cast<std::size_t>(groups[si].second.second + 1)] = static_cast<int>(si);
+    std::vector<std::vector<std::vector<double>>> vals(groups.size(), std::vector<std::vector<double>>(bins));
+    for (std::size_t k = 0; k < idx.size(); ++k) {
+      const int si = series_of[gid[k]];
+      if (si < 0) continue;
+      const Op& op = ops[idx[k]];
+      auto b = static_cast<std::size_t>(static_cast<double>(op.start_wall_ns - m.g.t0) / span * static_cast<double>(bins));
+      vals[static_cast<std::size_t>(si)][std::min(b, bins - 1)].push_back(op.busbw_gbs);
+    }
     std::string out;
-    std::size_t npts = 0, si = 0;
-    for (const auto& [k, grp] : groups) {
-      std::vector<std::vector<double>> vals(bins);
-      for (std::uint32_t i : idx) {
-        const Op& op = ops[i];
-        if (op.func != grp.first || size_bucket(op.bytes) != grp.second) continue;
-        auto b = static_cast<std::size_t>(static_cast<double>(op.start_wall_ns - m.g.t0) / span * static_cast<double>(bins));
-        vals[std::min(b, bins - 1)].push_back(op.busbw_gbs);
-      }
+    std::size_t npts = 0;
+    for (std::size_t si = 0; si < groups.size(); ++si) {
+      const auto& grp = groups[si].second;
       std::string pts;
-      for (std::size_t b = 0; b < bins; ++b)
-        if (!vals[b].empty()) {
-          ++npts;
-          const double med = median_of(vals[b]);
-          pts += pts.empty() ? "[" : ",[";
-          pts += json_num((static_cast<double>(b) + 0.5) * span / static_cast<double>(bins) / 1e9);
-          pts += "," + json_num(med) + "," + std::to_string(vals[b].size()) + "]";
-        }
-      out += (si++ ? "," : "") + std::string("{\"name\":\"") +
+      for (std::size_t b = 0; b < bins; ++b) {
+        std::vector<double>& v = vals[si][b];
+        if (v.empty()) continue;
+        ++npts;
+        const double med = median_of(v);
+        pts += pts.empty() ? "[" : ",[";
+        pts += json_num((static_cast<double>(b) + 0.5) * span / static_cast<double>(bins) / 1e9);
+        pts += "," + json_num(med) + "," + std::to_string(v.size()) + "]";
+      }
+      out += (si ? "," : "") + std::string("{\"name\":\"") +
              json_escape(std::string(to_string(grp.first)) + " " + size_bucket_label(grp.second)) + "\",\"points\":[" + pts + "]}";
     }
     series[c] = {std::move(out), npts};
@@ -214,19 +262,17 @@ void CommPass::add(const ReportModel& m, const std::vector<Op>& ops, const std::
     Func func;
     std::uint32_t i;
     bool operator<(const Key& o) const {
-      return std::tie(comm, func, seq, start) < std::tie(o.comm, o.func, o.seq, o.start);
+      return std::tie(comm, func, seq, start, i) < std::tie(o.comm, o.func, o.seq, o.start, o.i);
     }
   };
-  std::vector<Key> keys;
+  std::vector<std::uint32_t> idx;
   for (std::uint32_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
-    if (op.has_start() && op.kind != OpKind::kP2p && op.nranks > 1 && op_gpu[i] != UINT32_MAX)
-      keys.push_back({op.comm_hash, op.seq, op.start_wall_ns, op.func, i});
+    if (op.has_start() && op.kind != OpKind::kP2p && op.nranks > 1 && op_gpu[i] != UINT32_MAX) idx.push_back(i);
   }
-  std::sort(keys.begin(), keys.end());
-  std::vector<std::uint32_t> idx(keys.size());
-  for (std::size_t k = 0; k < keys.size(); ++k) idx[k] = keys[k].i;
-  keys = {};
+  sort_op_indices(
+      ops, idx, [](const Op& op, std::uint32_t i) { return Key{op.comm_hash, op.seq, op.start_wall_ns, op.func, i}; },
+      std::less<Key>());
   const std::size_t hb = m.heat_bins;
   std::vector<double> late;
   for (std::size_t a = 0; a < idx.size();) {
@@ -259,15 +305,22 @@ void ProcPass::add(const ReportModel& m, const std::vector<Op>& ops, const std::
                    const std::vector<std::uint32_t>& op_gpu) {
   const std::size_t ngpus = m.g.gm.gpus.size();
   std::map<std::uint32_t, std::vector<std::uint32_t>> of_gpu;
-  for (std::uint32_t i = 0; i < ops.size(); ++i)
-    if (op_gpu[i] != UINT32_MAX) of_gpu[op_gpu[i]].push_back(i);
+  {
+    std::vector<std::uint32_t>* at = nullptr;  // a run of one GPU's ops: looked up once
+    std::uint32_t last = UINT32_MAX;
+    for (std::uint32_t i = 0; i < ops.size(); ++i) {
+      if (op_gpu[i] == UINT32_MAX) continue;
+      if (at == nullptr || op_gpu[i] != last) at = &of_gpu[last = op_gpu[i]];
+      at->push_back(i);
+    }
+  }
   const double kNoValue = std::numeric_limits<double>::quiet_NaN();
   for (const auto& [g, idx] : of_gpu) {
     // Occupancy: the union of the GPU's op intervals, over all its communicators.
     std::vector<std::pair<std::int64_t, std::int64_t>> iv;
     for (std::uint32_t i : idx)
       if (ops[i].has_start()) iv.push_back({ops[i].start_wall_ns, end_of(ops[i])});
-    std::sort(iv.begin(), iv.end());
+    if (!std::is_sorted(iv.begin(), iv.end())) std::sort(iv.begin(), iv.end());  // a log is mostly in time order
     std::int64_t busy = 0, cur_s = 0, cur_e = std::numeric_limits<std::int64_t>::min();
     QuantileSketch gaps;
     for (const auto& [a, b] : iv) {

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "src/analysis/analysis.h"
+#include "src/analysis/recent.h"
 #include "src/analysis/stats.h"
 #include "src/analysis/trace_bounded.h"
 
@@ -69,6 +70,7 @@ struct ReportScan {
     std::int64_t gpu_ns = 0;  // GPU-timed kernel time, summed over ranks
     QuantileSketch lat, bw;
     std::set<Func> funcs;
+    std::uint32_t func_bits = 0;  // funcs as bits: the set is looked up once per function
   };
   std::uint64_t ops = 0, no_start = 0, reclaimed = 0, partial = 0;
   std::map<Timing, std::uint64_t> timing;
@@ -90,32 +92,15 @@ struct ReportScan {
   void merge(ReportScan&& o);
 
  private:
-  // The last entry each map gave: a file's ops come in runs of a few groups.
-  template <class M>
-  struct Last {
-    typename M::key_type key{};
-    typename M::mapped_type* at = nullptr;
-    Last() = default;
-    // A copied or moved scan starts without a cache: it would point into the other scan's map.
-    Last(const Last&) {}
-    Last& operator=(const Last&) {
-      at = nullptr;
-      return *this;
-    }
-    typename M::mapped_type& get(M& m, const typename M::key_type& k) {
-      if (at == nullptr || !(key == k)) {
-        at = &m[k];
-        key = k;
-      }
-      return *at;
-    }
-  };
-  Last<KeySpans> last_key_;
-  Last<decltype(busbw)> last_busbw_;
-  Last<SizeCurves> last_size_;
-  Last<decltype(latency)> last_latency_;
-  Last<decltype(tags)> last_tag_;
-  Last<decltype(time_count)> last_time_;
+  // The maps' recent entries (recent.h): a std::map lookup per op and map
+  // was a fifth of the scan.
+  Recent<decltype(timing)> last_timing_;
+  Recent<KeySpans> last_key_;
+  Recent<decltype(busbw)> last_busbw_;
+  Recent<SizeCurves> last_size_;
+  Recent<decltype(latency)> last_latency_;
+  Recent<decltype(tags)> last_tag_;
+  Recent<decltype(time_count)> last_time_;
 };
 
 // A (comm, rank, start) the detectors marked on a busbw-over-time chart, and

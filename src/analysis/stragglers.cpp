@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "src/analysis/analysis.h"
+#include "src/analysis/op_sort.h"
 #include "src/analysis/stats.h"
 #include "src/analysis/view.h"
 
@@ -70,7 +71,13 @@ struct Alignment {
   std::map<std::pair<std::uint64_t, int>, Acc> acc;
   std::map<std::uint64_t, std::vector<double>> spreads;
   std::map<std::uint64_t, int> comm_nranks;
-  std::vector<double> late, ends;  // scratch
+  std::vector<double> late, ends, tmp;  // scratch
+  // The last instance's comm, its entries and its ranks' (the next instance of
+  // the comm has the same ranks in the same order: no map lookup per op).
+  std::uint64_t last_comm = 0;
+  std::vector<double>* last_spreads = nullptr;
+  int* last_nranks = nullptr;
+  std::vector<std::pair<int, Acc*>> last_acc;
 };
 
 // One collective instance (comm, op, seq) seen on ranks idx[b, e), n >= 2:
@@ -89,8 +96,14 @@ void add_instance(const std::vector<Op>& ops, const std::vector<std::uint32_t>& 
     mn = std::min(mn, ops[idx[i]].start_wall_ns);
     mx = std::max(mx, ops[idx[i]].start_wall_ns);
   }
-  if (starts) al.spreads[first.comm_hash].push_back(static_cast<double>(mx - mn) / 1000.0);
-  int& cn = al.comm_nranks[first.comm_hash];
+  if (al.last_spreads == nullptr || al.last_comm != first.comm_hash) {
+    al.last_comm = first.comm_hash;
+    al.last_spreads = &al.spreads[first.comm_hash];
+    al.last_nranks = &al.comm_nranks[first.comm_hash];
+    al.last_acc.clear();
+  }
+  if (starts) al.last_spreads->push_back(static_cast<double>(mx - mn) / 1000.0);
+  int& cn = *al.last_nranks;
   cn = std::max(cn, std::max(first.nranks, static_cast<int>(n)));
 
   bool phases = false;
@@ -113,12 +126,16 @@ void add_instance(const std::vector<Op>& ops, const std::vector<std::uint32_t>& 
     al.ends.clear();
     for (std::size_t i = b; i < e; ++i)
       al.ends.push_back(static_cast<double>(ops[idx[i]].start_wall_ns - mn) / 1000.0 + ops[idx[i]].dur_us);
-    std::vector<double> tmp = al.ends;
-    median_end = median_of(tmp);
+    al.tmp = al.ends;
+    median_end = median_of(al.tmp);
   }
   for (std::size_t i = b; i < e; ++i) {
     const Op& op = ops[idx[i]];
-    Acc& a = al.acc[{op.comm_hash, op.rank}];
+    const std::size_t j = i - b;
+    if (j >= al.last_acc.size()) al.last_acc.resize(j + 1, {-1, nullptr});
+    if (al.last_acc[j].second == nullptr || al.last_acc[j].first != op.rank)
+      al.last_acc[j] = {op.rank, &al.acc[{op.comm_hash, op.rank}]};
+    Acc& a = *al.last_acc[j].second;
     if (a.r.nranks == 0) {
       a.r.comm = op.comm_hash;
       a.r.rank = op.rank;
@@ -287,17 +304,15 @@ StragglerResult find_stragglers_part(const std::vector<Op>& ops, const ReadResul
       std::uint32_t rank, file, i;
       std::uint8_t func;
     };
-    std::vector<Key> keys;
-    keys.reserve(idx.size());
-    for (std::uint32_t i : idx) {
-      const Op& op = ops[i];
-      keys.push_back({op.comm_hash, op.seq, static_cast<std::uint32_t>(op.rank), op.file_idx, i,
-                      static_cast<std::uint8_t>(op.func)});
-    }
-    std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
-      return std::tie(a.comm, a.func, a.seq, a.rank, a.file, a.i) < std::tie(b.comm, b.func, b.seq, b.rank, b.file, b.i);
-    });
-    for (std::size_t k = 0; k < keys.size(); ++k) idx[k] = keys[k].i;
+    sort_op_indices(
+        ops, idx,
+        [](const Op& op, std::uint32_t i) {
+          return Key{op.comm_hash, op.seq, static_cast<std::uint32_t>(op.rank), op.file_idx, i,
+                     static_cast<std::uint8_t>(op.func)};
+        },
+        [](const Key& a, const Key& b) {
+          return std::tie(a.comm, a.func, a.seq, a.rank, a.file, a.i) < std::tie(b.comm, b.func, b.seq, b.rank, b.file, b.i);
+        });
   }
   std::stable_sort(p2p.begin(), p2p.end(), [&](std::uint32_t a, std::uint32_t b) { return ops[a].file_idx < ops[b].file_idx; });
   Alignment al;
@@ -391,10 +406,19 @@ bool calibrate_part(std::vector<Op>& ops, const ReadResult& res, ClockCalibratio
 
 void apply_clock_calibration(const ClockCalibration& c, std::vector<Op>& ops) {
   if (c.shift_ns.empty()) return;
+  // A rank's ops come in runs: its shift is looked up once per run.
+  std::pair<std::uint64_t, int> last{0, -1};
+  std::int64_t shift = 0;
+  bool first = true;
   for (Op& op : ops) {
     if (!op.has_start()) continue;
-    auto it = c.shift_ns.find({op.comm_hash, op.rank});
-    if (it != c.shift_ns.end()) op.start_wall_ns -= it->second;
+    if (first || op.comm_hash != last.first || op.rank != last.second) {
+      first = false;
+      last = {op.comm_hash, op.rank};
+      auto it = c.shift_ns.find(last);
+      shift = it != c.shift_ns.end() ? it->second : 0;
+    }
+    op.start_wall_ns -= shift;
   }
 }
 

@@ -195,7 +195,8 @@ TEST(Spill, EveryFieldComesBackBitForBit) {
   for (std::uint64_t i = 0; i < 20000; ++i) {
     // Runs of similar ops, with every field changing now and then, some wildly.
     const bool wild = rng() % 7 == 0;
-    o.comm_hash = rng() % 3 == 0 ? rng() % 4 : o.comm_hash;
+    // More communicators than a chunk keeps ops to write against (SpillSink::kSlots).
+    o.comm_hash = rng() % 3 == 0 ? rng() % 12 : o.comm_hash;
     o.seq = wild ? (rng() % 2 ? UINT64_MAX - rng() % 3 : rng()) : o.seq + rng() % 3 - 1;
     // Steps back and forth, wrapping at the limits (in unsigned arithmetic: no overflow).
     o.start_wall_ns = wild ? pick(starts)
@@ -237,7 +238,9 @@ TEST(Spill, EveryFieldComesBackBitForBit) {
 
   // A plugin log's stream: one rank's ops of two comms, seq up by one, starts
   // 200 us apart, times and bandwidths with three decimals.
-  ana::SpillSink c(dir, ana::Partition::kComm);
+  // By communicator, and by process (where the two comms share a chunk: each
+  // op is written against its own comm's last).
+  ana::SpillSink c(dir, ana::Partition::kComm), d(dir, ana::Partition::kProcess);
   for (std::uint64_t i = 0; i < 100000; ++i) {
     ana::Op p = op_of(i % 2 ? 0x7a11000000000000ull : 0x7a12000000000000ull, 3, i / 2, 0);
     p.func = static_cast<ana::Func>(i % 3);
@@ -247,11 +250,14 @@ TEST(Spill, EveryFieldComesBackBitForBit) {
     p.busbw_gbs = static_cast<double>(rng() % 400000) / 1000.0;
     p.ch_balance = 0.95f;
     c.on_op(p, nullptr, fi);
+    d.on_op(p, nullptr, fi);
   }
-  std::size_t n = 0;
-  c.for_each_batch(1u << 20, [&](ana::CollectSink& batch) { n += batch.ops.size(); });
-  EXPECT_EQ(n, 100000u);
-  EXPECT_LT(static_cast<double>(c.spilled_bytes()) / 100000.0, 88.0 / 3) << "bytes per op";
+  for (ana::SpillSink* s : {&c, &d}) {
+    std::size_t n = 0;
+    s->for_each_batch(1u << 20, [&](ana::CollectSink& batch) { n += batch.ops.size(); });
+    EXPECT_EQ(n, 100000u);
+    EXPECT_LT(static_cast<double>(s->spilled_bytes()) / 100000.0, 88.0 / 3) << "bytes per op";
+  }
 }
 
 // By process: the files of one (host, pid) (rotation) come back in one
