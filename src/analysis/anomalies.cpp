@@ -227,14 +227,9 @@ void change_points(std::vector<Instance> ins, const ReadResult& res, const Anoma
     program_order(v, timed);
     const std::size_t w = std::clamp<std::size_t>(v.size() / 50, 5, 31) | 1;
     const std::size_t h = w / 2;
-    std::vector<double> roll(v.size(), 1.0);
-    std::vector<double> win;
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      const std::size_t lo = i >= h ? i - h : 0, hi = std::min(v.size(), i + h + 1);
-      win.clear();
-      for (std::size_t j = lo; j < hi; ++j) win.push_back(v[j].ratio);
-      roll[i] = median_of(win);
-    }
+    std::vector<double> ratios(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) ratios[i] = v[i].ratio;
+    const std::vector<double> roll = rolling_median(ratios, h);
     for (std::size_t i = 0; i < v.size();) {
       if (roll[i] < o.shift_ratio) {
         ++i;

@@ -42,7 +42,7 @@ std::string AlgoProto::label() const {
 }
 
 void add_size_curve(SizeCurves& m, const Op& op) {
-  if (op.has_busbw() && op.bytes) m[{op.func, AlgoProto::of(op), size_bucket(op.bytes)}].add(op.busbw_gbs);
+  if (on_size_curve(op)) m[{op.func, AlgoProto::of(op), size_bucket(op.bytes)}].add(op.busbw_gbs);
 }
 
 void SizeCurveSink::merge(SizeCurveSink&& o) { merge_sketches(curves, o.curves); }
@@ -66,10 +66,8 @@ void ReportScan::add(const Op& op, std::uint64_t tag) {
                 op.comm_hash ^ (static_cast<std::uint64_t>(op.file_idx) << 20) ^ static_cast<std::uint64_t>(op.rank)).add(op);
   // A value's histogram bucket is found once for the sketches it goes to.
   int bw_bucket = -1, dur_bucket = -1;
-  if (op.has_busbw()) {
-    last_busbw_.get(busbw, {op.func, op.comm_hash}, op.comm_hash ^ fn).add(op.busbw_gbs, bw_bucket);
-    if (op.bytes) last_size_.get(size, {op.func, ap, bucket}, fn ^ sz).add(op.busbw_gbs, bw_bucket);  // as add_size_curve
-  }
+  if (op.has_busbw()) last_busbw_.get(busbw, {op.func, op.comm_hash}, op.comm_hash ^ fn).add(op.busbw_gbs, bw_bucket);
+  if (on_size_curve(op)) last_size_.get(size, {op.func, ap, bucket}, fn ^ sz).add(op.busbw_gbs, bw_bucket);
   if (std::isfinite(op.dur_us)) last_latency_.get(latency, {op.comm_hash, op.func, bucket, ap}, op.comm_hash ^ fn ^ sz).add(op.dur_us, dur_bucket);
   if (const double pct = op.wait_pct(); !std::isnan(pct)) {
     wait_share[{op.func, op.comm_hash}].add(pct);

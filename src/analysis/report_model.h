@@ -53,6 +53,8 @@ struct AlgoProto {
 
 // busbw per (func, algo/proto, size bucket): a run's curves against a baseline's.
 using SizeCurves = std::map<std::tuple<Func, AlgoProto, int>, QuantileSketch>;
+// Whether an op has a point on the busbw-vs-size curves (what add_size_curve adds).
+inline bool on_size_curve(const Op& op) { return op.has_busbw() && op.bytes != 0; }
 void add_size_curve(SizeCurves& m, const Op& op);
 
 // The baseline's curves, read without keeping its ops.

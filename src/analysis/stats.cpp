@@ -194,6 +194,32 @@ double median_of(std::vector<double>& v) {
   return (lo + hi) / 2;
 }
 
+std::vector<double> rolling_median(const std::vector<double>& x, std::size_t h) {
+  const std::size_t n = x.size();
+  std::vector<double> out(n);
+  std::vector<double> win;
+  if (std::any_of(x.begin(), x.end(), [](double v) { return std::isnan(v); })) {
+    // No order to keep a window sorted by: each window as median_of takes it.
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t lo = i >= h ? i - h : 0, hi = std::min(n, i + h + 1);
+      win.assign(x.begin() + static_cast<std::ptrdiff_t>(lo), x.begin() + static_cast<std::ptrdiff_t>(hi));
+      out[i] = median_of(win);
+    }
+    return out;
+  }
+  win.reserve(2 * h + 1);
+  std::size_t lo = 0, hi = 0;  // win holds x[lo, hi), sorted
+  for (std::size_t i = 0; i < n; ++i) {
+    for (const std::size_t want = std::min(n, i + h + 1); hi < want; ++hi)
+      win.insert(std::upper_bound(win.begin(), win.end(), x[hi]), x[hi]);
+    for (const std::size_t want = i >= h ? i - h : 0; lo < want; ++lo)
+      win.erase(std::lower_bound(win.begin(), win.end(), x[lo]));  // an element equal to x[lo]
+    const std::size_t m = win.size() / 2;
+    out[i] = win.size() % 2 ? win[m] : (win[m - 1] + win[m]) / 2;  // as median_of: (lower + upper) / 2
+  }
+  return out;
+}
+
 double mad_of(const std::vector<double>& v, double med) {
   std::vector<double> d;
   d.reserve(v.size());

@@ -12,29 +12,20 @@ namespace ni::analysis {
 
 void ViewSink::on_op(const Op& op, const OpDetail* d, const FileInfo& file) {
   coll.on_op(op, d, file);
-  if (d && !channel_capped) {
-    if (ch.size() + d->ch_times.size() > kMaxChannelEntries) {
-      channel_capped = true;
-    } else {
-      for (const auto& c : d->ch_times) ch.push_back(Ch::of(c));
-    }
+  if (d == nullptr) {
+    add_detail(0, [](std::vector<Ch>&) {}, 0, 0);
+    return;
   }
-  ch_end.push_back(static_cast<std::uint32_t>(ch.size()));
-  net_bytes.push_back(d ? d->net_send_bytes + d->net_recv_bytes : 0);
-  if (d && d->user_tag != 0) tagged.push_back({static_cast<std::uint32_t>(ch_end.size() - 1), d->user_tag});
+  add_detail(
+      d->ch_times.size(), [d](std::vector<Ch>& out) { for (const auto& c : d->ch_times) out.push_back(Ch::of(c)); },
+      d->net_send_bytes + d->net_recv_bytes, d->user_tag);
 }
 
 void ViewSink::add(const Op& op, CollectSink::Extra&& e, const Ch* c, std::size_t nch, std::uint64_t net,
                    std::uint64_t tag) {
   coll.ops.push_back(op);
   coll.extra.push_back(std::move(e));
-  if (!channel_capped) {
-    if (ch.size() + nch > kMaxChannelEntries) channel_capped = true;
-    else ch.insert(ch.end(), c, c + nch);
-  }
-  ch_end.push_back(static_cast<std::uint32_t>(ch.size()));
-  net_bytes.push_back(net);
-  if (tag != 0) tagged.push_back({static_cast<std::uint32_t>(ch_end.size() - 1), tag});
+  add_detail(nch, [c, nch](std::vector<Ch>& out) { out.insert(out.end(), c, c + nch); }, net, tag);
 }
 
 std::uint64_t ViewSink::tag_of(std::size_t i) const {

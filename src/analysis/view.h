@@ -52,6 +52,21 @@ class ViewSink : public OpSink {
 
   std::size_t ch_begin(std::size_t i) const { return i == 0 ? 0 : ch_end[i - 1]; }
   std::uint64_t tag_of(std::size_t i) const;  // 0: untagged
+
+ private:
+  // What both ways in keep of an op besides the op itself: its nch channel
+  // times, which keep(out) appends to `out` (unless that would pass the cap),
+  // its network bytes and its tag.
+  template <class Keep>
+  void add_detail(std::size_t nch, Keep keep, std::uint64_t net, std::uint64_t tag) {
+    if (!channel_capped) {
+      if (ch.size() + nch > kMaxChannelEntries) channel_capped = true;
+      else keep(ch);
+    }
+    ch_end.push_back(static_cast<std::uint32_t>(ch.size()));
+    net_bytes.push_back(net);
+    if (tag != 0) tagged.push_back({static_cast<std::uint32_t>(ch_end.size() - 1), tag});
+  }
 };
 
 struct Gpu {

@@ -19,6 +19,7 @@
 #include "tests/analysis/fixtures.h"
 #include "src/analysis/reader.h"
 #include "src/analysis/reader_record.h"
+#include "src/analysis/stats.h"
 #include "src/analysis/summary.h"
 #include "src/analysis/tags.h"
 #include "src/analysis/validate.h"
@@ -280,6 +281,34 @@ TEST(Summary, SketchBoundedErrorOnLargeInput) {
 // as doubles but not as floats (the exact part keeps floats) were bucketed by
 // their double when added after the switch to the histogram, and by their
 // float when they came through the exact part.
+// The sliding window gives each window's median_of, bit for bit: odd and even
+// windows (the clipped ends), ties, runs that rise and fall, windows wider
+// than the input, and an input with a NaN (then each window as median_of).
+TEST(Stats, RollingMedianIsEachWindowsMedian) {
+  std::mt19937_64 rng(7);
+  for (std::size_t n : {0, 1, 2, 5, 40, 333}) {
+    for (std::size_t h : {0, 1, 2, 7, 15, 400}) {
+      for (int shape = 0; shape < 4; ++shape) {
+        std::vector<double> x(n);
+        for (std::size_t i = 0; i < n; ++i) {
+          const double r = static_cast<double>(rng() % 1000) / 37.0;
+          x[i] = shape == 0 ? r : shape == 1 ? static_cast<double>(rng() % 4) : shape == 2 ? static_cast<double>(i % 9) * 1.5 : r;
+        }
+        if (shape == 3 && n > 2) x[n / 2] = std::nan("");
+        const std::vector<double> got = ana::rolling_median(x, h);
+        ASSERT_EQ(got.size(), n);
+        for (std::size_t i = 0; i < n; ++i) {
+          std::vector<double> w(x.begin() + static_cast<std::ptrdiff_t>(i >= h ? i - h : 0),
+                                x.begin() + static_cast<std::ptrdiff_t>(std::min(n, i + h + 1)));
+          const double want = ana::median_of(w);
+          if (std::isnan(want)) EXPECT_TRUE(std::isnan(got[i]));
+          else EXPECT_EQ(got[i], want) << "n " << n << " h " << h << " shape " << shape << " at " << i;
+        }
+      }
+    }
+  }
+}
+
 TEST(Summary, SketchQuantilesDoNotDependOnTheOrder) {
   const double gamma = (1 + ana::QuantileSketch::kAlpha) / (1 - ana::QuantileSketch::kAlpha);
   double v = 0;
