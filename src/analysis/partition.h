@@ -123,8 +123,9 @@ class SpillSink : public OpSink {
     std::vector<std::string> devs;  // HCA names, by the ids its records use
     ~File();
   };
-  // An op is written against the last op of its communicator among the
-  // chunk's last few (a process's file interleaves its communicators' ops).
+  // An op is written against the last op its chunk wrote of the same
+  // communicator, kept for up to kSlots communicators at once (a process's file
+  // interleaves its communicators' ops); one of none takes the victim slot.
   static constexpr unsigned kSlots = 8;
   struct Buf {
     std::string bytes;

@@ -106,7 +106,7 @@ class RecordReader final : public ChunkSink {
     problem("longer than " + std::to_string(kMaxLineBytes >> 20) + " MiB: skipped unread");
   }
   void reset_line() {
-    L_ = Line{};
+    reset_fields(L_);
     if (!dropped_.empty() || !filtered_.empty() || !faults_.empty()) {
       dropped_.clear();
       filtered_.clear();

@@ -35,7 +35,10 @@ struct Tables {
     for (int c = 0; c < cells; ++c) {
       const double lo = std::ldexp(1.0 + static_cast<double>(c & ((1 << kMantBits) - 1)) / (1 << kMantBits),
                                    kExpLo + (c >> kMantBits));
-      start[static_cast<std::size_t>(c)] = static_cast<std::uint16_t>(search(lo, 0));
+      // Cells rise with c, so the walk starts at the previous cell's bucket (from
+      // bucket 0 each time, building the table cost ≈ 30 M instructions).
+      start[static_cast<std::size_t>(c)] =
+          static_cast<std::uint16_t>(search(lo, c == 0 ? 0 : start[static_cast<std::size_t>(c - 1)]));
     }
   }
   // The unique j in [0, kBuckets-2] with (j == 0 or v > edges[j-1]) and

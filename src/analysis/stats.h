@@ -55,8 +55,8 @@ double median_of(std::vector<double>& v);
 // The running median of x: out[i] is the median of x[i-h .. i+h] (clipped at
 // the ends), the value median_of gives for that window (up to the sign of a
 // zero). A sorted window slides along instead of each window being reordered
-// afresh: for windows of 31, ≈ 90 ns per value instead of ≈ 550 (measured on
-// the development VM, 500,000 values).
+// afresh: for windows of 31, ≈ 90 ns per value instead of ≈ 550 (500,000
+// values; bench_stats, run by scripts/bench, measures both in one run).
 std::vector<double> rolling_median(const std::vector<double>& x, std::size_t h);
 // Median absolute deviation (unscaled) around med.
 double mad_of(const std::vector<double>& v, double med);
