@@ -7,14 +7,9 @@
 // only valid while its line is being mapped.
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <string_view>
 #include <type_traits>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 #include "src/analysis/model.h"
 
@@ -102,31 +97,5 @@ struct Line {
   std::string_view up_version;
 };
 static_assert(std::is_trivially_copyable_v<Line>);
-
-// L = Line{}, once per line. As g++ writes `L = Line{}` (`rep stos` over the
-// 720 bytes, then the non-zero defaults), perf put ≈ 5 % of `summary`'s samples
-// on that one instruction (4 M records); with a copy of a constant blank Line in
-// 16-byte blocks, the line parser's share fell by about one point. g++ turns a
-// plain block loop back into `rep movs` (it did: perf showed it in the same
-// place), so each block passes through an empty asm statement that hides the
-// copy from it.
-inline void reset_fields(Line& L) {
-  static const Line kBlank{};
-#if defined(__SSE2__) && defined(__GNUC__)
-  constexpr std::size_t kBlocks = sizeof(Line) / 16;
-  const auto* s = reinterpret_cast<const __m128i*>(&kBlank);
-  auto* d = reinterpret_cast<__m128i*>(&L);
-#pragma GCC unroll 8
-  for (std::size_t i = 0; i < kBlocks; ++i) {
-    __m128i x = _mm_loadu_si128(s + i);
-    asm("" : "+x"(x));
-    _mm_storeu_si128(d + i, x);
-  }
-  std::memcpy(reinterpret_cast<char*>(&L) + kBlocks * 16, reinterpret_cast<const char*>(&kBlank) + kBlocks * 16,
-              sizeof(Line) - kBlocks * 16);
-#else
-  L = kBlank;
-#endif
-}
 
 }  // namespace ni::analysis::reader_detail
