@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <tuple>
@@ -70,6 +71,7 @@ struct Instance {
 // The worst outliers first: by robust z, ties by where and when (a total
 // order: the same list whatever the order the ops came in).
 bool worse(const std::pair<double, Finding>& a, const std::pair<double, Finding>& b) {
+  if (a.second.explained != b.second.explained) return !a.second.explained;  // the unexplained first
   if (a.first != b.first) return a.first > b.first;
   return std::tie(a.second.comm, a.second.rank, a.second.seq_first, a.second.start_ns, a.second.evidence) <
          std::tie(b.second.comm, b.second.rank, b.second.seq_first, b.second.start_ns, b.second.evidence);
@@ -79,10 +81,20 @@ void keep_worst(std::vector<std::pair<double, Finding>>& v, std::size_t top) {
   if (v.size() > top) v.erase(v.begin() + static_cast<std::ptrdiff_t>(top), v.end());
 }
 
-// The outliers of the ops' groups: counted, and the worst `top` of them kept in cands.
+// What explains a slow collective instance without it being a single op's spike:
+// the degradation windows found (per comm and function, their seq ranges) and
+// the bimodal groups (their slow mode's median).
+struct Explained {
+  std::map<std::pair<std::uint64_t, Func>, std::vector<std::pair<std::uint64_t, std::uint64_t>>> windows;
+  std::map<GKey, double> slow_mode_us;
+};
+
+// The outliers of the ops' groups, one per collective instance: counted, and
+// the worst `top` of them kept in cands (the unexplained first).
 // ops[sel[..]]: the ops analysed (sel: their indices, in order).
 void outliers(const std::vector<Op>& ops, const std::vector<std::uint32_t>& sel, const ReadResult& res,
-              const AnomalyOptions& o, AnomalyResult& out, std::vector<std::pair<double, Finding>>& cands) {
+              const AnomalyOptions& o, const Explained& why, AnomalyResult& out,
+              std::vector<std::pair<double, Finding>>& cands) {
   // Hashed: the candidates are ordered at the end (worse()), not by group.
   std::unordered_map<GKey, std::vector<std::uint32_t>, GKeyHash> groups;
   Recent<decltype(groups)> recent;
@@ -105,26 +117,89 @@ void outliers(const std::vector<Op>& ops, const std::vector<std::uint32_t>& sel,
       mad = s / static_cast<double>(d.size()) / 1.2533;  // mean abs deviation -> MAD scale (normal)
     }
     if (!(mad > 0)) continue;
+    // The group's outlier ops, then one row per collective instance (seq): a slow
+    // collective is slow on every rank that took part, and a row per rank would
+    // fill the list with one event. The row names the instance's slowest rank.
+    struct Hit {
+      std::uint64_t seq;
+      double z;
+      std::uint32_t j;
+    };
+    std::vector<Hit> hits;
     for (std::size_t j = 0; j < v.size(); ++j) {
       const double z = 0.6745 * (d[j] - med) / mad;
       if (z < o.z_threshold || d[j] < o.min_outlier_ratio * med) continue;
-      ++out.outlier_count;
+      hits.push_back({ops[v[j]].seq, z, static_cast<std::uint32_t>(j)});
+    }
+    if (hits.empty()) continue;
+    out.outlier_count += hits.size();
+    const auto windows = why.windows.find({std::get<0>(k), std::get<1>(k)});
+    const auto slow_mode = why.slow_mode_us.find(k);
+    std::unordered_map<std::uint64_t, std::vector<int>> in_instance;  // seq -> the instance's ranks in the group
+    for (const Hit& h : hits) in_instance.emplace(h.seq, std::vector<int>{});
+    for (auto i : v)
+      if (auto it = in_instance.find(ops[i].seq); it != in_instance.end()) it->second.push_back(ops[i].rank);
+    std::sort(hits.begin(), hits.end(), [&](const Hit& a, const Hit& b) {
+      if (a.seq != b.seq) return a.seq < b.seq;
+      if (a.z != b.z) return a.z > b.z;
+      return ops[v[a.j]].rank < ops[v[b.j]].rank;
+    });
+    for (std::size_t b = 0, e; b < hits.size(); b = e) {
+      for (e = b + 1; e < hits.size() && hits[e].seq == hits[b].seq; ++e) {}
+      const std::size_t j = hits[b].j;
+      const double z = hits[b].z;
       const Op& op = ops[v[j]];
+      std::vector<int>& took = in_instance[op.seq];
+      std::sort(took.begin(), took.end());
+      took.erase(std::unique(took.begin(), took.end()), took.end());
       Finding f;
       f.kind = "outlier";
       f.comm = op.comm_hash;
       f.comm_label = comm_display(op.comm_hash, res);
       f.rank = op.rank;
       f.host = op.file_idx < res.files.size() ? res.files[op.file_idx].host : "";
-      f.where = "rank " + std::to_string(op.rank) + " on " + f.host;
+      for (std::size_t h = b; h < e; ++h) f.ranks.push_back(ops[v[hits[h].j]].rank);
+      std::sort(f.ranks.begin(), f.ranks.end());
+      f.ranks.erase(std::unique(f.ranks.begin(), f.ranks.end()), f.ranks.end());
+      const std::size_t slow = f.ranks.size(), took_part = took.size();
+      std::vector<int> not_slow;
+      std::set_difference(took.begin(), took.end(), f.ranks.begin(), f.ranks.end(), std::back_inserter(not_slow));
+      const std::string slowest = "rank " + std::to_string(op.rank) + " on " + f.host;
+      f.where = slow == 1 && took_part == 1 ? slowest
+                : slow == 1               ? slowest + " (1 of " + std::to_string(took_part) + " ranks in the logs)"
+                                          : "ranks " + rank_list(f.ranks) + " (" + std::to_string(slow) + " of " +
+                                  std::to_string(took_part) + " in the logs), slowest " + slowest;
       f.start_ns = op.has_start() ? op.start_wall_ns : 0;
       f.seq_first = f.seq_last = op.seq;
+      f.seq_ranges.push_back({op.func, op.seq, op.seq, 1});
       f.when = "seq " + std::to_string(op.seq) + (op.has_start() ? " at " + time_str(op.start_wall_ns) : "");
       f.magnitude = d[j] / med;
       f.evidence = std::string(to_string(op.func)) + " " + size_bucket_label(size_bucket(op.bytes)) + " " +
                    std::string(to_string(op.algo)) + "/" + std::string(proto_label(op.algo, op.proto)) + ": " +
                    fmt("%.1f us", d[j]) + fmt(" vs median %.1f us", med) + fmt(" (robust z %.1f)", z) +
-                   (op.has_busbw() ? fmt(", busbw %.1f GB/s", op.busbw_gbs) : "");
+                   (op.has_busbw() ? fmt(", busbw %.1f GB/s", op.busbw_gbs) : "") +
+                   (took_part < 2 ? std::string()
+                    : slow == took_part
+                        ? "; slow on all " + std::to_string(took_part) + " ranks of the instance in the logs: the "
+                          "collective itself was slow, not one rank"
+                        : std::string(not_slow.size() > 1 ? "; ranks " : "; rank ") + rank_list(not_slow) +
+                              (not_slow.size() > 1 ? " were" : " was") + " not slow: the slow ranks may have waited in "
+                              "it for " + (not_slow.size() > 1 ? "one of them" : "it") +
+                              " (a late rank: see stragglers)");
+      if (windows != why.windows.end())
+        for (const auto& [first, last] : windows->second)
+          if (first <= op.seq && op.seq <= last) {
+            f.explained = true;
+            f.evidence += "; inside the change_point window of " + std::string(to_string(op.func)) + " seq " +
+                          std::to_string(first) + ".." + std::to_string(last);
+            break;
+          }
+      if (!f.explained && slow_mode != why.slow_mode_us.end() && d[j] <= o.min_outlier_ratio * slow_mode->second) {
+        f.explained = true;
+        f.evidence += fmt("; the slow mode (median %.1f us) of this bimodal group", slow_mode->second);
+      }
+      ++out.outlier_instances;
+      out.outliers_explained += f.explained;
       all.emplace_back(z, std::move(f));
     }
   }
@@ -312,9 +387,10 @@ bool labels_split(const std::vector<std::pair<double, const Instance*>>& x, std:
 }
 
 // The groups found bimodal (their findings into `found`).
-std::set<GKey> bimodal(const std::vector<Instance>& ins, const ReadResult& res, const AnomalyOptions& o,
-                       std::vector<Finding>& found) {
-  std::set<GKey> groups_found;
+// The groups found bimodal, with their slow mode's median (us).
+std::map<GKey, double> bimodal(const std::vector<Instance>& ins, const ReadResult& res, const AnomalyOptions& o,
+                               std::vector<Finding>& found) {
+  std::map<GKey, double> groups_found;
   std::map<GKey, std::vector<const Instance*>> groups;
   for (const auto& in : ins) groups[{in.comm, in.func, in.bucket}].push_back(&in);
   for (auto& [k, v] : groups) {
@@ -386,7 +462,7 @@ std::set<GKey> bimodal(const std::vector<Instance>& ins, const ReadResult& res, 
                  (fast_mix != slow_mix ? "; the modes use different algo/proto: NCCL is switching"
                                        : "; same algo/proto in both: contention or placement");
     found.push_back(std::move(f));
-    groups_found.insert(k);
+    groups_found.emplace(k, med_slow);
   }
   return groups_found;
 }
@@ -606,21 +682,27 @@ void AnomalyAcc::add(const CollectSink& c) {
     else if (op.sym_plan != 0) ++out.sym_plan_heads;  // the plan's time: no outlier among single ops
     else timed.push_back(static_cast<std::uint32_t>(i));
   }
-  outliers(c.ops, timed, res, o, out, outlier_cands_);
-  keep_worst(outlier_cands_, o.top);
   std::vector<Instance> ins = instances(c.ops, timed);
-  timed = {};
   // Bimodal groups first: their slow mode is explained (interleaved), so
   // their instances do not count towards a change point, where a chance run
   // of slow-mode ops would read as a degradation window.
-  const std::set<GKey> bimodal_groups = bimodal(ins, res, o, bimodal_);
-  if (!bimodal_groups.empty())
+  Explained why;
+  why.slow_mode_us = bimodal(ins, res, o, bimodal_);
+  if (!why.slow_mode_us.empty())
     ins.erase(std::remove_if(ins.begin(), ins.end(),
                              [&](const Instance& in) {
-                               return bimodal_groups.count({in.comm, in.func, in.bucket}) != 0;
+                               return why.slow_mode_us.count({in.comm, in.func, in.bucket}) != 0;
                              }),
               ins.end());
+  const std::size_t windows_before = change_.size();
   change_points(std::move(ins), res, o, out, change_);
+  // Then the single-op outliers, those inside a window or a slow mode marked as explained.
+  for (std::size_t i = windows_before; i < change_.size(); ++i)
+    for (const Finding::SeqRange& r : change_[i].seq_ranges)
+      why.windows[{change_[i].comm, r.func}].emplace_back(r.first, r.last);
+  outliers(c.ops, timed, res, o, why, out, outlier_cands_);
+  keep_worst(outlier_cands_, o.top);
+  timed = {};
   const SlowChannelResult sc = find_slow_channels(c, res, o.slow_channel);
   std::set<std::uint64_t> explained;
   for (const SlowChannel& x : sc.found) {
@@ -743,7 +825,12 @@ Report anomalies_report(const AnomalyResult& r) {
   o.table.columns = {"comm", "where", "when", "x_median", "evidence"};
   for (const auto& x : r.outliers)
     o.table.rows.push_back({x.comm_label, x.where, x.when, Cell(x.magnitude, 2), x.evidence});
-  o.notes.push_back(std::to_string(r.outlier_count) + " outlier ops in total");
+  o.notes.push_back(std::to_string(r.outlier_count) + " outlier ops in total, in " + std::to_string(r.outlier_instances) +
+                    " collective instances (one row each, named by its slowest rank)" +
+                    (r.outliers_explained ? "; " + std::to_string(r.outliers_explained) +
+                                                " of these inside a change_point window or in the slow mode of a bimodal "
+                                                "group, listed after the others"
+                                          : std::string()));
   if (r.short_comms)
     f.notes.push_back(std::to_string(r.short_comms) + " communicators with fewer than " +
                       std::to_string(r.min_change_instances) +

@@ -61,12 +61,17 @@ struct Finding {
   // slow_channel: the ranks where the channel is slow, and whether that is every rank measured.
   std::vector<int> ranks;
   bool every_rank = false;
+  // outlier: the instance's outlier ranks are in `ranks`; explained when it lies
+  // inside a change_point window or in the slow mode of a bimodal group.
+  bool explained = false;
 };
 
 struct AnomalyResult {
   std::vector<Finding> findings;   // everything but single outliers
   std::vector<Finding> outliers;   // worst single-op outliers (top N)
-  std::uint64_t outlier_count = 0;
+  std::uint64_t outlier_count = 0;       // outlier ops (rank-ops)
+  std::uint64_t outlier_instances = 0;   // the collective instances they are in: one `outliers` row each
+  std::uint64_t outliers_explained = 0;  // of those, inside a change_point window or a bimodal group's slow mode
   std::uint64_t enqueue_timed = 0;  // ops left out: their duration is only the enqueue (model.h)
   std::uint64_t sym_plan_heads = 0;  // ops left out: a symmetric plan's head, its time the plan's (Op::sym_plan)
   std::uint64_t short_comms = 0;    // communicators with too few collectives to search for change points

@@ -28,22 +28,6 @@ constexpr const char* kNoLogNote =
     "no log of this communicator from it: its process died before its first write, or its log is not among the "
     "inputs";
 
-std::string rank_list(const std::vector<int>& v) {
-  std::string s;
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    // Runs of consecutive ranks as a-b.
-    std::size_t j = i;
-    while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
-    if (!s.empty()) s += ",";
-    s += std::to_string(v[i]);
-    if (j > i + 1) {
-      s += "-" + std::to_string(v[j]);
-      i = j;
-    }
-  }
-  return s;
-}
-
 std::string wall_text(std::int64_t ns) {
   if (ns <= 0) return "";
   const std::time_t t = static_cast<std::time_t>(ns / 1000000000);

@@ -145,6 +145,21 @@ std::string format_bytes(double bytes) {
   return buf;
 }
 
+std::string rank_list(const std::vector<int>& v) {
+  std::string s;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    std::size_t j = i;  // the end of the run of consecutive ranks from v[i]
+    while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
+    if (!s.empty()) s += ",";
+    s += std::to_string(v[i]);
+    if (j > i + 1) {
+      s += "-" + std::to_string(v[j]);
+      i = j;
+    }
+  }
+  return s;
+}
+
 std::string hex_hash(std::uint64_t h) {
   char buf[24];
   std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(h));

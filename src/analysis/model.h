@@ -331,5 +331,7 @@ inline int size_bucket(std::uint64_t bytes) {
 std::string size_bucket_label(int bucket);  // "1MiB" (lower bound), "0B" for -1
 std::string format_bytes(double bytes);
 std::string hex_hash(std::uint64_t h);       // "0x%016x"
+// Sorted ranks as text, runs of three or more as a-b: "0,1,4-7".
+std::string rank_list(const std::vector<int>& sorted);
 
 }  // namespace ni::analysis

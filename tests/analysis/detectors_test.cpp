@@ -486,3 +486,134 @@ TEST(Locate, ConcentrationOnlyBeyondChance) {
   c = ana::concentrations(res, units({{2, 0}, {2, 1}, {2, 2}, {2, 3}, {3, 0}, {3, 1}, {3, 2}, {3, 3}}));
   EXPECT_TRUE(c.empty());
 }
+
+// ---- outliers: one row per collective instance
+
+namespace {
+
+// 8 ranks of one communicator, `n` AllReduce instances of 1 MiB, GPU-timed, ≈ 100 us
+// with a little jitter; dur(seq, rank) overrides where it returns > 0.
+template <typename Dur>
+ni::analysis::CollectSink ring_job(int n, Dur dur) {
+  ni::analysis::CollectSink c;
+  for (int seq = 0; seq < n; ++seq)
+    for (int rank = 0; rank < 8; ++rank) {
+      ni::analysis::Op op;
+      op.comm_hash = 0xc0;
+      op.kind = ni::analysis::OpKind::kColl;
+      op.func = ni::analysis::Func::kAllReduce;
+      op.bytes = 1 << 20;
+      op.seq = static_cast<std::uint64_t>(seq);
+      op.rank = rank;
+      op.nranks = 8;
+      op.file_idx = static_cast<std::uint32_t>(rank / 4);
+      op.timing = ni::analysis::Timing::kGpu;
+      const double d = dur(seq, rank);
+      op.dur_us = d > 0 ? d : 100.0 + (seq * 7 + rank * 3) % 5;
+      op.start_wall_ns = 1'700'000'000'000'000'000 + seq * 1'000'000;
+      c.ops.push_back(op);
+    }
+  return c;
+}
+
+ni::analysis::ReadResult two_hosts() {
+  ni::analysis::ReadResult res;
+  res.files.resize(2);
+  res.files[0].host = "h0";
+  res.files[1].host = "h1";
+  return res;
+}
+
+}  // namespace
+
+// A collective slow on every rank is one row naming its ranks, not a row per
+// rank; one slow on all ranks but one names the rank that was not (the one the
+// others may have waited for). The count of outlier ops stays per rank.
+TEST(Anomalies, OutliersAreOneRowPerInstance) {
+  const auto res = two_hosts();
+  const auto c = ring_job(60, [](int seq, int rank) {
+    if (seq == 20) return 400.0 + rank;              // every rank slow
+    if (seq == 40 && rank != 7) return 300.0 + rank;  // rank 7 was not
+    return 0.0;
+  });
+  const auto a = ni::analysis::find_anomalies(c, res, {});
+  EXPECT_EQ(a.outlier_count, 15u);
+  EXPECT_EQ(a.outlier_instances, 2u);
+  EXPECT_EQ(a.outliers_explained, 0u);
+  ASSERT_EQ(a.outliers.size(), 2u);
+  const auto& all = a.outliers[0];
+  EXPECT_EQ(all.seq_first, 20u);
+  EXPECT_EQ(all.rank, 7) << "the slowest rank";
+  EXPECT_EQ(all.ranks, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(all.where, "ranks 0-7 (8 of 8 in the logs), slowest rank 7 on h1");
+  EXPECT_NE(all.evidence.find("slow on all 8 ranks"), std::string::npos) << all.evidence;
+  EXPECT_NEAR(all.magnitude, 407.0 / 102.0, 0.05);
+  const auto& but_one = a.outliers[1];
+  EXPECT_EQ(but_one.seq_first, 40u);
+  EXPECT_EQ(but_one.rank, 6);
+  EXPECT_EQ(but_one.ranks, (std::vector<int>{0, 1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(but_one.where, "ranks 0-6 (7 of 8 in the logs), slowest rank 6 on h1");
+  EXPECT_NE(but_one.evidence.find("rank 7 was not slow"), std::string::npos) << but_one.evidence;
+  const auto rep = ni::analysis::anomalies_report(a);
+  ASSERT_EQ(rep.sections.size(), 2u);
+  EXPECT_EQ(rep.sections[1].table.rows.size(), 2u);
+  EXPECT_EQ(rep.sections[1].notes.at(0).rfind("15 outlier ops in total, in 2 collective instances", 0), 0u)
+      << rep.sections[1].notes.at(0);
+}
+
+// The instances of a degradation window are outliers of their group too, but
+// explained by the window: listed after an unexplained spike even where that
+// spike is smaller, each saying which window it is in.
+TEST(Anomalies, OutliersInsideAChangeWindowComeAfterTheUnexplained) {
+  const auto res = two_hosts();
+  const auto c = ring_job(300, [](int seq, int) {
+    if (seq >= 150 && seq < 190) return 260.0;  // a window of 40 instances at 2.6x
+    if (seq == 60) return 200.0;                // one spike at 2x
+    return 0.0;
+  });
+  const auto a = ni::analysis::find_anomalies(c, res, {});
+  const ni::analysis::Finding* window = nullptr;
+  for (const auto& f : a.findings)
+    if (f.kind == "change_point") window = &f;
+  ASSERT_NE(window, nullptr) << "the window itself is found";
+  ASSERT_EQ(window->seq_ranges.size(), 1u);
+  const auto& w = window->seq_ranges[0];
+  EXPECT_EQ(a.outlier_instances, 41u);
+  EXPECT_EQ(a.outliers_explained, 40u) << "window " << w.first << ".." << w.last;
+  ASSERT_EQ(a.outliers.size(), 20u);
+  EXPECT_EQ(a.outliers[0].seq_first, 60u) << "the unexplained spike first, though its z is the smaller";
+  EXPECT_FALSE(a.outliers[0].explained);
+  for (std::size_t i = 1; i < a.outliers.size(); ++i) {
+    const auto& o = a.outliers[i];
+    EXPECT_TRUE(o.explained);
+    EXPECT_TRUE(o.seq_first >= w.first && o.seq_first <= w.last) << o.seq_first;
+    EXPECT_NE(o.evidence.find("inside the change_point window of AllReduce seq " + std::to_string(w.first) + ".." +
+                              std::to_string(w.last)),
+              std::string::npos)
+        << o.evidence;
+  }
+}
+
+// A bimodal group's slow mode is explained by the bimodal finding; an op far
+// beyond the slow mode is not, and comes first.
+TEST(Anomalies, OutliersInABimodalSlowModeAreExplained) {
+  const auto res = two_hosts();
+  const auto c = ring_job(200, [](int seq, int) {
+    if (seq == 101) return 1000.0;       // far beyond either mode
+    if (seq % 4 == 0) return 250.0 + seq % 3;  // the slow mode: every 4th instance
+    return 0.0;
+  });
+  const auto a = ni::analysis::find_anomalies(c, res, {});
+  std::size_t bimodal = 0;
+  for (const auto& f : a.findings) bimodal += f.kind == "bimodal";
+  ASSERT_EQ(bimodal, 1u);
+  EXPECT_EQ(a.outlier_instances, 51u);
+  EXPECT_EQ(a.outliers_explained, 50u);
+  ASSERT_FALSE(a.outliers.empty());
+  EXPECT_EQ(a.outliers[0].seq_first, 101u);
+  EXPECT_FALSE(a.outliers[0].explained);
+  for (std::size_t i = 1; i < a.outliers.size(); ++i) {
+    EXPECT_TRUE(a.outliers[i].explained);
+    EXPECT_NE(a.outliers[i].evidence.find("the slow mode (median 25"), std::string::npos) << a.outliers[i].evidence;
+  }
+}
