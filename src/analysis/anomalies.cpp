@@ -825,7 +825,8 @@ Report anomalies_report(const AnomalyResult& r) {
   o.table.columns = {"comm", "where", "when", "x_median", "evidence"};
   for (const auto& x : r.outliers)
     o.table.rows.push_back({x.comm_label, x.where, x.when, Cell(x.magnitude, 2), x.evidence});
-  o.notes.push_back(std::to_string(r.outlier_count) + " outlier ops in total, in " + std::to_string(r.outlier_instances) +
+  if (r.outlier_count == 0) o.notes.push_back("0 outlier ops");
+  else o.notes.push_back(std::to_string(r.outlier_count) + " outlier ops in total, in " + std::to_string(r.outlier_instances) +
                     " collective instances (one row each, named by its slowest rank)" +
                     (r.outliers_explained ? "; " + std::to_string(r.outliers_explained) +
                                                 " of these inside a change_point window or in the slow mode of a bimodal "

@@ -62,6 +62,7 @@ TEST(Detectors, CleanJobHasNoFindings) {
   const auto a = ana::find_anomalies(*l.ops, l.res, {});
   for (const auto& f : a.findings) ADD_FAILURE() << f.kind << " " << f.where << " " << f.evidence;
   EXPECT_EQ(a.outlier_count, 0u);
+  EXPECT_EQ(ana::anomalies_report(a).sections.at(1).notes.at(0), "0 outlier ops");
   const auto s = ana::find_stragglers(l.ops->ops, l.res, {});
   EXPECT_GT(s.aligned, 0u);
   for (const auto& r : s.ranks) EXPECT_FALSE(r.flagged) << r.rank << " z " << r.z;
