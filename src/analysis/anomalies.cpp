@@ -162,8 +162,8 @@ void outliers(const std::vector<Op>& ops, const std::vector<std::uint32_t>& sel,
       std::sort(f.ranks.begin(), f.ranks.end());
       f.ranks.erase(std::unique(f.ranks.begin(), f.ranks.end()), f.ranks.end());
       const std::size_t slow = f.ranks.size(), took_part = took.size();
-      std::vector<int> not_slow;
-      std::set_difference(took.begin(), took.end(), f.ranks.begin(), f.ranks.end(), std::back_inserter(not_slow));
+      std::set_difference(took.begin(), took.end(), f.ranks.begin(), f.ranks.end(), std::back_inserter(f.not_slow));
+      const std::vector<int>& not_slow = f.not_slow;
       const std::string slowest = "rank " + std::to_string(op.rank) + " on " + f.host;
       f.where = slow == 1 && took_part == 1 ? slowest
                 : slow == 1               ? slowest + " (1 of " + std::to_string(took_part) + " ranks in the logs)"

@@ -64,6 +64,7 @@ struct Finding {
   // outlier: the instance's outlier ranks are in `ranks`; explained when it lies
   // inside a change_point window or in the slow mode of a bimodal group.
   bool explained = false;
+  std::vector<int> not_slow;  // outlier: the instance's other ranks in the logs (the slow ones may have waited for them)
 };
 
 struct AnomalyResult {

@@ -167,6 +167,15 @@ struct MixEntry {
 // Injected truth: the ground the analyzer should find.
 struct TruthKnobs {
   std::map<int, double> rank_skew_us;        // world rank -> arrival delay (a straggler)
+  // One rank late at one collective (a hiccup: a GC pause, a page fault storm):
+  // world rank `world_rank` arrives `us` late at per-comm op index `op` of each
+  // of its communicators; its peers wait for it there and nowhere else.
+  struct LateOnce {
+    int world_rank = 0;
+    int op = 0;
+    double us = 0;
+  };
+  std::vector<LateOnce> late_once;
   std::map<int, double> channel_slowdown;    // channel id -> duration factor
   std::map<int, double> hca_slowdown;        // HCA index -> duration factor (network ops on its channels)
   // One channel of some comms slower (an asymmetric NVLink / one degraded
@@ -303,7 +312,8 @@ struct TruthOp {
   // The planted culprits that shaped this op's times (TruthKnobs): "straggler"
   // (this rank arrived late), "waited" (it waited for a late rank),
   // "congestion", "bimodal", "slow_channel", "slow_hca", "jitter" (this
-  // rank's host added random arrival delay).
+  // rank's host added random arrival delay), "late_once" (this rank arrived
+  // late to this op alone), "waited_once" (it waited for such a rank).
   std::vector<std::string> planted;
 };
 

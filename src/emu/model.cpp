@@ -147,6 +147,8 @@ void assign_times(Proc& P, Comm& c, std::vector<Task*> ts, int /*skew_peer_world
     double s = unit_hash(mix64(key ^ (static_cast<uint64_t>(g) * 0x9E37ull))) * 1500.0;
     auto it = k.rank_skew_us.find(g);
     if (it != k.rank_skew_us.end()) s += it->second * 1000.0;
+    for (const TruthKnobs::LateOnce& lo : k.late_once)
+      if (lo.world_rank == g && lo.op == c.op_index) s += lo.us * 1000.0;
     auto jt = k.host_jitter_us.find(g / per_node);
     if (jt != k.host_jitter_us.end()) {  // exponential, mean jt->second us
       const double u = unit_hash(mix64(key ^ (static_cast<uint64_t>(g) * 0x7F4Bull) ^ 0x1177));
@@ -155,15 +157,19 @@ void assign_times(Proc& P, Comm& c, std::vector<Task*> ts, int /*skew_peer_world
     return static_cast<uint64_t>(s);
   };
   uint64_t arrive_max = 0;
-  bool late_member = false;
+  bool late_member = false, late_once_member = false, late_once_me = false;
   for (int g : c.members) {
     arrive_max = std::max(arrive_max, base + skew(g));
     late_member = late_member || k.rank_skew_us.count(g) != 0;
+    for (const TruthKnobs::LateOnce& lo : k.late_once)
+      if (lo.world_rank == g && lo.op == c.op_index) (g == c.R->g ? late_once_me : late_once_member) = true;
   }
   const uint64_t arrive_me = base + skew(c.R->g);
   std::vector<std::string> planted;
   if (k.rank_skew_us.count(c.R->g) != 0) planted.emplace_back("straggler");
   else if (late_member) planted.emplace_back("waited");
+  if (late_once_me) planted.emplace_back("late_once");
+  else if (late_once_member) planted.emplace_back("waited_once");
   if (k.host_jitter_us.count(c.R->g / per_node) != 0) planted.emplace_back("jitter");
 
   const bool net = t.net;

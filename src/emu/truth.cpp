@@ -102,6 +102,11 @@ void write_truth_jsonl(std::ostream& os, const RunResult& r) {
                          {"from_op", sh.from_op}}
               .dump()
        << '\n';
+  for (const auto& lo : k.late_once)
+    os << nlohmann::json{{"type", "planted"}, {"kind", "late_once"}, {"world_rank", lo.world_rank},
+                         {"node", lo.world_rank / per_node}, {"op", lo.op}, {"us", lo.us}}
+              .dump()
+       << '\n';
   for (const auto& [node, us] : k.host_jitter_us)
     os << nlohmann::json{{"type", "planted"}, {"kind", "host_jitter"}, {"node", node}, {"mean_us", us}}.dump() << '\n';
   for (const auto& [h, f] : k.hca_slowdown)

@@ -200,7 +200,7 @@ Workload parse_workload_json(const std::string& text) {
     if (j.contains("truth")) {
       const json& t = j.at("truth");
       check_keys(t, {"rank_skew_us", "channel_slowdown", "hca_slowdown", "slow_channels", "slow_hcas", "host_jitter_us", "congestion",
-                     "bimodal", "hang"},
+                     "bimodal", "hang", "late_once"},
                  "truth");
       if (t.contains("hang")) w.truth.hang = parse_hang(t.at("hang"));
       if (t.contains("rank_skew_us")) w.truth.rank_skew_us = int_map(t.at("rank_skew_us"));
@@ -217,6 +217,16 @@ Workload parse_workload_json(const std::string& text) {
         if (x.hca < 0 || x.hca >= 64) throw std::runtime_error("slow_hcas: hca must be 0..63");
         if (!(x.factor > 0)) throw std::runtime_error("slow_hcas: factor must be > 0");
         w.truth.slow_hcas.push_back(x);
+      }
+      for (const json& lo : t.value("late_once", json::array())) {
+        check_keys(lo, {"world_rank", "op", "us"}, "late_once entry");
+        TruthKnobs::LateOnce x;
+        get(lo, "world_rank", x.world_rank);
+        get(lo, "op", x.op);
+        get(lo, "us", x.us);
+        if (x.world_rank < 0 || x.op < 0) throw std::runtime_error("late_once: world_rank and op must be >= 0");
+        if (!(x.us > 0) || x.us > 1e7) throw std::runtime_error("late_once: us must be in (0, 1e7]");
+        w.truth.late_once.push_back(x);
       }
       for (const json& sc : t.value("slow_channels", json::array())) {
         check_keys(sc, {"comm", "group", "channel", "factor"}, "slow_channels entry");

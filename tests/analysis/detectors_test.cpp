@@ -554,6 +554,8 @@ TEST(Anomalies, OutliersAreOneRowPerInstance) {
   EXPECT_EQ(but_one.rank, 6);
   EXPECT_EQ(but_one.ranks, (std::vector<int>{0, 1, 2, 3, 4, 5, 6}));
   EXPECT_EQ(but_one.where, "ranks 0-6 (7 of 8 in the logs), slowest rank 6 on h1");
+  EXPECT_EQ(but_one.not_slow, std::vector<int>{7});
+  EXPECT_TRUE(all.not_slow.empty());
   EXPECT_NE(but_one.evidence.find("rank 7 was not slow"), std::string::npos) << but_one.evidence;
   const auto rep = ni::analysis::anomalies_report(a);
   ASSERT_EQ(rep.sections.size(), 2u);

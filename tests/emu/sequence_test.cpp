@@ -497,5 +497,49 @@ TEST_F(Emu, StragglerHasTheShortestKernel) {
     if (t.world_rank != 2) { EXPECT_GT(t.duration_us, r.truth[2].duration_us + 400); }
 }
 
+// A rank late once delays that one instance: its peers' kernels span the wait
+// there and nowhere else, and the truth labels both sides.
+TEST_F(Emu, LateOnceDelaysOneInstanceOnly) {
+  Workload w = parse_workload_json(
+      R"({"comms": [{"name": "c", "nranks": 4}], "program": [{"comm": "c", "func": "AllReduce", "bytes": 8388608},
+          {"comm": "c", "func": "AllReduce", "bytes": 8388608}, {"comm": "c", "func": "AllReduce", "bytes": 8388608}],
+          "truth": {"late_once": [{"world_rank": 2, "op": 1, "us": 500}]}})");
+  ASSERT_EQ(w.truth.late_once.size(), 1u);
+  Options o;
+  o.nccl = NcclVersion{2, 28};
+  o.tables = all_tables();
+  o.workload = w;
+  o.pace = Pace::kNone;
+  RunResult r = run(o);
+  std::map<std::pair<uint64_t, int>, const TruthOp*> at;  // (seq, world rank)
+  for (const TruthOp& t : r.truth) at[{t.seq, t.world_rank}] = &t;
+  ASSERT_EQ(at.size(), 12u);
+  for (uint64_t seq = 0; seq < 3; ++seq)
+    for (int g = 0; g < 4; ++g) {
+      const TruthOp& t = *at[{seq, g}];
+      const double late = at[{seq, 2}]->duration_us;
+      if (seq != 1) {
+        EXPECT_TRUE(t.planted.empty()) << seq << " " << g;
+        EXPECT_LT(t.duration_us, late + 100) << seq << " " << g;
+      } else if (g == 2) {
+        EXPECT_EQ(t.planted, std::vector<std::string>{"late_once"});
+      } else {
+        EXPECT_EQ(t.planted, std::vector<std::string>{"waited_once"});
+        EXPECT_GT(t.duration_us, late + 400) << g;
+      }
+    }
+  auto err = [](const std::string& entry) {
+    try {
+      parse_workload_json(R"({"comms": [{"name": "c", "nranks": 2}], "truth": {"late_once": [)" + entry + "]}}");
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(err(R"({"world_rank": 1, "op": 0, "us": 0})").find("us must be"), std::string::npos);
+  EXPECT_NE(err(R"({"world_rank": -1, "op": 0, "us": 5})").find("must be >= 0"), std::string::npos);
+  EXPECT_NE(err(R"({"world_rank": 1, "op": 0, "us": 5, "x": 1})").find("unknown key 'x'"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ni::emu_test

@@ -115,6 +115,7 @@ struct Job {
   std::map<std::pair<std::uint64_t, int>, int> world_of;  // (comm, rank) -> world rank
   std::vector<json> planted;                              // the first process's planted lines
   std::set<Instance> congested;                           // collective instances the congestion slowed
+  std::set<Instance> late_once;                           // collective instances a late_once rank was late to
   // (comm, func, size bucket) -> (instances, instances in the planted slow mode)
   std::map<std::tuple<std::uint64_t, std::string, int>, std::pair<std::size_t, std::size_t>> modes;
   std::map<std::uint64_t, std::set<std::pair<std::string, std::uint64_t>>> instances;  // comm -> (func, seq)
@@ -168,6 +169,8 @@ Job run_job(const Shape& s, int seed, const std::string& nccl, int iterations, c
         for (const auto& p : t["planted"])
           if (p == "congestion" && t["kind"] == "coll")
             job.congested.insert({hash, t["func"].get<std::string>(), t["seq"].get<std::uint64_t>()});
+          else if (p == "late_once" && t["kind"] == "coll")
+            job.late_once.insert({hash, t["func"].get<std::string>(), t["seq"].get<std::uint64_t>()});
       } else if (t["type"] == "planted" && k == 0) {
         job.planted.push_back(t);
       }
@@ -293,6 +296,55 @@ TEST(Scoring, NoVerdictWithoutGpuTimes) {
   const Outcome o = straggler_job({8, 2, 4}, 3, true, "2.26");
   ASSERT_TRUE(o.error.empty()) << o.error;
   EXPECT_TRUE(o.flagged_world.empty());
+}
+
+// ---------------------------------------------------------------- a rank late once
+
+// One rank late once (200-500 us at one per-comm op index): the instances it
+// was late to are outlier rows on its communicators whose "not slow" ranks are
+// exactly that rank (the others waited for it); no row names any other rank as
+// the one waited for, none is called explained, and no instance it was not late
+// to is an outlier.
+TEST(Scoring, LateOnceRankNamedByItsOutlierRows) {
+  int jobs = 0, hits = 0, wrong = 0, stray = 0;
+  for (const Shape& s : shapes())
+    for (int seed = 1; seed <= seeds(); ++seed) {
+      const std::uint64_t h = mix(static_cast<std::uint64_t>(seed) * 15485863 + static_cast<std::uint64_t>(s.world));
+      const int late = static_cast<int>(h % static_cast<std::uint64_t>(s.world));
+      const int op = 5 + static_cast<int>((h >> 8) % 20);  // within every comm's ops of 120 iterations
+      const double us = 200.0 + static_cast<double>((h >> 20) % 301);
+      const std::string& nccl = kReleases[static_cast<std::size_t>(seed) % kReleases.size()];
+      const json truth = {{"late_once", json::array({{{"world_rank", late}, {"op", op}, {"us", us}}})}};
+      Job job = run_job(s, seed, nccl, 120, truth, "late-once");
+      ASSERT_TRUE(job.error.empty()) << job.error;
+      ASSERT_FALSE(job.late_once.empty());
+      const auto an = ana::find_anomalies(*job.data, job.res, {});
+      ++jobs;
+      bool named = false;
+      std::string rows;
+      for (const auto& f : an.outliers) {
+        const bool planted = std::any_of(job.late_once.begin(), job.late_once.end(), [&](const Instance& in) {
+          return std::get<0>(in) == f.comm && f.seq_ranges.size() == 1 &&
+                 std::get<1>(in) == ana::to_string(f.seq_ranges[0].func) && std::get<2>(in) == f.seq_first;
+        });
+        std::set<int> waited_for;
+        for (int r : f.not_slow) waited_for.insert(job.world_of[{f.comm, r}]);
+        rows += "\n  " + f.where + ": " + f.evidence;
+        if (!f.not_slow.empty() && (waited_for != std::set<int>{late} || !planted || f.explained)) ++wrong;
+        stray += !planted;
+        named = named || (planted && waited_for == std::set<int>{late} && !f.explained);
+      }
+      hits += named;
+      if (!named)
+        std::printf("miss: %d ranks/%d hosts seed %d NCCL %s: world rank %d late %.0f us at op %d; rows:%s\n", s.world,
+                    s.hosts, seed, nccl.c_str(), late, us, op, rows.c_str());
+    }
+  std::printf("late once vs truth: named by its outlier rows in %d of %d jobs; %d rows naming a wrong rank, %d rows "
+              "on instances it was not late to\n",
+              hits, jobs, wrong, stray);
+  EXPECT_GE(hits, jobs * 95 / 100);
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(stray, 0);
 }
 
 // ---------------------------------------------------------------- congestion
