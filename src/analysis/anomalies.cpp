@@ -117,39 +117,57 @@ void outliers(const std::vector<Op>& ops, const std::vector<std::uint32_t>& sel,
       mad = s / static_cast<double>(d.size()) / 1.2533;  // mean abs deviation -> MAD scale (normal)
     }
     if (!(mad > 0)) continue;
-    // The group's outlier ops, then one row per collective instance (seq): a slow
-    // collective is slow on every rank that took part, and a row per rank would
-    // fill the list with one event. The row names the instance's slowest rank.
+    // The group's outlier ops, then one row per collective instance (kernel or
+    // copy-engine collective, by seq): a slow collective is slow on every rank
+    // that took part, and a row per rank would fill the list with one event. The
+    // row names the instance's slowest rank. A P2P op (its seq counts per peer
+    // and direction) or one of an unknown rank is a row of its own.
+    auto instance_of = [&](const Op& op) { return (op.kind == OpKind::kColl || op.kind == OpKind::kCe) && op.rank >= 0; };
     struct Hit {
-      std::uint64_t seq;
+      bool alone;
+      OpKind kind;
+      std::uint64_t key;  // seq, or for an op alone its index in v
       double z;
       std::uint32_t j;
     };
     std::vector<Hit> hits;
     for (std::size_t j = 0; j < v.size(); ++j) {
       const double z = 0.6745 * (d[j] - med) / mad;
-      if (z < o.z_threshold || d[j] < o.min_outlier_ratio * med) continue;
-      hits.push_back({ops[v[j]].seq, z, static_cast<std::uint32_t>(j)});
+      if (!(z >= o.z_threshold) || d[j] < o.min_outlier_ratio * med) continue;
+      const Op& op = ops[v[j]];
+      const bool alone = !instance_of(op);
+      hits.push_back({alone, op.kind, alone ? j : op.seq, z, static_cast<std::uint32_t>(j)});
     }
     if (hits.empty()) continue;
     out.outlier_count += hits.size();
     const auto windows = why.windows.find({std::get<0>(k), std::get<1>(k)});
     const auto slow_mode = why.slow_mode_us.find(k);
-    std::unordered_map<std::uint64_t, std::vector<int>> in_instance;  // seq -> the instance's ranks in the group
-    for (const Hit& h : hits) in_instance.emplace(h.seq, std::vector<int>{});
-    for (auto i : v)
-      if (auto it = in_instance.find(ops[i].seq); it != in_instance.end()) it->second.push_back(ops[i].rank);
+    // (kind, seq) -> the instance's ranks in the group
+    std::map<std::pair<OpKind, std::uint64_t>, std::vector<int>> in_instance;
+    for (const Hit& h : hits)
+      if (!h.alone) in_instance.emplace(std::make_pair(h.kind, h.key), std::vector<int>{});
+    if (!in_instance.empty())
+      for (auto i : v)
+        if (instance_of(ops[i]))
+          if (auto it = in_instance.find({ops[i].kind, ops[i].seq}); it != in_instance.end())
+            it->second.push_back(ops[i].rank);
     std::sort(hits.begin(), hits.end(), [&](const Hit& a, const Hit& b) {
-      if (a.seq != b.seq) return a.seq < b.seq;
+      if (a.alone != b.alone || a.kind != b.kind || a.key != b.key)
+        return std::tie(a.alone, a.kind, a.key) < std::tie(b.alone, b.kind, b.key);
       if (a.z != b.z) return a.z > b.z;
-      return ops[v[a.j]].rank < ops[v[b.j]].rank;
+      const Op &x = ops[v[a.j]], &y = ops[v[b.j]];
+      return std::tie(x.rank, x.start_wall_ns, x.file_idx, a.j) < std::tie(y.rank, y.start_wall_ns, y.file_idx, b.j);
     });
     for (std::size_t b = 0, e; b < hits.size(); b = e) {
-      for (e = b + 1; e < hits.size() && hits[e].seq == hits[b].seq; ++e) {}
+      for (e = b + 1; e < hits.size() && !hits[b].alone && !hits[e].alone && hits[e].kind == hits[b].kind &&
+                      hits[e].key == hits[b].key;
+           ++e) {}
       const std::size_t j = hits[b].j;
       const double z = hits[b].z;
       const Op& op = ops[v[j]];
-      std::vector<int>& took = in_instance[op.seq];
+      std::vector<int> took;
+      if (hits[b].alone) took.push_back(op.rank);
+      else took = std::move(in_instance[{op.kind, op.seq}]);
       std::sort(took.begin(), took.end());
       took.erase(std::unique(took.begin(), took.end()), took.end());
       Finding f;
@@ -183,10 +201,10 @@ void outliers(const std::vector<Op>& ops, const std::vector<std::uint32_t>& sel,
                         ? "; slow on all " + std::to_string(took_part) + " ranks of the instance in the logs: the "
                           "collective itself was slow, not one rank"
                         : std::string(not_slow.size() > 1 ? "; ranks " : "; rank ") + rank_list(not_slow) +
-                              (not_slow.size() > 1 ? " were" : " was") + " not slow: the slow ranks may have waited in "
-                              "it for " + (not_slow.size() > 1 ? "one of them" : "it") +
-                              " (a late rank: see stragglers)");
-      if (windows != why.windows.end())
+                              (not_slow.size() > 1 ? " were" : " was") + " not slow: the slow rank" +
+                              (slow > 1 ? "s" : "") + " may have waited for " +
+                              (not_slow.size() > 1 ? "one of them" : "it") + " to arrive (a late rank: see stragglers)");
+      if (windows != why.windows.end() && op.kind == OpKind::kColl)  // windows are of kernel collectives
         for (const auto& [first, last] : windows->second)
           if (first <= op.seq && op.seq <= last) {
             f.explained = true;
@@ -679,6 +697,7 @@ void AnomalyAcc::add(const CollectSink& c) {
   for (std::size_t i = 0; i < c.ops.size(); ++i) {
     const Op& op = c.ops[i];
     if (duration_is_enqueue(op.timing)) ++out.enqueue_timed;
+    else if (!std::isfinite(op.dur_us)) ++out.no_duration;
     else if (op.sym_plan != 0) ++out.sym_plan_heads;  // the plan's time: no outlier among single ops
     else timed.push_back(static_cast<std::uint32_t>(i));
   }
@@ -867,6 +886,9 @@ Report anomalies_report(const AnomalyResult& r) {
     f.notes.push_back(std::to_string(r.sym_plan_heads) +
                       " heads of symmetric-kernel plans of several tasks not analysed: their kernel time is the "
                       "whole plan's (sym_plan_tasks)");
+  if (r.no_duration)
+    f.notes.push_back(std::to_string(r.no_duration) +
+                      " ops without a duration (assembled from parts with no common GPU-timed start) not analysed");
   if (r.enqueue_timed)
     f.notes.push_back(std::to_string(r.enqueue_timed) +
                       " ops timed only by their enqueue (no GPU timer, or copy-engine collectives) not analysed: "

@@ -74,6 +74,7 @@ struct AnomalyResult {
   std::uint64_t outlier_instances = 0;   // the collective instances they are in: one `outliers` row each
   std::uint64_t outliers_explained = 0;  // of those, inside a change_point window or a bimodal group's slow mode
   std::uint64_t enqueue_timed = 0;  // ops left out: their duration is only the enqueue (model.h)
+  std::uint64_t no_duration = 0;    // ops left out: no duration (NaN; an assembled op without a common start)
   std::uint64_t sym_plan_heads = 0;  // ops left out: a symmetric plan's head, its time the plan's (Op::sym_plan)
   std::uint64_t short_comms = 0;    // communicators with too few collectives to search for change points
   std::uint64_t min_change_instances = 0;  // that minimum (4 x min_window)

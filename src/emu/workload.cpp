@@ -220,6 +220,8 @@ Workload parse_workload_json(const std::string& text) {
       }
       for (const json& lo : t.value("late_once", json::array())) {
         check_keys(lo, {"world_rank", "op", "us"}, "late_once entry");
+        if (!lo.contains("world_rank") || !lo.contains("op") || !lo.contains("us"))
+          throw std::runtime_error("late_once entry: 'world_rank', 'op' and 'us' are required");
         TruthKnobs::LateOnce x;
         get(lo, "world_rank", x.world_rank);
         get(lo, "op", x.op);

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -358,31 +359,56 @@ TEST(Compare, RegressionExitsThree) {
   EXPECT_EQ(cli_rc("anomalies -f json " + base), 0);
 }
 
+namespace {
+
+// `ranks` ranks of one communicator, `n` AllReduce instances of 1 MiB timed by
+// `timing`, ≈ 100 us with a little jitter; dur(seq, rank) overrides where it
+// returns > 0. Ranks 0-3 are in file 0, 4-7 in file 1 (two_hosts()).
+template <typename Dur>
+ni::analysis::CollectSink ring_job(int n, int ranks, ni::analysis::Timing timing, Dur dur) {
+  ni::analysis::CollectSink c;
+  for (int seq = 0; seq < n; ++seq)
+    for (int rank = 0; rank < ranks; ++rank) {
+      ni::analysis::Op op;
+      op.comm_hash = 0xc0;
+      op.kind = ni::analysis::OpKind::kColl;
+      op.func = ni::analysis::Func::kAllReduce;
+      op.bytes = 1 << 20;
+      op.seq = static_cast<std::uint64_t>(seq);
+      op.rank = rank;
+      op.nranks = ranks;
+      op.file_idx = static_cast<std::uint32_t>(rank / 4);
+      op.timing = timing;
+      const double d = dur(seq, rank);
+      op.dur_us = d > 0 ? d : 100.0 + (seq * 7 + rank * 3) % 5;
+      op.start_wall_ns = 1'700'000'000'000'000'000 + seq * 1'000'000;
+      c.ops.push_back(op);
+    }
+  return c;
+}
+template <typename Dur>
+ni::analysis::CollectSink ring_job(int n, Dur dur) {
+  return ring_job(n, 8, ni::analysis::Timing::kGpu, dur);
+}
+
+ni::analysis::ReadResult two_hosts() {
+  ni::analysis::ReadResult res;
+  res.files.resize(2);
+  res.files[0].host = "h0";
+  res.files[1].host = "h1";
+  return res;
+}
+
+}  // namespace
+
 // An op timed only by its enqueue (NCCL 2.23-2.25, copy-engine collectives) has
 // a duration that is the CPU's enqueue: a 10x "slow" enqueue is no finding, and
 // the report says how many ops were left out. The control, the same ops
 // GPU-timed, finds the outlier, so the detector itself is not what is silent.
 TEST(Anomalies, EnqueueTimedDurationsAreNotFindings) {
-  ni::analysis::ReadResult res;
-  res.files.resize(1);
-  res.files[0].host = "h";
+  const auto res = two_hosts();
   auto make = [](ni::analysis::Timing t) {
-    ni::analysis::CollectSink c;
-    for (int i = 0; i < 40; ++i) {
-      ni::analysis::Op op;
-      op.comm_hash = 0xa;
-      op.kind = ni::analysis::OpKind::kColl;
-      op.func = ni::analysis::Func::kAllReduce;
-      op.bytes = 1 << 20;
-      op.seq = static_cast<std::uint64_t>(i);
-      op.rank = 0;
-      op.nranks = 2;
-      op.timing = t;
-      op.dur_us = i == 25 ? 3.0 : 0.3 + 0.001 * (i % 7);
-      op.start_wall_ns = 1'700'000'000'000'000'000 + i * 1'000'000;
-      c.ops.push_back(op);
-    }
-    return c;
+    return ring_job(40, 1, t, [](int seq, int) { return seq == 25 ? 1000.0 : 0.0; });
   };
   const ni::analysis::AnomalyOptions o;
   const auto cpu = ni::analysis::find_anomalies(make(ni::analysis::Timing::kEnqueueCpu), res, o);
@@ -490,43 +516,6 @@ TEST(Locate, ConcentrationOnlyBeyondChance) {
 
 // ---- outliers: one row per collective instance
 
-namespace {
-
-// 8 ranks of one communicator, `n` AllReduce instances of 1 MiB, GPU-timed, ≈ 100 us
-// with a little jitter; dur(seq, rank) overrides where it returns > 0.
-template <typename Dur>
-ni::analysis::CollectSink ring_job(int n, Dur dur) {
-  ni::analysis::CollectSink c;
-  for (int seq = 0; seq < n; ++seq)
-    for (int rank = 0; rank < 8; ++rank) {
-      ni::analysis::Op op;
-      op.comm_hash = 0xc0;
-      op.kind = ni::analysis::OpKind::kColl;
-      op.func = ni::analysis::Func::kAllReduce;
-      op.bytes = 1 << 20;
-      op.seq = static_cast<std::uint64_t>(seq);
-      op.rank = rank;
-      op.nranks = 8;
-      op.file_idx = static_cast<std::uint32_t>(rank / 4);
-      op.timing = ni::analysis::Timing::kGpu;
-      const double d = dur(seq, rank);
-      op.dur_us = d > 0 ? d : 100.0 + (seq * 7 + rank * 3) % 5;
-      op.start_wall_ns = 1'700'000'000'000'000'000 + seq * 1'000'000;
-      c.ops.push_back(op);
-    }
-  return c;
-}
-
-ni::analysis::ReadResult two_hosts() {
-  ni::analysis::ReadResult res;
-  res.files.resize(2);
-  res.files[0].host = "h0";
-  res.files[1].host = "h1";
-  return res;
-}
-
-}  // namespace
-
 // A collective slow on every rank is one row naming its ranks, not a row per
 // rank; one slow on all ranks but one names the rank that was not (the one the
 // others may have waited for). The count of outlier ops stays per rank.
@@ -562,6 +551,35 @@ TEST(Anomalies, OutliersAreOneRowPerInstance) {
   EXPECT_EQ(rep.sections[1].table.rows.size(), 2u);
   EXPECT_EQ(rep.sections[1].notes.at(0).rfind("15 outlier ops in total, in 2 collective instances", 0), 0u)
       << rep.sections[1].notes.at(0);
+}
+
+// P2P ops are rows of their own: their seq counts per peer and direction, so
+// two ranks' sends with the same seq are no instance. An op without a duration
+// (NaN) is left out and counted, not ranked.
+TEST(Anomalies, P2pOutliersAreRowsOfTheirOwnAndNanDurationsAreLeftOut) {
+  const auto res = two_hosts();
+  auto c = ring_job(60, [](int seq, int rank) { return seq == 20 && rank < 2 ? 400.0 + rank : 0.0; });
+  for (auto& op : c.ops) {
+    op.kind = ni::analysis::OpKind::kP2p;
+    op.func = ni::analysis::Func::kSend;
+  }
+  c.ops[8 * 30 + 3].dur_us = std::numeric_limits<double>::quiet_NaN();
+  const auto a = ni::analysis::find_anomalies(c, res, {});
+  EXPECT_EQ(a.no_duration, 1u);
+  EXPECT_EQ(a.outlier_count, 2u);
+  EXPECT_EQ(a.outlier_instances, 2u);
+  ASSERT_EQ(a.outliers.size(), 2u);
+  EXPECT_EQ(a.outliers[0].rank, 1);
+  EXPECT_EQ(a.outliers[0].where, "rank 1 on h0");
+  EXPECT_EQ(a.outliers[1].rank, 0);
+  for (const auto& f : a.outliers) {
+    EXPECT_EQ(f.ranks.size(), 1u);
+    EXPECT_TRUE(f.not_slow.empty());
+  }
+  const auto rep = ni::analysis::anomalies_report(a);
+  bool noted = false;
+  for (const auto& n : rep.sections.at(0).notes) noted = noted || n.rfind("1 ops without a duration", 0) == 0;
+  EXPECT_TRUE(noted);
 }
 
 // The instances of a degradation window are outliers of their group too, but

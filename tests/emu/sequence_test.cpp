@@ -482,16 +482,21 @@ TEST_F(Emu, DefaultJobTruthIsConsistent) {
   EXPECT_TRUE(prog);
 }
 
+// Workload w as NCCL `v` runs it, as fast as the host goes.
+RunResult run_unpaced(const Workload& w, NcclVersion v) {
+  Options o;
+  o.nccl = v;
+  o.tables = all_tables();
+  o.workload = w;
+  o.pace = Pace::kNone;
+  return run(o);
+}
+
 TEST_F(Emu, StragglerHasTheShortestKernel) {
   Workload w = one_comm(4, 1);
   w.truth.rank_skew_us[2] = 500;
   w.program.push_back(solo(op("AllReduce", 8 << 20)));
-  Options o;
-  o.nccl = NcclVersion{2, 28};
-  o.tables = all_tables();
-  o.workload = w;
-  o.pace = Pace::kNone;
-  RunResult r = run(o);
+  RunResult r = run_unpaced(w, NcclVersion{2, 28});
   ASSERT_EQ(r.truth.size(), 4u);
   for (const TruthOp& t : r.truth)
     if (t.world_rank != 2) { EXPECT_GT(t.duration_us, r.truth[2].duration_us + 400); }
@@ -505,12 +510,7 @@ TEST_F(Emu, LateOnceDelaysOneInstanceOnly) {
           {"comm": "c", "func": "AllReduce", "bytes": 8388608}, {"comm": "c", "func": "AllReduce", "bytes": 8388608}],
           "truth": {"late_once": [{"world_rank": 2, "op": 1, "us": 500}]}})");
   ASSERT_EQ(w.truth.late_once.size(), 1u);
-  Options o;
-  o.nccl = NcclVersion{2, 28};
-  o.tables = all_tables();
-  o.workload = w;
-  o.pace = Pace::kNone;
-  RunResult r = run(o);
+  RunResult r = run_unpaced(w, NcclVersion{2, 28});
   std::map<std::pair<uint64_t, int>, const TruthOp*> at;  // (seq, world rank)
   for (const TruthOp& t : r.truth) at[{t.seq, t.world_rank}] = &t;
   ASSERT_EQ(at.size(), 12u);
@@ -539,6 +539,7 @@ TEST_F(Emu, LateOnceDelaysOneInstanceOnly) {
   EXPECT_NE(err(R"({"world_rank": 1, "op": 0, "us": 0})").find("us must be"), std::string::npos);
   EXPECT_NE(err(R"({"world_rank": -1, "op": 0, "us": 5})").find("must be >= 0"), std::string::npos);
   EXPECT_NE(err(R"({"world_rank": 1, "op": 0, "us": 5, "x": 1})").find("unknown key 'x'"), std::string::npos);
+  EXPECT_NE(err(R"({"op": 0, "us": 5})").find("are required"), std::string::npos);
 }
 
 }  // namespace

@@ -322,18 +322,25 @@ TEST(Scoring, LateOnceRankNamedByItsOutlierRows) {
       ++jobs;
       bool named = false;
       std::string rows;
+      std::uint64_t listed = 0;
       for (const auto& f : an.outliers) {
         const bool planted = std::any_of(job.late_once.begin(), job.late_once.end(), [&](const Instance& in) {
           return std::get<0>(in) == f.comm && f.seq_ranges.size() == 1 &&
                  std::get<1>(in) == ana::to_string(f.seq_ranges[0].func) && std::get<2>(in) == f.seq_first;
         });
         std::set<int> waited_for;
-        for (int r : f.not_slow) waited_for.insert(job.world_of[{f.comm, r}]);
+        for (int r : f.not_slow) {
+          const auto w = job.world_of.find({f.comm, r});
+          waited_for.insert(w == job.world_of.end() ? -1 : w->second);
+        }
         rows += "\n  " + f.where + ": " + f.evidence;
         if (!f.not_slow.empty() && (waited_for != std::set<int>{late} || !planted || f.explained)) ++wrong;
         stray += !planted;
+        listed += planted;
         named = named || (planted && waited_for == std::set<int>{late} && !f.explained);
       }
+      // Every outlier instance is listed (fewer than --top), so none is off the list.
+      EXPECT_EQ(an.outlier_instances, listed);
       hits += named;
       if (!named)
         std::printf("miss: %d ranks/%d hosts seed %d NCCL %s: world rank %d late %.0f us at op %d; rows:%s\n", s.world,
