@@ -103,7 +103,8 @@ void outliers(const std::vector<Op>& ops, const std::vector<std::uint32_t>& sel,
     recent.get(groups, k, GKeyHash{}(k)).push_back(i);
   }
   std::vector<std::pair<double, Finding>> all;
-  for (const auto& [k, v] : groups) {
+  for (const auto& [k, group] : groups) {
+    const std::vector<std::uint32_t>& v = group;  // lambdas use it: clang < 16 cannot capture a binding
     if (v.size() < 20) continue;
     std::vector<double> d;
     d.reserve(v.size());
