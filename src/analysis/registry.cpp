@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "src/analysis/analysis.h"
+#include "src/analysis/summary.h"
 
 namespace ni::analysis {
 
@@ -81,6 +82,22 @@ bool check_read(const ReadResult& res) {
     std::cerr << "nccl-inspector: note: " << res.truncated_files << " truncated file(s), "
               << res.corrupt_files << " corrupt file(s), " << res.bad_lines
               << " bad line(s) skipped (see the health section)\n";
+  // What the plugin lost before it reached these logs (its stats records):
+  // every subcommand's verdicts see only what was logged, so each says so.
+  const DropTotals d = drop_totals(res);
+  std::uint64_t dropped = 0;
+  std::string why;
+  for (const auto& [k, n] : d.dropped)
+    if (n != 0) {
+      dropped += n;
+      why += (why.empty() ? "" : ", ") + k + "=" + std::to_string(n);
+    }
+  if (dropped != 0 || d.unaccounted != 0)
+    std::cerr << "nccl-inspector: note: the plugin dropped " << dropped << " record(s)"
+              << (why.empty() ? "" : " (" + why + ")")
+              << (d.unaccounted != 0 ? " and lost " + std::to_string(d.unaccounted) + " uncounted" : "")
+              << " before they reached these logs: what follows is on the records logged (per output: "
+                 "`nccl-inspector summary`, its health section)\n";
   for (const auto& f : res.files)
     if (f.failed) std::cerr << "nccl-inspector: warning: " << f.path << ": " << f.error << "\n";
   return true;

@@ -249,10 +249,10 @@ JobTruth write_job(const std::string& dir, const JobSpec& s) {
   for (int r = 0; r < n; ++r) {
     auto& L = lines[static_cast<std::size_t>(r)];
     L.push_back("{\"type\":\"stats\",\"wall_ns\":" + std::to_string(clock) +
-                ",\"records_written\":100,\"ops_completed\":100,\"dropped\":{\"ring_full\":" + std::to_string(r == 0 ? 7 : 0) +
+                ",\"records_written\":100,\"ops_completed\":100,\"dropped\":{\"ring_full\":" + std::to_string(r == 0 && s.drops ? 7 : 0) +
                 ",\"pool_exhausted\":0,\"write_error\":0},\"filtered\":{\"min_size\":0,\"sampled_out\":0},"
                 "\"faults\":{\"null_handle\":0},\"ring_high_water\":3,\"rings\":2,\"reclaimed_ops\":0}");
-    L.push_back("{\"type\":\"end\",\"wall_ns\":" + std::to_string(clock) + ",\"dropped_total\":" + std::to_string(r == 0 ? 7 : 0) + "}");
+    L.push_back("{\"type\":\"end\",\"wall_ns\":" + std::to_string(clock) + ",\"dropped_total\":" + std::to_string(r == 0 && s.drops ? 7 : 0) + "}");
     const int h = r / s.ranks_per_host;
     const std::string path = dir + "/host" + std::to_string(h) + "-pid" + std::to_string(1000 + r) + "-0.jsonl.gz";
     write_gz(path, L, 97);

@@ -35,6 +35,7 @@ struct JobSpec {
   // off): its ranks start "late" by the clock, but nobody waits for them.
   double clock_offset_us = 0;
   int clock_offset_host = 1;
+  bool drops = true;  // rank 0's stats count 7 records dropped (ring_full)
 };
 
 struct JobTruth {

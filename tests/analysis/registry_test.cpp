@@ -195,3 +195,30 @@ TEST(Registry, UnknownCommandIsNamedWithTheClosestOne) {
   out = cli_out("--version", rc);
   EXPECT_EQ(rc, 0) << out;
 }
+
+// Records the plugin dropped (its stats records: the fixture job's rank 0
+// counts 7 ring_full) are named by every subcommand that reads logs, not only
+// `summary`: a verdict is on the records logged. Logs without drops get no note.
+TEST(Registry, DroppedRecordsNamedByEverySubcommand) {
+  const auto dir = ni::test::temp_dir("registry_drops");
+  ni::test::JobSpec js;
+  js.iterations = 20;
+  js.marks = true;  // `iterations` needs them
+  ni::test::write_job(dir, js);
+  for (const std::string cmd : {"summary", "stragglers", "anomalies", "hangs", "iterations"}) {
+    int rc = -1;
+    const std::string out = cli_out(cmd + " " + dir, rc);
+    EXPECT_EQ(rc, 0) << cmd << ": " << out;
+    EXPECT_NE(out.find("note: the plugin dropped 7 record(s) (ring_full=7) before they reached these logs"),
+              std::string::npos)
+        << cmd << ": " << out;
+  }
+  // The same job with no drop counted: no note.
+  const auto clean = ni::test::temp_dir("registry_no_drops");
+  js.drops = false;
+  ni::test::write_job(clean, js);
+  int rc = -1;
+  const std::string out = cli_out("anomalies " + clean, rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(out.find("dropped"), std::string::npos) << out;
+}
