@@ -123,7 +123,7 @@ void outliers(const std::vector<Op>& ops, const std::vector<std::uint32_t>& sel,
     // that took part, and a row per rank would fill the list with one event. The
     // row names the instance's slowest rank. A P2P op (its seq counts per peer
     // and direction) or one of an unknown rank is a row of its own.
-    auto instance_of = [&](const Op& op) { return (op.kind == OpKind::kColl || op.kind == OpKind::kCe) && op.rank >= 0; };
+    auto instance_of = [](const Op& op) { return (op.kind == OpKind::kColl || op.kind == OpKind::kCe) && op.rank >= 0; };
     struct Hit {
       bool alone;
       OpKind kind;
@@ -217,7 +217,7 @@ void outliers(const std::vector<Op>& ops, const std::vector<std::uint32_t>& sel,
         f.explained = true;
         f.evidence += fmt("; the slow mode (median %.1f us) of this bimodal group", slow_mode->second);
       }
-      ++out.outlier_instances;
+      ++(hits[b].alone ? out.outlier_ops_alone : out.outlier_instances);
       out.outliers_explained += f.explained;
       all.emplace_back(z, std::move(f));
     }
@@ -405,8 +405,8 @@ bool labels_split(const std::vector<std::pair<double, const Instance*>>& x, std:
   return majority(0, split, fast) && majority(split, x.size(), slow) && fast != slow;
 }
 
-// The groups found bimodal (their findings into `found`).
-// The groups found bimodal, with their slow mode's median (us).
+// The groups found bimodal (their findings into `found`), with their slow
+// mode's median (us).
 std::map<GKey, double> bimodal(const std::vector<Instance>& ins, const ReadResult& res, const AnomalyOptions& o,
                                std::vector<Finding>& found) {
   std::map<GKey, double> groups_found;
@@ -848,6 +848,9 @@ Report anomalies_report(const AnomalyResult& r) {
   if (r.outlier_count == 0) o.notes.push_back("0 outlier ops");
   else o.notes.push_back(std::to_string(r.outlier_count) + " outlier ops in total, in " + std::to_string(r.outlier_instances) +
                     " collective instances (one row each, named by its slowest rank)" +
+                    (r.outlier_ops_alone ? " and " + std::to_string(r.outlier_ops_alone) +
+                                               " P2P ops or ops of an unknown rank (a row each)"
+                                         : std::string()) +
                     (r.outliers_explained ? "; " + std::to_string(r.outliers_explained) +
                                                 " of these inside a change_point window or in the slow mode of a bimodal "
                                                 "group, listed after the others"

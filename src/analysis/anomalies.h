@@ -72,7 +72,8 @@ struct AnomalyResult {
   std::vector<Finding> outliers;   // worst single-op outliers (top N)
   std::uint64_t outlier_count = 0;       // outlier ops (rank-ops)
   std::uint64_t outlier_instances = 0;   // the collective instances they are in: one `outliers` row each
-  std::uint64_t outliers_explained = 0;  // of those, inside a change_point window or a bimodal group's slow mode
+  std::uint64_t outlier_ops_alone = 0;   // P2P ops and ops of an unknown rank among them: a row each
+  std::uint64_t outliers_explained = 0;  // of the rows, inside a change_point window or a bimodal group's slow mode
   std::uint64_t enqueue_timed = 0;  // ops left out: their duration is only the enqueue (model.h)
   std::uint64_t no_duration = 0;    // ops left out: no duration (NaN; an assembled op without a common start)
   std::uint64_t sym_plan_heads = 0;  // ops left out: a symmetric plan's head, its time the plan's (Op::sym_plan)

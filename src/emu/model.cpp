@@ -143,12 +143,18 @@ void assign_times(Proc& P, Comm& c, std::vector<Task*> ts, int /*skew_peer_world
   const uint64_t key = mix64(P.o->seed ^ c.hash ^ (static_cast<uint64_t>(c.op_index) << 24));
   const uint64_t base = c.clock_ns;
   const int per_node = std::max(1, P.world / std::max(1, P.nodes));
+  // How late (us) a late_once entry makes rank g to this op; 0 if none does.
+  auto late_once_us = [&](int g) {
+    double us = 0;
+    for (const TruthKnobs::LateOnce& lo : k.late_once)
+      if (lo.world_rank == g && lo.op == c.op_index) us += lo.us;
+    return us;
+  };
   auto skew = [&](int g) {
     double s = unit_hash(mix64(key ^ (static_cast<uint64_t>(g) * 0x9E37ull))) * 1500.0;
     auto it = k.rank_skew_us.find(g);
     if (it != k.rank_skew_us.end()) s += it->second * 1000.0;
-    for (const TruthKnobs::LateOnce& lo : k.late_once)
-      if (lo.world_rank == g && lo.op == c.op_index) s += lo.us * 1000.0;
+    s += late_once_us(g) * 1000.0;
     auto jt = k.host_jitter_us.find(g / per_node);
     if (jt != k.host_jitter_us.end()) {  // exponential, mean jt->second us
       const double u = unit_hash(mix64(key ^ (static_cast<uint64_t>(g) * 0x7F4Bull) ^ 0x1177));
@@ -161,8 +167,7 @@ void assign_times(Proc& P, Comm& c, std::vector<Task*> ts, int /*skew_peer_world
   for (int g : c.members) {
     arrive_max = std::max(arrive_max, base + skew(g));
     late_member = late_member || k.rank_skew_us.count(g) != 0;
-    for (const TruthKnobs::LateOnce& lo : k.late_once)
-      if (lo.world_rank == g && lo.op == c.op_index) (g == c.R->g ? late_once_me : late_once_member) = true;
+    if (late_once_us(g) > 0) (g == c.R->g ? late_once_me : late_once_member) = true;
   }
   const uint64_t arrive_me = base + skew(c.R->g);
   std::vector<std::string> planted;

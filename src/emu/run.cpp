@@ -97,6 +97,10 @@ void validate(const Options& o, int* world) {
   }
   for (int g : o.world_ranks)
     if (g < 0 || g >= *world) throw std::runtime_error("emulated rank " + std::to_string(g) + " outside world");
+  for (const TruthKnobs::LateOnce& lo : w.truth.late_once)
+    if (lo.world_rank >= *world)
+      throw std::runtime_error("truth.late_once: world_rank " + std::to_string(lo.world_rank) + " is outside the world (" +
+                               std::to_string(*world) + " ranks)");
 }
 
 void build_rank(Proc& P, Rank& R) {

@@ -567,7 +567,8 @@ TEST(Anomalies, P2pOutliersAreRowsOfTheirOwnAndNanDurationsAreLeftOut) {
   const auto a = ni::analysis::find_anomalies(c, res, {});
   EXPECT_EQ(a.no_duration, 1u);
   EXPECT_EQ(a.outlier_count, 2u);
-  EXPECT_EQ(a.outlier_instances, 2u);
+  EXPECT_EQ(a.outlier_instances, 0u);
+  EXPECT_EQ(a.outlier_ops_alone, 2u);
   ASSERT_EQ(a.outliers.size(), 2u);
   EXPECT_EQ(a.outliers[0].rank, 1);
   EXPECT_EQ(a.outliers[0].where, "rank 1 on h0");
@@ -580,6 +581,11 @@ TEST(Anomalies, P2pOutliersAreRowsOfTheirOwnAndNanDurationsAreLeftOut) {
   bool noted = false;
   for (const auto& n : rep.sections.at(0).notes) noted = noted || n.rfind("1 ops without a duration", 0) == 0;
   EXPECT_TRUE(noted);
+  EXPECT_EQ(rep.sections.at(1).notes.at(0).rfind("2 outlier ops in total, in 0 collective instances (one row each, named "
+                                                 "by its slowest rank) and 2 P2P ops or ops of an unknown rank (a row each)",
+                                                 0),
+            0u)
+      << rep.sections.at(1).notes.at(0);
 }
 
 // The instances of a degradation window are outliers of their group too, but

@@ -540,6 +540,11 @@ TEST_F(Emu, LateOnceDelaysOneInstanceOnly) {
   EXPECT_NE(err(R"({"world_rank": -1, "op": 0, "us": 5})").find("must be >= 0"), std::string::npos);
   EXPECT_NE(err(R"({"world_rank": 1, "op": 0, "us": 5, "x": 1})").find("unknown key 'x'"), std::string::npos);
   EXPECT_NE(err(R"({"op": 0, "us": 5})").find("are required"), std::string::npos);
+  // A rank beyond the world (4 ranks here) is the run's error, not a silent no-op.
+  w.truth.late_once[0].world_rank = 4;
+  r = run_unpaced(w, NcclVersion{2, 28});
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("truth.late_once: world_rank 4 is outside the world (4 ranks)"), std::string::npos) << r.error;
 }
 
 }  // namespace

@@ -117,6 +117,7 @@ struct Job {
   std::vector<json> planted;                              // the first process's planted lines
   std::set<Instance> congested;                           // collective instances the congestion slowed
   std::set<Instance> late_once;                           // collective instances a late_once rank was late to
+  std::set<Instance> bimodal_slow;                        // collective instances in the planted slow mode
   // (comm, func, size bucket) -> (instances, instances in the planted slow mode)
   std::map<std::tuple<std::uint64_t, std::string, int>, std::pair<std::size_t, std::size_t>> modes;
   std::map<std::uint64_t, std::set<std::pair<std::string, std::uint64_t>>> instances;  // comm -> (func, seq)
@@ -186,6 +187,8 @@ Job run_job(const Shape& s, int seed, const std::string& nccl, int iterations, c
             job.congested.insert({hash, t["func"].get<std::string>(), t["seq"].get<std::uint64_t>()});
           else if (p == "late_once" && t["kind"] == "coll")
             job.late_once.insert({hash, t["func"].get<std::string>(), t["seq"].get<std::uint64_t>()});
+          else if (p == "bimodal" && t["kind"] == "coll")
+            job.bimodal_slow.insert({hash, t["func"].get<std::string>(), t["seq"].get<std::uint64_t>()});
       } else if (t["type"] == "planted" && k == 0) {
         job.planted.push_back(t);
       }
@@ -358,7 +361,7 @@ TEST(Scoring, LateOnceRankNamedByItsOutlierRows) {
         named = named || (planted && waited_for == std::set<int>{late} && !f.explained);
       }
       // Every outlier instance is listed (fewer than --top), so none is off the list.
-      EXPECT_EQ(an.outlier_instances, listed);
+      EXPECT_EQ(an.outlier_instances + an.outlier_ops_alone, listed);
       hits += named;
       if (!named)
         std::printf("miss: %d ranks/%d hosts seed %d NCCL %s: world rank %d late %.0f us at op %d; rows:%s\n", s.world,
@@ -378,12 +381,13 @@ TEST(Scoring, LateOnceRankNamedByItsOutlierRows) {
 // comm with at least 8 slowed instances (and the detector's minimum of 32
 // instances for a baseline, which it reports) gets a change point that covers
 // >= 80 % of them, >= 80 % of whose instances were slowed; no change point on
-// a comm the window missed. Counted over the instances in the logs: under
+// a comm the window missed. Every outlier row is on a slowed instance, names no
+// rank as not slow (all were) and, inside a window found, is marked explained. Counted over the instances in the logs: under
 // load the plugin drops records (a full ring) and counts them, and an instance
 // whose every record was dropped is for no detector to find; an instance of the
 // truth missing from the logs without a drop counted fails the test.
 TEST(Scoring, CongestionWindowFoundAgainstEmulatorTruth) {
-  int jobs = 0, hits = 0;
+  int jobs = 0, hits = 0, rows_slowed = 0, rows_wrong = 0, rows_stray = 0;
   for (const Shape& s : shapes())
     for (int seed = 1; seed <= seeds(); ++seed) {
       const std::uint64_t h = mix(static_cast<std::uint64_t>(seed) * 104729 + static_cast<std::uint64_t>(s.world));
@@ -410,13 +414,16 @@ TEST(Scoring, CongestionWindowFoundAgainstEmulatorTruth) {
       bool ok = true;
       std::string why;
       std::set<std::uint64_t> found;
+      std::set<Instance> in_window;  // the instances inside a change point found
       for (const auto& f : an.findings) {
         if (f.kind != "change_point") continue;
         std::size_t in = 0, hit = 0;
         for (const auto& r : f.seq_ranges) {
           in += r.count;
-          for (std::uint64_t q = r.first; q <= r.last; ++q)
+          for (std::uint64_t q = r.first; q <= r.last; ++q) {
             hit += job.congested.count({f.comm, std::string(ana::to_string(r.func)), q});
+            in_window.insert({f.comm, std::string(ana::to_string(r.func)), q});
+          }
         }
         auto it = slowed.find(f.comm);
         const std::size_t n = it == slowed.end() ? 0 : it->second;
@@ -434,6 +441,24 @@ TEST(Scoring, CongestionWindowFoundAgainstEmulatorTruth) {
           ok = false;
           why += " no change point on " + job.comm_names[comm] + " (" + std::to_string(n) + " slowed)";
         }
+      // The outlier rows: a slowed instance was slow on all its ranks (no rank
+      // named as not slow, none waited for), and one inside a window found is
+      // marked explained by it; a row on an instance the congestion missed is
+      // counted as stray.
+      for (const auto& f : an.outliers) {
+        if (f.seq_ranges.size() != 1) continue;
+        const Instance in{f.comm, std::string(ana::to_string(f.seq_ranges[0].func)), f.seq_first};
+        if (!job.congested.count(in)) {
+          ++rows_stray;
+          continue;
+        }
+        ++rows_slowed;
+        if (!f.not_slow.empty() || (in_window.count(in) && !f.explained)) {
+          ++rows_wrong;
+          std::printf("wrong row: %d ranks seed %d: %s: %s%s\n", s.world, seed, f.where.c_str(), f.evidence.c_str(),
+                      f.explained ? "" : " (not explained)");
+        }
+      }
       ++jobs;
       hits += ok;
       if (!ok)
@@ -441,8 +466,13 @@ TEST(Scoring, CongestionWindowFoundAgainstEmulatorTruth) {
                     s.hosts, seed, nccl.c_str(), from, from + len - 1, factor,
                     static_cast<unsigned long long>(job.dropped), why.c_str());
     }
+  EXPECT_GT(rows_slowed, 0);
+  EXPECT_EQ(rows_wrong, 0);
+  EXPECT_EQ(rows_stray, 0);
   const double rate = static_cast<double>(hits) / jobs;
-  std::printf("change points vs truth: %d of %d congestion jobs found exactly (%.1f%%)\n", hits, jobs, 100 * rate);
+  std::printf("change points vs truth: %d of %d congestion jobs found exactly (%.1f%%); outlier rows: %d on slowed "
+              "instances, %d of them naming a rank not slow or unexplained inside a window found, %d on other instances\n",
+              hits, jobs, 100 * rate, rows_slowed, rows_wrong, rows_stray);
   RecordProperty("congestion_rate", std::to_string(rate));
   EXPECT_GE(rate, 0.95);
 }
@@ -451,9 +481,10 @@ TEST(Scoring, CongestionWindowFoundAgainstEmulatorTruth) {
 // interleaved): every (comm, op, size) group with >= 40 instances and 10-90 %
 // of them slow, or with >= 16 instances and 5 or more in each mode (the
 // detector's minimums), gets a bimodal finding; no bimodal finding on a group
-// without slow instances, no change point.
+// without slow instances, no change point. Every outlier row is on a slow-mode
+// instance, and those of a group found bimodal are marked explained by it.
 TEST(Scoring, BimodalLatencyFoundAgainstEmulatorTruth) {
-  int jobs = 0, hits = 0, groups = 0;
+  int jobs = 0, hits = 0, groups = 0, rows_slow = 0, rows_in_found = 0, rows_unexplained = 0, rows_stray = 0;
   for (const Shape& s : shapes())
     for (int seed = 1; seed <= seeds(); ++seed) {
       const std::uint64_t h = mix(static_cast<std::uint64_t>(seed) * 15485863 + static_cast<std::uint64_t>(s.world));
@@ -473,6 +504,26 @@ TEST(Scoring, BimodalLatencyFoundAgainstEmulatorTruth) {
           why += " change point on " + job.comm_names[f.comm];
         }
         if (f.kind == "bimodal") found.insert({f.comm, f.where});
+      }
+      // The outlier rows: one on a slow-mode instance of a group found bimodal
+      // is explained by it; one on an instance outside the slow mode is stray.
+      for (const auto& f : an.outliers) {
+        if (f.seq_ranges.size() != 1) continue;
+        const std::string func(ana::to_string(f.seq_ranges[0].func));
+        if (!job.bimodal_slow.count({f.comm, func, f.seq_first})) {
+          ++rows_stray;
+          std::printf("stray row: %d ranks seed %d: %s: %s\n", s.world, seed, f.where.c_str(), f.evidence.c_str());
+          continue;
+        }
+        ++rows_slow;
+        const bool group_found = std::any_of(found.begin(), found.end(), [&](const auto& g) {
+          return g.first == f.comm && g.second.rfind(func + " ", 0) == 0;
+        });
+        rows_in_found += group_found;
+        if (group_found && !f.explained) {
+          ++rows_unexplained;
+          std::printf("unexplained row: %d ranks seed %d: %s: %s\n", s.world, seed, f.where.c_str(), f.evidence.c_str());
+        }
       }
       std::size_t expected = 0;
       for (const auto& [key, m] : job.modes) {
@@ -505,8 +556,12 @@ TEST(Scoring, BimodalLatencyFoundAgainstEmulatorTruth) {
                     nccl.c_str(), p, factor, why.c_str(), expected == 0 ? " (no group to find)" : "");
     }
   const double rate = static_cast<double>(hits) / jobs;
-  std::printf("bimodality vs truth: %d of %d jobs exactly right (%d slow-mode groups to find) (%.1f%%)\n", hits, jobs,
-              groups, 100 * rate);
+  std::printf("bimodality vs truth: %d of %d jobs exactly right (%d slow-mode groups to find) (%.1f%%); outlier rows: "
+              "%d on slow-mode instances, %d of them unexplained in a group found bimodal, %d on other instances\n",
+              hits, jobs, groups, 100 * rate, rows_slow, rows_unexplained, rows_stray);
+  EXPECT_GT(rows_in_found, 0);
+  EXPECT_EQ(rows_unexplained, 0);
+  EXPECT_EQ(rows_stray, 0);
   RecordProperty("bimodal_rate", std::to_string(rate));
   EXPECT_GE(rate, 0.95);
 }
