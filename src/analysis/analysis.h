@@ -162,8 +162,13 @@ struct RanAnalysis {
 std::vector<RanAnalysis> run_op_analyses(const CollectSink& data, const ReadResult& res);
 
 // Shared by the analyses that read: prints the problem on stderr and returns false
-// when there is nothing to analyse (or notes skipped damage and returns true).
-bool check_read(const ReadResult& res);
+// when there is nothing to analyse (or notes what was lost, note_read, and
+// returns true). `input` names which input the read was ("BASE", "baseline")
+// where a subcommand reads more than one; its messages begin with it.
+bool check_read(const ReadResult& res, std::string_view input = {});
+// The stderr notes alone: damaged files and lines skipped, records the plugin
+// dropped, lost uncounted or wrote to files not read, files not read to the end.
+void note_read(const ReadResult& res, std::string_view input = {});
 // Expands inputs; prints the error and returns false on a missing path / no files.
 bool discover(const std::vector<std::string>& inputs, std::vector<std::string>& files);
 

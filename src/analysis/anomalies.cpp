@@ -6,6 +6,7 @@
 #include <ctime>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <memory>
 #include <tuple>
 #include <unordered_map>
@@ -143,15 +144,28 @@ void outliers(const std::vector<Op>& ops, const std::vector<std::uint32_t>& sel,
     out.outlier_count += hits.size();
     const auto windows = why.windows.find({std::get<0>(k), std::get<1>(k)});
     const auto slow_mode = why.slow_mode_us.find(k);
-    // (kind, seq) -> the instance's ranks in the group
-    std::map<std::pair<OpKind, std::uint64_t>, std::vector<int>> in_instance;
+    // (kind, seq) -> the instance's ranks in the group, with their ops' places in v
+    std::map<std::pair<OpKind, std::uint64_t>, std::vector<std::pair<int, std::uint32_t>>> in_instance;
     for (const Hit& h : hits)
-      if (!h.alone) in_instance.emplace(std::make_pair(h.kind, h.key), std::vector<int>{});
+      if (!h.alone) in_instance.emplace(std::make_pair(h.kind, h.key), std::vector<std::pair<int, std::uint32_t>>{});
     if (!in_instance.empty())
-      for (auto i : v)
-        if (instance_of(ops[i]))
-          if (auto it = in_instance.find({ops[i].kind, ops[i].seq}); it != in_instance.end())
-            it->second.push_back(ops[i].rank);
+      for (std::size_t i = 0; i < v.size(); ++i)
+        if (instance_of(ops[v[i]]))
+          if (auto it = in_instance.find({ops[v[i]].kind, ops[v[i]].seq}); it != in_instance.end())
+            it->second.emplace_back(ops[v[i]].rank, static_cast<std::uint32_t>(i));
+    // Per rank of the group: its median duration (of 5 ops or more), the
+    // group's durations sorted by rank on the first ask.
+    std::map<int, std::vector<double>> by_rank;
+    std::map<int, std::optional<double>> rank_median;
+    auto own_median = [&](int r) -> std::optional<double> {
+      if (by_rank.empty())
+        for (std::size_t i = 0; i < v.size(); ++i)
+          if (instance_of(ops[v[i]])) by_rank[ops[v[i]].rank].push_back(d[i]);
+      auto [it, fresh] = rank_median.try_emplace(r);
+      if (fresh)
+        if (auto m = by_rank.find(r); m != by_rank.end() && m->second.size() >= 5) it->second = median_of(m->second);
+      return it->second;
+    };
     std::sort(hits.begin(), hits.end(), [&](const Hit& a, const Hit& b) {
       if (a.alone != b.alone || a.kind != b.kind || a.key != b.key)
         return std::tie(a.alone, a.kind, a.key) < std::tie(b.alone, b.kind, b.key);
@@ -167,8 +181,15 @@ void outliers(const std::vector<Op>& ops, const std::vector<std::uint32_t>& sel,
       const double z = hits[b].z;
       const Op& op = ops[v[j]];
       std::vector<int> took;
-      if (hits[b].alone) took.push_back(op.rank);
-      else took = std::move(in_instance[{op.kind, op.seq}]);
+      std::map<int, double> took_dur;  // rank -> its duration in this instance
+      if (hits[b].alone) {
+        took.push_back(op.rank);
+      } else {
+        for (const auto& [r, i] : in_instance[{op.kind, op.seq}]) {
+          took.push_back(r);
+          took_dur.emplace(r, d[i]);
+        }
+      }
       std::sort(took.begin(), took.end());
       took.erase(std::unique(took.begin(), took.end()), took.end());
       Finding f;
@@ -181,7 +202,24 @@ void outliers(const std::vector<Op>& ops, const std::vector<std::uint32_t>& sel,
       std::sort(f.ranks.begin(), f.ranks.end());
       f.ranks.erase(std::unique(f.ranks.begin(), f.ranks.end()), f.ranks.end());
       const std::size_t slow = f.ranks.size(), took_part = took.size();
-      std::set_difference(took.begin(), took.end(), f.ranks.begin(), f.ranks.end(), std::back_inserter(f.not_slow));
+      std::vector<int> others;  // the instance's ranks in the logs that were not outliers
+      std::set_difference(took.begin(), took.end(), f.ranks.begin(), f.ranks.end(), std::back_inserter(others));
+      // Of those, a rank that waited much longer than it usually does in this
+      // group arrived before the one the slow ranks waited for (a rank late to
+      // every op, always last, waits little, so more than usual stays under the
+      // group's median): it is not named as the one they may have waited for.
+      std::vector<int> waited;
+      for (int r : others) {
+        const auto own = own_median(r);
+        const auto here = took_dur.find(r);
+        if (own && here != took_dur.end() && here->second - *own > 0.5 * (d[j] - med)) waited.push_back(r);
+      }
+      std::set_difference(others.begin(), others.end(), waited.begin(), waited.end(),
+                          std::back_inserter(f.not_slow));
+      if (f.not_slow.empty()) {  // every one waited longer than usual: no rank to single out by this
+        f.not_slow = std::move(others);
+        waited.clear();
+      }
       const std::vector<int>& not_slow = f.not_slow;
       const std::string slowest = "rank " + std::to_string(op.rank) + " on " + f.host;
       f.where = slow == 1 && took_part == 1 ? slowest
@@ -204,7 +242,13 @@ void outliers(const std::vector<Op>& ops, const std::vector<std::uint32_t>& sel,
                         : std::string(not_slow.size() > 1 ? "; ranks " : "; rank ") + rank_list(not_slow) +
                               (not_slow.size() > 1 ? " were" : " was") + " not slow: the slow rank" +
                               (slow > 1 ? "s" : "") + " may have waited for " +
-                              (not_slow.size() > 1 ? "one of them" : "it") + " to arrive (a late rank: see stragglers)");
+                              (not_slow.size() > 1 ? "one of them" : "it") +
+                              " to arrive (a late rank: see stragglers)" +
+                              (waited.empty() ? std::string()
+                                              : std::string(waited.size() > 1 ? "; ranks " : "; rank ") +
+                                                    rank_list(waited) +
+                                                    " waited longer than usual too (over half the delay above "
+                                                    "their own median), so arrived before it"));
       if (windows != why.windows.end() && op.kind == OpKind::kColl)  // windows are of kernel collectives
         for (const auto& [first, last] : windows->second)
           if (first <= op.seq && op.seq <= last) {

@@ -48,6 +48,10 @@ CompareResult compare_runs(const std::vector<std::string>& base, const std::vect
   if (rb.ops == 0) cr.error = "no op records in BASE";
   else if (rr.ops == 0) cr.error = "no op records in RUN";
   if (!cr.error.empty()) return cr;
+  // Each side's drops and damage, named by its side: a side that lost records
+  // compares what it kept.
+  note_read(rb, "BASE");
+  note_read(rr, "RUN");
   const auto mb = collapse(*sb, o.by_tag), mr = collapse(*sr, o.by_tag);
   const TagNames tags = o.by_tag ? tag_names(rb, rr, o.tag_map) : TagNames();
   Section& s = cr.report.add("compare", "BASE vs RUN");

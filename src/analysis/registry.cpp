@@ -1,6 +1,9 @@
 // The registry: every analysis, listed once. The CLI makes a subcommand of each,
 // in this order; `report` and `trace` run those that work on ops.
 #include <iostream>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "src/analysis/analysis.h"
 #include "src/analysis/summary.h"
@@ -68,9 +71,10 @@ AnalysisResult Analysis::run_files(const FilesInput&) {
   return r;
 }
 
-bool check_read(const ReadResult& res) {
+bool check_read(const ReadResult& res, std::string_view input) {
+  const std::string of = input.empty() ? "" : std::string(input) + ": ";
   if (res.ops == 0) {
-    std::cerr << "nccl-inspector: no op records in " << res.files.size() << " file(s)";
+    std::cerr << "nccl-inspector: " << of << "no op records in " << res.files.size() << " file(s)";
     std::size_t unknown = 0;
     for (const auto& f : res.files) unknown += f.format == FileFormat::kUnknown;
     if (unknown == res.files.size())
@@ -78,29 +82,40 @@ bool check_read(const ReadResult& res) {
     std::cerr << "; try: nccl-inspector validate\n";
     return false;
   }
+  note_read(res, input);
+  return true;
+}
+
+void note_read(const ReadResult& res, std::string_view input) {
+  const std::string of = input.empty() ? "" : std::string(input) + ": ";
   if (res.truncated_files || res.corrupt_files || res.bad_lines)
-    std::cerr << "nccl-inspector: note: " << res.truncated_files << " truncated file(s), "
+    std::cerr << "nccl-inspector: note: " << of << res.truncated_files << " truncated file(s), "
               << res.corrupt_files << " corrupt file(s), " << res.bad_lines
               << " bad line(s) skipped (see the health section)\n";
-  // What the plugin lost before it reached these logs (its stats records):
-  // every subcommand's verdicts see only what was logged, so each says so.
+  // What the plugin lost before it reached these logs (its stats records) and
+  // what it wrote that is not in the files given: every subcommand's verdicts
+  // see only the records read, so each says so.
   const DropTotals d = drop_totals(res);
-  std::uint64_t dropped = 0;
-  std::string why;
-  for (const auto& [k, n] : d.dropped)
-    if (n != 0) {
-      dropped += n;
-      why += (why.empty() ? "" : ", ") + k + "=" + std::to_string(n);
-    }
-  if (dropped != 0 || d.unaccounted != 0)
-    std::cerr << "nccl-inspector: note: the plugin dropped " << dropped << " record(s)"
-              << (why.empty() ? "" : " (" + why + ")")
-              << (d.unaccounted != 0 ? " and lost " + std::to_string(d.unaccounted) + " uncounted" : "")
-              << " before they reached these logs: what follows is on the records logged (per output: "
-                 "`nccl-inspector summary`, its health section)\n";
+  const CountList dropped = count_list(d.dropped);
+  std::vector<std::string> lost;
+  if (dropped.total != 0)
+    lost.push_back("the plugin dropped " + std::to_string(dropped.total) + " record(s) (" + dropped.list +
+                   ") before they reached these logs");
+  if (d.unaccounted != 0) lost.push_back("the plugin lost " + std::to_string(d.unaccounted) +
+                   " record(s) uncounted (completed, neither written nor counted as dropped)");
+  if (d.written_not_read != 0)
+    lost.push_back(std::to_string(d.written_not_read) +
+                   " record(s) the plugin counts as written are not in the files read (a rotated file missing or not "
+                   "given, or cut short)");
+  if (!lost.empty()) {
+    std::cerr << "nccl-inspector: note: " << of;
+    for (std::size_t i = 0; i < lost.size(); ++i)
+      std::cerr << (i == 0 ? "" : i + 1 == lost.size() ? " and " : ", ") << lost[i];
+    std::cerr << ": what follows is on the records read (per output: `nccl-inspector summary`, its health "
+                 "section)\n";
+  }
   for (const auto& f : res.files)
-    if (f.failed) std::cerr << "nccl-inspector: warning: " << f.path << ": " << f.error << "\n";
-  return true;
+    if (f.failed) std::cerr << "nccl-inspector: warning: " << of << f.path << ": " << f.error << "\n";
 }
 
 bool discover(const std::vector<std::string>& inputs, std::vector<std::string>& files) {

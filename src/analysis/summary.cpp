@@ -238,6 +238,15 @@ DropTotals drop_totals(const ReadResult& res) {
   return t;
 }
 
+CountList count_list(const std::map<std::string, std::uint64_t>& counts) {
+  CountList c;
+  for (const auto& [k, n] : counts) {
+    c.total += n;
+    if (n != 0) c.list += (c.list.empty() ? "" : ", ") + k + "=" + std::to_string(n);
+  }
+  return c;
+}
+
 namespace {
 
 // Rows of the health section: item, value, detail.
@@ -294,23 +303,17 @@ void file_rows(const HealthRows& row, const ReadResult& res) {
   std::map<std::string, std::uint64_t> ut;
   for (const auto& f : res.files)
     for (const auto& [k, n] : f.unknown_types) ut[k] += n;
-  std::string uts;
-  for (const auto& [k, n] : ut) uts += (uts.empty() ? "" : ", ") + k + "=" + std::to_string(n);
-  row("unknown records (skipped)", res.unknown_records, uts);
+  row("unknown records (skipped)", res.unknown_records, count_list(ut).list);
 }
 
 // Drops, configuration filters and faults from the processes' last stats records.
 void drop_rows(const HealthRows& row, const DropTotals& d) {
-  std::uint64_t dropped = 0;
-  std::string ds;
-  for (const auto& [k, n] : d.dropped) {
-    dropped += n;
-    ds += (ds.empty() ? "" : ", ") + k + "=" + std::to_string(n);
-  }
-  row("dropped records", dropped,
-      ds + (d.outputs ? " (last stats of " + std::to_string(d.outputs_with_stats) + "/" +
-                            std::to_string(d.outputs) + " plugin outputs)"
-                      : ""));
+  const CountList dropped = count_list(d.dropped);
+  row("dropped records", dropped.total,
+      dropped.list + (d.outputs ? std::string(dropped.list.empty() ? "" : " ") + "(last stats of " +
+                                      std::to_string(d.outputs_with_stats) + "/" + std::to_string(d.outputs) +
+                                      " plugin outputs)"
+                                : ""));
   if (d.unaccounted)
     row("records lost uncounted", d.unaccounted,
         "completed but neither written nor counted as dropped, in " + std::to_string(d.outputs_unaccounted) +
@@ -319,20 +322,10 @@ void drop_rows(const HealthRows& row, const DropTotals& d) {
     row("written records not read", d.written_not_read,
         "counted as written by " + std::to_string(d.outputs_not_read) +
             " output(s) but not in the files read: a rotated file missing or not given, or cut short");
-  std::string fs;
-  std::uint64_t filtered = 0;
-  for (const auto& [k, n] : d.filtered) {
-    filtered += n;
-    fs += (fs.empty() ? "" : ", ") + k + "=" + std::to_string(n);
-  }
-  row("filtered by configuration", filtered, fs);
-  std::string flt;
-  std::uint64_t faults = 0;
-  for (const auto& [k, n] : d.faults) {
-    faults += n;
-    if (n) flt += (flt.empty() ? "" : ", ") + k + "=" + std::to_string(n);
-  }
-  row("profiler faults", faults, flt);
+  const CountList filtered = count_list(d.filtered);
+  row("filtered by configuration", filtered.total, filtered.list);
+  const CountList faults = count_list(d.faults);
+  row("profiler faults", faults.total, faults.list);
   row("outputs without end record", d.outputs_without_end,
       "killed or still running (an output: one start of the plugin in a process)");
 }

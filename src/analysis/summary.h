@@ -135,4 +135,12 @@ struct DropTotals {
 };
 DropTotals drop_totals(const ReadResult& res);
 
+// Counters by name (dropped, filtered, faults): their sum and the non-zero
+// ones as "name=n, name=n", as the health section and the read notes print them.
+struct CountList {
+  std::uint64_t total = 0;
+  std::string list;
+};
+CountList count_list(const std::map<std::string, std::uint64_t>& counts);
+
 }  // namespace ni::analysis

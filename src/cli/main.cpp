@@ -538,7 +538,7 @@ int run_report(ReportArgs& r) {
     std::vector<std::string> bf;
     if (!ana::discover({r.baseline_dir}, bf)) return kExitUsage;
     base = ana::read_merged<ana::SizeCurveSink>(bf, read_opts(r.c), threads(r.c), bres);
-    if (!ana::check_read(bres)) return kExitUsage;
+    if (!ana::check_read(bres, "baseline " + r.baseline_dir)) return kExitUsage;
     r.rpo.baseline = &base->curves;
     r.rpo.baseline_res = &bres;
   }

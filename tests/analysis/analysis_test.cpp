@@ -1744,7 +1744,9 @@ TEST(Watch, ScreenCountsBacklogOnceAndDamageIsNoProcess) {
 }
 
 // A watch slower than the job (a large backlog, a sanitizer build, a busy
-// node) reads each poll for its time budget only, then redraws: the screen
+// node) reads each poll for its budget only (time or bytes: here one read of
+// 256 KiB, which a fast machine can repeat within the 10 ms floor of the time
+// budget and finish the file in two polls), then redraws: the screen
 // says how far it is behind, later polls catch up, every op is read once, and
 // Ctrl-C ends a poll before it reads anything more. (The CI run of watch in
 // tmux under a sanitizer saw one poll take over 50 s and Ctrl-C go unanswered.)
@@ -1764,7 +1766,8 @@ TEST(Watch, AReaderBehindTheJobRedrawsAndCatchesUp) {
   volatile std::sig_atomic_t stop = 0;
   ana::WatchOptions o;
   o.inputs = {dir};
-  o.poll_budget_s = 0;  // one 256 KiB read per poll
+  o.poll_budget_s = 0;  // the shortest time budget (10 ms), and
+  o.max_poll_bytes = std::size_t{256} << 10;  // one 256 KiB read per poll however fast this machine reads
   o.stop = &stop;
   ana::Watch w(o);
   w.poll(1);

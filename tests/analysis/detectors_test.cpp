@@ -553,6 +553,38 @@ TEST(Anomalies, OutliersAreOneRowPerInstance) {
       << rep.sections[1].notes.at(0);
 }
 
+// A straggler (rank 2, last to every op, so it waits little: ~10 us where the
+// others wait ~160) is not slow by the group's median when it waits for a rank
+// later still (rank 5 at seq 40): its own median says it waited, so the row
+// names rank 5 alone as the one awaited and rank 2 apart. When every rank not
+// slow waited longer than usual (seq 50), all are named, as before.
+TEST(Anomalies, OutlierRowSetsApartARankThatWaitedLongerThanUsual) {
+  const auto res = two_hosts();
+  const auto c = ring_job(60, [](int seq, int rank) {
+    if (seq == 40) return rank == 5 ? 10.0 : rank == 2 ? 180.0 : 330.0 + rank;
+    if (seq == 50) return rank == 5 ? 240.0 : rank == 2 ? 180.0 : 300.0 + rank;
+    if (rank == 2) return 10.0 + seq % 3;
+    return 0.0;  // the usual ~160
+  });
+  // ring_job's usual is 100-104 us: make it 160-164.
+  auto ops = c;
+  for (auto& op : ops.ops)
+    if (op.dur_us >= 100 && op.dur_us < 105) op.dur_us += 60;
+  const auto a = ni::analysis::find_anomalies(ops, res, {});
+  ASSERT_EQ(a.outliers.size(), 2u);
+  const auto& late = a.outliers[0].seq_first == 40 ? a.outliers[0] : a.outliers[1];
+  const auto& all_waited = a.outliers[0].seq_first == 50 ? a.outliers[0] : a.outliers[1];
+  ASSERT_EQ(late.seq_first, 40u);
+  ASSERT_EQ(all_waited.seq_first, 50u);
+  EXPECT_EQ(late.ranks, (std::vector<int>{0, 1, 3, 4, 6, 7}));
+  EXPECT_EQ(late.not_slow, std::vector<int>{5});
+  EXPECT_NE(late.evidence.find("rank 5 was not slow"), std::string::npos) << late.evidence;
+  EXPECT_NE(late.evidence.find("rank 2 waited longer than usual too"), std::string::npos) << late.evidence;
+  EXPECT_EQ(all_waited.not_slow, (std::vector<int>{2, 5}));
+  EXPECT_NE(all_waited.evidence.find("ranks 2,5 were not slow"), std::string::npos) << all_waited.evidence;
+  EXPECT_EQ(all_waited.evidence.find("longer than usual"), std::string::npos) << all_waited.evidence;
+}
+
 // P2P ops are rows of their own: their seq counts per peer and direction, so
 // two ranks' sends with the same seq are no instance. An op without a duration
 // (NaN) is left out and counted, not ranked.

@@ -248,8 +248,15 @@ JobTruth write_job(const std::string& dir, const JobSpec& s) {
   }
   for (int r = 0; r < n; ++r) {
     auto& L = lines[static_cast<std::size_t>(r)];
-    L.push_back("{\"type\":\"stats\",\"wall_ns\":" + std::to_string(clock) +
-                ",\"records_written\":100,\"ops_completed\":100,\"dropped\":{\"ring_full\":" + std::to_string(r == 0 && s.drops ? 7 : 0) +
+    // Written: the op and mark records this file holds (rank 1: `unread` more).
+    std::uint64_t written = r == 1 ? s.unread : 0;
+    for (const auto& l : L)
+      for (const char* type : {"\"type\":\"coll\"", "\"type\":\"p2p\"", "\"type\":\"mark\""})
+        written += l.find(type) != std::string::npos;
+    L.push_back("{\"type\":\"stats\",\"wall_ns\":" + std::to_string(clock) + ",\"records_written\":" +
+                std::to_string(written) +
+                ",\"ops_completed\":" + std::to_string(written + (r == 0 && s.drops ? 7 : 0)) +
+                ",\"dropped\":{\"ring_full\":" + std::to_string(r == 0 && s.drops ? 7 : 0) +
                 ",\"pool_exhausted\":0,\"write_error\":0},\"filtered\":{\"min_size\":0,\"sampled_out\":0},"
                 "\"faults\":{\"null_handle\":0},\"ring_high_water\":3,\"rings\":2,\"reclaimed_ops\":0}");
     L.push_back("{\"type\":\"end\",\"wall_ns\":" + std::to_string(clock) + ",\"dropped_total\":" + std::to_string(r == 0 && s.drops ? 7 : 0) + "}");

@@ -36,6 +36,9 @@ struct JobSpec {
   double clock_offset_us = 0;
   int clock_offset_host = 1;
   bool drops = true;  // rank 0's stats count 7 records dropped (ring_full)
+  // Rank 1's stats count this many more records as written than its file
+  // holds (a rotated file not given).
+  std::uint64_t unread = 0;
 };
 
 struct JobTruth {

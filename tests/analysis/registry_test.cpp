@@ -221,4 +221,48 @@ TEST(Registry, DroppedRecordsNamedByEverySubcommand) {
   const std::string out = cli_out("anomalies " + clean, rc);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_EQ(out.find("dropped"), std::string::npos) << out;
+  // Two inputs: each side's note names its side.
+  const std::string cmp = cli_out("compare " + dir + " " + clean, rc);
+  EXPECT_EQ(rc, 0) << cmp;
+  EXPECT_NE(cmp.find("note: BASE: the plugin dropped 7 record(s) (ring_full=7)"), std::string::npos) << cmp;
+  EXPECT_EQ(cmp.find("RUN: the plugin dropped"), std::string::npos) << cmp;
+  const std::string rev = cli_out("compare " + clean + " " + dir, rc);
+  EXPECT_NE(rev.find("note: RUN: the plugin dropped 7 record(s) (ring_full=7)"), std::string::npos) << rev;
+  const auto html = ni::test::temp_dir("registry_drops_report") + "/r.html";
+  const std::string rep = cli_out("report " + clean + " --baseline " + dir + " -o " + html, rc);
+  EXPECT_EQ(rc, 0) << rep;
+  EXPECT_NE(rep.find("note: baseline " + dir + ": the plugin dropped 7 record(s)"), std::string::npos) << rep;
+}
+
+// Records the plugin counts as written that no file read holds (a rotated
+// file not given): named on stderr with the number the health section shows.
+TEST(Registry, WrittenRecordsNotReadNamed) {
+  const auto dir = ni::test::temp_dir("registry_unread");
+  ni::test::JobSpec js;
+  js.iterations = 20;
+  js.drops = false;
+  js.unread = 13;
+  ni::test::write_job(dir, js);
+  for (const std::string cmd : {"summary", "stragglers", "hangs"}) {
+    int rc = -1;
+    const std::string out = cli_out(cmd + " " + dir, rc);
+    EXPECT_EQ(rc, 0) << cmd << ": " << out;
+    EXPECT_NE(out.find("note: 13 record(s) the plugin counts as written are not in the files read (a rotated "
+                       "file missing"),
+              std::string::npos)
+        << cmd << ": " << out;
+    EXPECT_EQ(out.find("the plugin dropped"), std::string::npos) << cmd << ": " << out;
+  }
+  int rc = -1;
+  const std::string csv = cli_out("summary -f csv --section health " + dir, rc);
+  EXPECT_NE(csv.find("written records not read,13,"), std::string::npos) << csv;
+  // With drops too: one note names both.
+  const auto both = ni::test::temp_dir("registry_unread_drops");
+  js.drops = true;
+  ni::test::write_job(both, js);
+  const std::string out = cli_out("anomalies " + both, rc);
+  EXPECT_NE(out.find("note: the plugin dropped 7 record(s) (ring_full=7) before they reached these logs and "
+                     "13 record(s) the plugin counts as written"),
+            std::string::npos)
+      << out;
 }
