@@ -1079,16 +1079,28 @@ void* proxy_op(CommV5& c, void* op, int peer, bool send, int posted, int done) {
 TEST_F(Tracker, ProgressSnapshotNeverMixesTwoOpsOfAReusedSlot) {
   // The issuer runs until the snapshot has shown kWanted ops (or kMaxOps were
   // issued): how many a snapshot catches depends on scheduling (a loaded
-  // sanitizer run once saw 576 in 20,000 ops), so the count is not timed.
+  // sanitizer run once saw 576 in 20,000 ops), so the count is not timed. On a
+  // loaded machine the reader may not run at all while the issuer goes through
+  // its ops (a CI run once saw 1,520 in 2,000,000 in 0.4 s), so every 512 ops
+  // the issuer waits (up to 100 ms) for the reader to finish one more pass.
   constexpr uint64_t kWanted = 2000, kMaxOps = 2'000'000;
   CommV5 c;
   std::atomic<bool> done{false}, enough{false};
+  std::atomic<uint64_t> passes{0};  // the reader's snapshots taken
   uint64_t issued = 0;  // read after join
   std::thread issuer([&] {
     void* prev = nullptr;
     void* prev_k = nullptr;
+    uint64_t seen = 0;
     // pairs with the release store of `enough` in the reader loop below
     for (uint64_t seq = 0; seq < kMaxOps && !enough.load(std::memory_order_acquire); ++seq, ++issued) {
+      if (seq % 512 == 511) {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+        // pairs with the reader's release increment of `passes` after each snapshot
+        while (passes.load(std::memory_order_acquire) == seen && std::chrono::steady_clock::now() < until)
+          std::this_thread::yield();
+        seen = passes.load(std::memory_order_acquire);  // pairs with the same increment
+      }
       // Two in flight at a time: op seq starts before op seq - 1 ends.
       void* h = c.coll(nullptr, "AllReduce", seq + 1, "ncclFloat32", static_cast<uint8_t>(seq % 8 + 1), seq);
       c.stop(h);
@@ -1110,6 +1122,7 @@ TEST_F(Tracker, ProgressSnapshotNeverMixesTwoOpsOfAReusedSlot) {
                              o.kind == static_cast<uint8_t>(ni::OpKind::kColl);
         if (!same_op) ++mixed;
       }
+    passes.fetch_add(1, std::memory_order_release);  // pairs with the issuer's acquire loads of `passes`
     if (shown >= kWanted) enough.store(true, std::memory_order_release);  // pairs with the issuer's acquire load
   }
   issuer.join();
