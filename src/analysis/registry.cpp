@@ -71,8 +71,13 @@ AnalysisResult Analysis::run_files(const FilesInput&) {
   return r;
 }
 
+namespace {
+// The start of a message about one of several inputs: "BASE: ", or nothing.
+std::string input_prefix(std::string_view input) { return input.empty() ? "" : std::string(input) + ": "; }
+}  // namespace
+
 bool check_read(const ReadResult& res, std::string_view input) {
-  const std::string of = input.empty() ? "" : std::string(input) + ": ";
+  const std::string of = input_prefix(input);
   if (res.ops == 0) {
     std::cerr << "nccl-inspector: " << of << "no op records in " << res.files.size() << " file(s)";
     std::size_t unknown = 0;
@@ -87,7 +92,7 @@ bool check_read(const ReadResult& res, std::string_view input) {
 }
 
 void note_read(const ReadResult& res, std::string_view input) {
-  const std::string of = input.empty() ? "" : std::string(input) + ": ";
+  const std::string of = input_prefix(input);
   if (res.truncated_files || res.corrupt_files || res.bad_lines)
     std::cerr << "nccl-inspector: note: " << of << res.truncated_files << " truncated file(s), "
               << res.corrupt_files << " corrupt file(s), " << res.bad_lines
@@ -101,7 +106,8 @@ void note_read(const ReadResult& res, std::string_view input) {
   if (dropped.total != 0)
     lost.push_back("the plugin dropped " + std::to_string(dropped.total) + " record(s) (" + dropped.list +
                    ") before they reached these logs");
-  if (d.unaccounted != 0) lost.push_back("the plugin lost " + std::to_string(d.unaccounted) +
+  if (d.unaccounted != 0)
+    lost.push_back("the plugin lost " + std::to_string(d.unaccounted) +
                    " record(s) uncounted (completed, neither written nor counted as dropped)");
   if (d.written_not_read != 0)
     lost.push_back(std::to_string(d.written_not_read) +

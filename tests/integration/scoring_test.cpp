@@ -352,6 +352,12 @@ TEST(Scoring, LateOnceRankNamedByItsOutlierRows) {
       const int straggler =
           (late + 1 + static_cast<int>((h >> 32) % static_cast<std::uint64_t>(s.world - 1))) % s.world;
       if (skew) truth["rank_skew_us"] = {{std::to_string(straggler), 150}};
+      char planted_c[160];
+      std::snprintf(planted_c, sizeof planted_c,
+                    "%d ranks/%d hosts seed %d NCCL %s: world rank %d late %.0f us at op %d", s.world, s.hosts,
+                    seed, nccl.c_str(), late, us, op);
+      const std::string planted_s =
+          planted_c + (skew ? ", world rank " + std::to_string(straggler) + " a straggler" : std::string());
       Job job = run_job(s, seed, nccl, 120, truth, "late-once");
       ASSERT_TRUE(job.error.empty()) << job.error;
       ASSERT_FALSE(job.late_once.empty());
@@ -373,10 +379,7 @@ TEST(Scoring, LateOnceRankNamedByItsOutlierRows) {
         rows += "\n  " + f.where + ": " + f.evidence;
         if (!f.not_slow.empty() && (waited_for != std::set<int>{late} || !planted || f.explained)) {
           ++wrong;
-          std::printf("wrong row: %d ranks/%d hosts seed %d NCCL %s: world rank %d late %.0f us at op %d%s: %s: %s\n",
-                      s.world, s.hosts, seed, nccl.c_str(), late, us, op,
-                      skew ? (", world rank " + std::to_string(straggler) + " a straggler").c_str() : "",
-                      f.where.c_str(), f.evidence.c_str());
+          std::printf("wrong row: %s: %s: %s\n", planted_s.c_str(), f.where.c_str(), f.evidence.c_str());
         }
         stray += !planted;
         listed += planted;
@@ -388,9 +391,7 @@ TEST(Scoring, LateOnceRankNamedByItsOutlierRows) {
       skew_jobs += skew;
       skew_hits += skew && named;
       if (!named)
-        std::printf("miss: %d ranks/%d hosts seed %d NCCL %s: world rank %d late %.0f us at op %d%s; rows:%s\n",
-                    s.world, s.hosts, seed, nccl.c_str(), late, us, op,
-                    skew ? (", world rank " + std::to_string(straggler) + " a straggler").c_str() : "", rows.c_str());
+        std::printf("miss: %s; rows:%s\n", planted_s.c_str(), rows.c_str());
     }
   std::printf("late once vs truth: named by its outlier rows in %d of %d jobs (%d of %d with another rank a "
               "straggler); %d rows naming a wrong rank, %d rows on instances it was not late to\n",
