@@ -67,6 +67,10 @@ struct Instance {
   Algo algo;
   Proto proto;
   double ratio = 1;    // dur / median of its (comm, func, bucket)
+  // Its place in program order: the median over its ranks of its position in
+  // the rank's own sequence of the comm's collectives (by that rank's start
+  // times); 0 when no rank's op has a start.
+  double order = 0;
 };
 
 // The worst outliers first: by robust z, ties by where and when (a total
@@ -284,7 +288,37 @@ std::vector<Instance> instances(const std::vector<Op>& ops, const std::vector<st
   sort_op_indices(
       ops, idx, [](const Op& op, std::uint32_t i) { return Key{op.comm_hash, op.seq, i, static_cast<std::uint8_t>(op.func)}; },
       [](const Key& a, const Key& b) { return std::tie(a.comm, a.func, a.seq, a.i) < std::tie(b.comm, b.func, b.seq, b.i); });
+  // Each op's position in its rank's own sequence of the comm's collectives,
+  // by that rank's start times. One rank's times come from one clock, so they
+  // keep its program order across the ranks' clock disagreements; the median
+  // over the ranks (below) outvotes the rank whose GPU clock estimate moved
+  // mid-run (the plugin converts each record with the estimate of the moment
+  // it writes it).
+  std::vector<std::uint32_t> pos(idx.size(), 0);
+  {
+    struct RKey {
+      std::uint64_t comm;
+      std::int64_t start;
+      std::int32_t rank;
+      std::uint32_t k;  // index into idx
+    };
+    std::vector<RKey> rk;
+    rk.reserve(idx.size());
+    for (std::size_t k = 0; k < idx.size(); ++k) {
+      const Op& op = ops[idx[k]];
+      if (op.has_start()) rk.push_back({op.comm_hash, op.start_wall_ns, op.rank, static_cast<std::uint32_t>(k)});
+    }
+    std::sort(rk.begin(), rk.end(), [](const RKey& a, const RKey& b) {
+      return std::tie(a.comm, a.rank, a.start, a.k) < std::tie(b.comm, b.rank, b.start, b.k);
+    });
+    std::uint32_t at = 0;
+    for (std::size_t j = 0; j < rk.size(); ++j) {
+      if (j > 0 && (rk[j].comm != rk[j - 1].comm || rk[j].rank != rk[j - 1].rank)) at = 0;
+      pos[rk[j].k] = ++at;  // from 1: 0 is "no start"
+    }
+  }
   std::vector<Instance> out;
+  std::vector<std::uint32_t> places;
   for (std::size_t b = 0; b < idx.size();) {
     std::size_t e = b + 1;
     const Op& f = ops[idx[b]];
@@ -292,10 +326,17 @@ std::vector<Instance> instances(const std::vector<Op>& ops, const std::vector<st
            ops[idx[e]].seq == f.seq)
       ++e;
     Instance in{f.comm_hash, f.func, size_bucket(f.bytes), f.seq, 0, 0, f.algo, f.proto};
+    places.clear();
     for (std::size_t i = b; i < e; ++i) {
       const Op& op = ops[idx[i]];
       in.dur = std::max(in.dur, op.dur_us);
       if (op.has_start() && (in.start == 0 || op.start_wall_ns < in.start)) in.start = op.start_wall_ns;
+      if (pos[i] != 0) places.push_back(pos[i]);
+    }
+    if (!places.empty()) {
+      std::sort(places.begin(), places.end());
+      const std::size_t m = places.size() / 2;
+      in.order = places.size() % 2 ? places[m] : 0.5 * (places[m - 1] + places[m]);
     }
     out.push_back(in);
     b = e;
@@ -320,9 +361,11 @@ std::vector<Instance> instances(const std::vector<Op>& ops, const std::vector<st
 
 // A comm's instances in program order. Each function's collectives are in
 // seq order (NCCL numbers them per function: exact, no clock); the functions'
-// sequences are merged by their instances' earliest starts. Time alone could
-// reorder a function's own collectives: a clock estimate can move during a
-// run, and the ranks' clocks may disagree by more than the gap between them.
+// sequences are merged by their instances' places in the ranks' own sequences
+// (Instance::order), ties by their earliest starts. Time alone could reorder
+// a function's own collectives, and earliest starts across ranks could
+// reorder the functions: a clock estimate can move during a run, and the
+// ranks' clocks may disagree by more than the gap between two collectives.
 void program_order(std::vector<Instance>& v, bool timed) {
   const auto by_seq = [](const Instance& a, const Instance& b) {
     return std::tie(a.func, a.seq) < std::tie(b.func, b.seq);
@@ -345,7 +388,8 @@ void program_order(std::vector<Instance>& v, bool timed) {
     std::size_t best = runs.size();
     for (std::size_t r = 0; r < runs.size(); ++r)
       if (runs[r].first < runs[r].second &&
-          (best == runs.size() || v[runs[r].first].start < v[runs[best].first].start))
+          (best == runs.size() || std::pair(v[runs[r].first].order, v[runs[r].first].start) <
+                                      std::pair(v[runs[best].first].order, v[runs[best].first].start)))
         best = r;
     if (best == runs.size()) break;
     merged.push_back(v[runs[best].first++]);

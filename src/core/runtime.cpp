@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <mutex>
 
 #include "src/core/clock.h"
@@ -266,6 +267,32 @@ void reset_context(Context& c, const Runtime& rt, const InitArgs& a) {
   for (uint32_t i = 0; i < 2 * c.p2p_seq_n; ++i) c.p2p_seq[i].store(0, std::memory_order_relaxed);
 }
 
+// A GPU's identity for clock sharing: a hash of its PCI bus id (unique in
+// the machine), else its ordinal + 1 (unique in the process); 0 unknown.
+uint64_t gpu_key_of(const CudaDevice& dev) {
+  if (!dev.pci_bus_id.empty()) return std::hash<std::string>{}(dev.pci_bus_id) | (1ull << 63);
+  return dev.ordinal >= 0 ? static_cast<uint64_t>(dev.ordinal) + 1 : 0;
+}
+
+// Under g_mu: whether another live context is another rank of the same comm
+// (then this process drives several GPUs).
+void note_multi_gpu(Runtime& rt, const Context& c, const InitArgs& a) {
+  if (rt.multi_gpu.load(std::memory_order_relaxed)) return;  // relaxed: under g_mu, the only writer
+  // relaxed: under g_mu, as acquire_context_locked reads it
+  const uint32_t nc = rt.n_contexts.load(std::memory_order_relaxed);
+  for (uint32_t i = 0; i < nc; ++i) {
+    const Context* o = context_of(&rt, i);
+    // relaxed: contexts go live and are finalized under g_mu, which we hold
+    if (o == nullptr || o == &c || !o->live.load(std::memory_order_relaxed)) continue;
+    // relaxed: v4+ set these at init (under g_mu); v1-v3 learn the hash later and give no GPU clock to share
+    if (a.comm_hash != 0 && o->comm_hash.load(std::memory_order_relaxed) == a.comm_hash &&
+        o->rank.load(std::memory_order_relaxed) != a.rank) {
+      rt.multi_gpu.store(true, std::memory_order_relaxed);  // read relaxed by clock_estimate: a hint, see there
+      return;
+    }
+  }
+}
+
 CommInfo comm_info_of(uint32_t id, const InitArgs& a, const CudaDevice& dev) {
   CommInfo info;
   info.comm_id = id;
@@ -331,6 +358,8 @@ void* comm_init(const InitArgs& a) noexcept {
     Context* c = acquire_context_locked(rt);
     if (c == nullptr) return nullptr;
     reset_context(*c, *rt, a);
+    c->gpu_key.store(gpu_key_of(dev), std::memory_order_relaxed);  // published by the release store of live below
+    note_multi_gpu(*rt, *c, a);
     const CommInfo info = comm_info_of(c->id, a, dev);
     {
       std::lock_guard<std::mutex> ilk(rt->info_mu);
@@ -496,10 +525,14 @@ bool own_estimate(Context* c, int64_t* off, uint64_t* unc, uint64_t* samples) {
 // Communicators of one process usually share a GPU, hence a GPU clock, but a
 // comm whose progress thread is busy with network work observes its kernel
 // starts late and gets a loose bound. When another live comm's bound is
-// tighter and lies within this comm's own uncertainty, it is presumed to be
-// the same clock and its bound is used: the error this can add is at most the
-// uncertainty the comm already had. Distinct GPU clocks with arbitrary epochs
-// are far apart and are never merged.
+// tighter and lies within this comm's own uncertainty, and the two are on one
+// GPU, its bound is used: the error this can add is at most the uncertainty
+// the comm already had. On one GPU: the driver named the same GPU for both;
+// or, where it named none (no driver loaded), the process is not known to
+// drive several GPUs. Each GPU has a clock of its own, and two GPUs' clocks
+// may differ by less than a loose comm's uncertainty (the emulator's do by
+// milliseconds): a bound borrowed from another GPU would move the comm's
+// times by up to that uncertainty, mid-run, and apart from its peers'.
 ClockEstimate clock_estimate(uint32_t comm_id) {
   ClockEstimate e;
   e.comm_id = comm_id;
@@ -519,6 +552,9 @@ ClockEstimate clock_estimate(uint32_t comm_id) {
     Context* o = context_of(rt, i);
     // relaxed: a hint; a comm racing with its finalize is only skipped
     if (o == nullptr || o == c || !o->live.load(std::memory_order_relaxed)) continue;
+    // relaxed: set before the context went live (comm_init), a hint like live
+    const uint64_t gk = c->gpu_key.load(std::memory_order_relaxed), ogk = o->gpu_key.load(std::memory_order_relaxed);
+    if (gk != 0 && ogk != 0 ? gk != ogk : rt->multi_gpu.load(std::memory_order_relaxed)) continue;  // relaxed: as above
     int64_t ooff = 0;
     uint64_t ounc = 0, osamples = 0;
     if (!own_estimate(o, &ooff, &ounc, &osamples)) continue;

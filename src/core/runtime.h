@@ -83,6 +83,10 @@ struct Runtime {
   std::atomic<uint32_t> n_contexts{0};  // ids handed out so far
   std::vector<uint32_t> recycled;       // finalized context ids, guarded by g_mu (runtime.cpp)
   std::atomic<int> live{0};             // live comms; written under g_mu, read anywhere
+  // Two ranks of one communicator were initialised in this process: it drives
+  // several GPUs (NCCL never puts two ranks of a comm on one GPU). Set under
+  // g_mu (comm_init), never cleared; read by clock_estimate.
+  std::atomic<bool> multi_gpu{false};
   std::mutex ring_mu;                   // guards the ring list
   // Guards Context::info. A leaf lock: never held while taking another, so
   // the dump thread (which reads comm info) never waits on g_mu, which the

@@ -718,6 +718,10 @@ struct Context {
   alignas(kCacheLine) std::atomic<int64_t> clk_min{INT64_MAX};
   std::atomic<int64_t> clk_typical{0};
   std::atomic<uint64_t> clk_samples{0};
+  // Which GPU the comm runs on (comm_init, from the CUDA driver): a hash of its
+  // PCI bus id, else its ordinal + 1; 0 unknown. Whose clock bounds it may
+  // share (clock_estimate). Relaxed: published by the release store of live.
+  std::atomic<uint64_t> gpu_key{0};
 };
 
 // ------------------------------------------------------- context arguments

@@ -676,3 +676,47 @@ TEST(Anomalies, OutliersInABimodalSlowModeAreExplained) {
     EXPECT_NE(a.outliers[i].evidence.find("the slow mode (median 25"), std::string::npos) << a.outliers[i].evidence;
   }
 }
+
+// Program order without agreeing clocks: two functions of one comm take turns
+// (AllReduce, AllGather, ...), ops 100..159 of 240 are 2.5x slow. The ranks'
+// clocks disagree by 1-3 ms (ten times the gap between two collectives), and
+// rank 0's -- the earliest -- moves 3 ms back after op 151 (a GPU clock
+// estimate that moved mid-run: the plugin converts each record with the
+// estimate of the moment it writes it). Merged by earliest start, the
+// functions interleave wrongly across the window's end and the window breaks;
+// by the ranks' own sequences (the median rank's place) it is exact.
+TEST(Anomalies, ChangePointWindowExactWhenOneRanksClockMovesMidRun) {
+  const auto res = two_hosts();
+  ni::analysis::CollectSink c;
+  for (int i = 0; i < 240; ++i)
+    for (int rank = 0; rank < 4; ++rank) {
+      ni::analysis::Op op;
+      op.comm_hash = 0xc1;
+      op.kind = ni::analysis::OpKind::kColl;
+      op.func = i % 2 ? ni::analysis::Func::kAllGather : ni::analysis::Func::kAllReduce;
+      op.bytes = i % 2 ? 256u << 10 : 1u << 20;
+      op.seq = static_cast<std::uint64_t>(i / 2);
+      op.rank = rank;
+      op.nranks = 4;
+      op.file_idx = 0;
+      op.timing = ni::analysis::Timing::kGpu;
+      op.dur_us = (i >= 100 && i < 160 ? 250.0 : 100.0) + (i * 7 + rank * 3) % 5;
+      std::int64_t t = 1'700'000'000'000'000'000 + static_cast<std::int64_t>(i) * 100'000 + rank * 1'000'000;
+      if (rank == 0 && i > 151) t -= 3'000'000;
+      op.start_wall_ns = t;
+      op.flags = ni::analysis::kFlagHasStart;
+      c.ops.push_back(op);
+    }
+  const auto a = ni::analysis::find_anomalies(c, res, {});
+  std::vector<ni::analysis::Finding> cp;
+  for (const auto& f : a.findings)
+    if (f.kind == "change_point") cp.push_back(f);
+  ASSERT_EQ(cp.size(), 1u);
+  ASSERT_EQ(cp[0].seq_ranges.size(), 2u);
+  for (const auto& r : cp[0].seq_ranges) {
+    EXPECT_EQ(r.first, 50u) << ni::analysis::to_string(r.func);
+    EXPECT_EQ(r.last, 79u) << ni::analysis::to_string(r.func);
+    EXPECT_EQ(r.count, 30u) << ni::analysis::to_string(r.func);
+  }
+  EXPECT_NEAR(cp[0].magnitude, 2.5, 0.1);
+}

@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <map>
 #include <cstdlib>
 #include <thread>
 #include <vector>
 
 #include "plugin/abi/all.h"
+#include "src/core/consumer.h"
 #include "src/output/encoder.h"
 #include "src/output/memory_sink.h"
 
@@ -202,6 +204,85 @@ TEST_F(CeTiming, ManyInFlightAtOnceTimedInOrder) {
     EXPECT_EQ(r.timing, static_cast<uint8_t>(TimingSource::kCudaEvent));
     EXPECT_NEAR(static_cast<double>(r.end_ns - r.start_ns), 1000.0 * static_cast<double>(r.seq + 1), 1.0)
         << "seq " << r.seq;
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// A comm through ABI v6 with GPU-stamped kernel channels, on the GPU the fake
+// driver says is current at its init.
+struct KernelComm {
+  int mask = 0;
+  void* ctx = nullptr;
+  KernelComm(uint64_t hash, int rank) { ncclProfiler_v6.init(&ctx, hash, &mask, "dp", 1, 8, rank, nullptr); }
+  ~KernelComm() {
+    if (ctx != nullptr) ncclProfiler_v6.finalize(ctx);
+  }
+  // One AllReduce whose first channel the GPU started at `ptimer`.
+  void op(uint64_t ptimer) {
+    EventDescrV6 api{};
+    api.type = kCollApi;
+    api.collApi.func = "AllReduce";
+    void* a = nullptr;
+    ncclProfiler_v6.startEvent(ctx, &a, &api);
+    EventDescrV6 d{};
+    d.type = kColl;
+    d.parentObj = a;
+    d.coll.func = "AllReduce";
+    d.coll.count = 1024;
+    d.coll.datatype = "ncclFloat32";
+    d.coll.nChannels = 1;
+    d.coll.nWarps = 16;
+    d.coll.algo = "RING";
+    d.coll.proto = "SIMPLE";
+    void* c = nullptr;
+    ncclProfiler_v6.startEvent(ctx, &c, &d);
+    ncclProfiler_v6.stopEvent(c);
+    ncclProfiler_v6.stopEvent(a);
+    EventDescrV6 k{};
+    k.type = kKernelCh;
+    k.parentObj = c;
+    k.kernelCh.channelId = 0;
+    k.kernelCh.pTimer = ptimer;
+    void* h = nullptr;
+    ncclProfiler_v6.startEvent(ctx, &h, &k);
+    StateArgsV6 s{};
+    s.kernelCh.pTimer = ptimer + 10;
+    ncclProfiler_v6.recordEventState(h, kKernelChStop, &s);
+    ncclProfiler_v6.stopEvent(h);
+  }
+};
+
+// Where the driver names each comm's GPU, a comm borrows a tighter bound
+// (within its uncertainty) only from a comm on the same GPU (tracker_test.cpp
+// has the bounds and the process without a driver).
+TEST_F(CeTiming, ClockBoundsAreSharedOnlyOnTheSameGpu) {
+  const uint64_t kOffset = 1000000000ull;  // GPU clock = CPU monotonic - 1 s
+  for (bool same : {true, false}) {
+    fake().set_current(0, "0000:1b:00.0");
+    KernelComm tight(0x1, 0);
+    fake().set_current(same ? 0 : 1, same ? "0000:1b:00.0" : "0000:1c:00.0");
+    KernelComm loose(0x2, 0);
+    for (int i = 0; i < 400; ++i) {
+      const uint64_t now = ni::mono_now_ns();
+      tight.op(now - kOffset - 2000);                       // seen ~2 us late
+      loose.op(now - kOffset - 500000 - (i % 4) * 1000000);  // seen 0.5..3.5 ms late
+    }
+    std::map<uint64_t, uint32_t> id;
+    for (const auto& ci : ni::comms()) id[ci.comm_hash] = ci.comm_id;
+    const ni::ClockEstimate t = ni::clock_estimate(id[0x1]);
+    const ni::ClockEstimate l = ni::clock_estimate(id[0x2]);
+    ASSERT_TRUE(t.valid && l.valid);
+    const int64_t truth = static_cast<int64_t>(kOffset);
+    EXPECT_LT(t.offset_ns - truth, 200000);
+    if (same) {
+      EXPECT_EQ(l.offset_ns, t.offset_ns) << "one GPU: the loose comm borrows the tight bound";
+    } else {
+      EXPECT_GE(l.offset_ns - truth, 400000) << "another GPU: the loose comm keeps its own bound";
+    }
+    sink()->take();
   }
 }
 

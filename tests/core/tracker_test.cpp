@@ -818,6 +818,38 @@ TEST_F(Tracker, ClockBoundsAreSharedOnlyWithinUncertainty) {
   sink()->take();
 }
 
+// A process holding two ranks of one comm drives several GPUs (NCCL never
+// puts two ranks of a comm on one GPU), whose clocks may be milliseconds
+// apart. With no driver to say which comm runs on which GPU, no comm borrows
+// another's bound there: it would move the comm's times mid-run and apart
+// from its peers' (which reordered collectives across ranks in the emulator).
+TEST_F(Tracker, ClockBoundsAreNotSharedInAProcessDrivingSeveralGpus) {
+  CommV5 tight(8, 0, 0x1), loose(8, 0, 0x2);
+  CommV5 peer0(8, 0, 0x7), peer1(8, 1, 0x7);  // two ranks of one comm: two GPUs
+  const uint64_t kOffset = 1000000000ull;
+  auto op_with_start = [](CommV5& c, uint64_t ptimer) {
+    void* op = c.coll(c.coll_api(), "AllReduce", 1024, "ncclFloat32", 1, 0);
+    c.stop(op);
+    CommV5::kstop(c.kch(op, 0, ptimer), ptimer + 10);
+  };
+  for (int i = 0; i < 400; ++i) {
+    const uint64_t now = ni::mono_now_ns();
+    op_with_start(tight, now - kOffset - 2000);
+    op_with_start(loose, now - kOffset - 500000 - (i % 4) * 1000000);
+  }
+  std::map<uint64_t, uint32_t> id;
+  for (const auto& ci : ni::comms())
+    if (ci.rank == 0) id[ci.comm_hash] = ci.comm_id;
+  ni::ClockEstimate t = ni::clock_estimate(id[0x1]);
+  ni::ClockEstimate l = ni::clock_estimate(id[0x2]);
+  ASSERT_TRUE(t.valid && l.valid);
+  const int64_t truth = static_cast<int64_t>(kOffset);
+  EXPECT_LT(t.offset_ns - truth, 200000) << "tight bound";
+  EXPECT_GE(l.offset_ns - truth, 400000) << "the loose comm keeps its own bound";
+  EXPECT_LT(l.offset_ns - truth, 700000) << "its own bound: the least lateness seen, 0.5 ms";
+  sink()->take();
+}
+
 TEST_F(Tracker, ContextOfAFinishedRuntimeIsIgnored) {
   void* old = nullptr;
   {

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdint>
@@ -27,9 +28,27 @@ using ni::it::fs::path;
 
 enum class End { kFinalize, kExitMain, kExitOtherThread, kDlclose };
 
+// Ops the producer has completed so far.
+std::atomic<std::uint64_t> g_produced{0};
+
 // Completes max_ops ops as fast as it can (UINT64_MAX: until the process ends).
 void produce(ni::it::Plugin& p, void* ctx, std::uint64_t max_ops) {
-  for (std::uint64_t s = 0; s < max_ops; ++s) p.op(ctx, s);
+  for (std::uint64_t s = 0; s < max_ops; ++s) {
+    p.op(ctx, s);
+    g_produced.store(s + 1, std::memory_order_release);  // pairs with the acquire in exit_mid_run()
+  }
+}
+
+// exit() once the producer is well into its run: 30 ms and at least 500 ops
+// completed (a loaded machine under a sanitizer may complete only a few dozen
+// in 30 ms), so the final record has something to account for.
+[[noreturn]] void exit_mid_run() {
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  // Acquire pairs with the release store in produce().
+  while (g_produced.load(std::memory_order_acquire) < 500 && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  exit(0);
 }
 
 // A producer that never stops, on a plain pthread: std::thread keeps its
@@ -74,8 +93,7 @@ void start_forever_producer(ni::it::Plugin& p, void* ctx) {
     case End::kExitMain: {
       // exit() while the producer is still completing ops; comms never finalized.
       start_forever_producer(p, ctx);
-      std::this_thread::sleep_for(std::chrono::milliseconds(30));
-      exit(0);
+      exit_mid_run();
     }
     case End::kExitOtherThread: {
       start_forever_producer(p, ctx);
@@ -84,10 +102,7 @@ void start_forever_producer(ni::it::Plugin& p, void* ctx) {
       pthread_t exiter;
       pthread_create(
           &exiter, nullptr,
-          [](void*) -> void* {
-            std::this_thread::sleep_for(std::chrono::milliseconds(30));
-            exit(0);
-          },
+          [](void*) -> void* { exit_mid_run(); },
           nullptr);
       pthread_join(exiter, nullptr);  // never returns: the process ends in exit() on the other thread
       _exit(12);

@@ -65,7 +65,8 @@ bool sanitized() {
 // The plain build scores every shape over 6 seeds; the emulator and the plugin
 // run 5-20x slower under the sanitizers, which check the same code on the
 // 16-rank, 4-host shape over 5 seeds. NI_SCORING_SEEDS=N scores over N seeds
-// (a deeper sweep by hand; the thresholds are the same).
+// (a deeper sweep by hand; the thresholds are the same); NI_SCORING_KEEP=DIR
+// keeps each job's logs and truth files in DIR/<test>-<ranks>-<seed>.
 std::vector<Shape> shapes() {
   if (sanitized()) return {{16, 4, 4}};
   return {{8, 2, 4}, {16, 4, 4}, {32, 8, 4}, {64, 8, 8}};
@@ -210,7 +211,15 @@ Job run_job(const Shape& s, int seed, const std::string& nccl, int iterations, c
     for (const auto& [func, seq] : set) missing += !job.logged.count({comm, func, seq});
   if (missing > 0 && job.dropped == 0)
     job.error = std::to_string(missing) + " collective instances of the truth are not in the logs, no drop counted";
-  if (!keep_logs.empty()) ni::it::fs::rename(dir / "logs", keep_logs);
+  if (!keep_logs.empty()) {
+    ni::it::fs::rename(dir / "logs", keep_logs);
+  } else if (const char* k = std::getenv("NI_SCORING_KEEP"); k != nullptr && *k != '\0') {
+    // A sweep by hand keeps every job's logs and truth files: NI_SCORING_KEEP=DIR.
+    const path to = path(k) / (tag + "-" + std::to_string(s.world) + "-" + std::to_string(seed));
+    ni::it::fs::remove_all(to);
+    ni::it::fs::create_directories(to);
+    ni::it::fs::copy(dir, to, ni::it::fs::copy_options::recursive);
+  }
   ni::it::fs::remove_all(dir);
   return job;
 }
