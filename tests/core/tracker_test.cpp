@@ -785,25 +785,36 @@ TEST_F(Tracker, TagNamesCarryTheirTagAndName) {
   EXPECT_EQ(recs[0].user_tag, 0u);
 }
 
-// Comms of one process usually share a GPU clock; a comm whose kernel starts
-// are observed late borrows a tighter bound that lies within its uncertainty,
-// and a comm on a clock with another epoch never does.
-TEST_F(Tracker, ClockBoundsAreSharedOnlyWithinUncertainty) {
-  CommV5 tight(8, 0, 0x1), loose(8, 0, 0x2), other(8, 0, 0x3);
-  const uint64_t kOffset = 1000000000ull;  // GPU clock = CPU monotonic - 1 s
+namespace {
+
+constexpr uint64_t kOffset = 1000000000ull;  // the GPU clock of feed_clock_bounds(): CPU monotonic - 1 s
+
+// Ops whose first channel `tight` sees ~2 us after the GPU started it and
+// `loose` 0.5..3.5 ms after, on a GPU clock kOffset behind the CPU's; `other`
+// (if any) on a clock of another epoch. About one op in four is sampled (at
+// random): enough ops that each comm's bound and spread are seen.
+void feed_clock_bounds(CommV5& tight, CommV5& loose, CommV5* other = nullptr) {
   auto op_with_start = [](CommV5& c, uint64_t ptimer) {
     void* op = c.coll(c.coll_api(), "AllReduce", 1024, "ncclFloat32", 1, 0);
     c.stop(op);
     CommV5::kstop(c.kch(op, 0, ptimer), ptimer + 10);
   };
-  // About one op in four is sampled (at random): enough ops that each comm's
-  // bound and spread are seen.
   for (int i = 0; i < 400; ++i) {
     const uint64_t now = ni::mono_now_ns();
-    op_with_start(tight, now - kOffset - 2000);                       // seen ~2 us late
-    op_with_start(loose, now - kOffset - 500000 - (i % 4) * 1000000);  // seen 0.5..3.5 ms late
-    op_with_start(other, now - 5000000000000ull);                     // another epoch
+    op_with_start(tight, now - kOffset - 2000);
+    op_with_start(loose, now - kOffset - 500000 - (i % 4) * 1000000);
+    if (other != nullptr) op_with_start(*other, now - 5000000000000ull);
   }
+}
+
+}  // namespace
+
+// Comms of one process usually share a GPU clock; a comm whose kernel starts
+// are observed late borrows a tighter bound that lies within its uncertainty,
+// and a comm on a clock with another epoch never does.
+TEST_F(Tracker, ClockBoundsAreSharedOnlyWithinUncertainty) {
+  CommV5 tight(8, 0, 0x1), loose(8, 0, 0x2), other(8, 0, 0x3);
+  feed_clock_bounds(tight, loose, &other);
   std::map<uint64_t, uint32_t> id;
   for (const auto& ci : ni::comms()) id[ci.comm_hash] = ci.comm_id;
   ni::ClockEstimate t = ni::clock_estimate(id[0x1]);
@@ -826,17 +837,7 @@ TEST_F(Tracker, ClockBoundsAreSharedOnlyWithinUncertainty) {
 TEST_F(Tracker, ClockBoundsAreNotSharedInAProcessDrivingSeveralGpus) {
   CommV5 tight(8, 0, 0x1), loose(8, 0, 0x2);
   CommV5 peer0(8, 0, 0x7), peer1(8, 1, 0x7);  // two ranks of one comm: two GPUs
-  const uint64_t kOffset = 1000000000ull;
-  auto op_with_start = [](CommV5& c, uint64_t ptimer) {
-    void* op = c.coll(c.coll_api(), "AllReduce", 1024, "ncclFloat32", 1, 0);
-    c.stop(op);
-    CommV5::kstop(c.kch(op, 0, ptimer), ptimer + 10);
-  };
-  for (int i = 0; i < 400; ++i) {
-    const uint64_t now = ni::mono_now_ns();
-    op_with_start(tight, now - kOffset - 2000);
-    op_with_start(loose, now - kOffset - 500000 - (i % 4) * 1000000);
-  }
+  feed_clock_bounds(tight, loose);
   std::map<uint64_t, uint32_t> id;
   for (const auto& ci : ni::comms())
     if (ci.rank == 0) id[ci.comm_hash] = ci.comm_id;
