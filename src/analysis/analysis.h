@@ -169,6 +169,12 @@ bool check_read(const ReadResult& res, std::string_view input = {});
 // The stderr notes alone: damaged files and lines skipped, records the plugin
 // dropped, lost uncounted or wrote to files not read, files not read to the end.
 void note_read(const ReadResult& res, std::string_view input = {});
+// What those two print, as text (without the "nccl-inspector: " each line
+// gets), for a caller that prints elsewhere or later: the error when there is
+// nothing to analyse ("" otherwise), and the notes, "note: ..." or
+// "warning: ...", one per line.
+std::string read_error(const ReadResult& res, std::string_view input = {});
+std::vector<std::string> read_notes(const ReadResult& res, std::string_view input = {});
 // Expands inputs; prints the error and returns false on a missing path / no files.
 bool discover(const std::vector<std::string>& inputs, std::vector<std::string>& files);
 

@@ -251,8 +251,9 @@ void outliers(const std::vector<Op>& ops, const std::vector<std::uint32_t>& sel,
                               (waited.empty() ? std::string()
                                               : std::string(waited.size() > 1 ? "; ranks " : "; rank ") +
                                                     rank_list(waited) +
-                                                    " waited longer than usual too (over half the delay above "
-                                                    "their own median), so arrived before it"));
+                                                    " waited longer than usual too (over half the delay above " +
+                                                    (waited.size() > 1 ? "their own medians" : "its own median") +
+                                                    "), so arrived before the rank waited for"));
       if (windows != why.windows.end() && op.kind == OpKind::kColl)  // windows are of kernel collectives
         for (const auto& [first, last] : windows->second)
           if (first <= op.seq && op.seq <= last) {

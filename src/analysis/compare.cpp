@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iostream>
 #include <map>
 #include <sstream>
 
@@ -45,13 +46,13 @@ CompareResult compare_runs(const std::vector<std::string>& base, const std::vect
   ReadResult rb, rr;
   auto sb = read_merged<SummarySink>(base, ro, threads, rb, so);
   auto sr = read_merged<SummarySink>(run, ro, threads, rr, so);
-  if (rb.ops == 0) cr.error = "no op records in BASE";
-  else if (rr.ops == 0) cr.error = "no op records in RUN";
+  cr.error = read_error(rb, "BASE");
+  if (cr.error.empty()) cr.error = read_error(rr, "RUN");
   if (!cr.error.empty()) return cr;
   // Each side's drops and damage, named by its side: a side that lost records
   // compares what it kept.
-  note_read(rb, "BASE");
-  note_read(rr, "RUN");
+  cr.notes = read_notes(rb, "BASE");
+  for (std::string& n : read_notes(rr, "RUN")) cr.notes.push_back(std::move(n));
   const auto mb = collapse(*sb, o.by_tag), mr = collapse(*sr, o.by_tag);
   const TagNames tags = o.by_tag ? tag_names(rb, rr, o.tag_map) : TagNames();
   Section& s = cr.report.add("compare", "BASE vs RUN");
@@ -164,6 +165,7 @@ class CompareAnalysis : public Analysis {
       return r;
     }
     CompareResult cr = compare_runs(bf, rf, in.threads, in.ro, opt_);
+    for (const std::string& n : cr.notes) std::cerr << "nccl-inspector: " << n << "\n";
     if (!cr.error.empty()) {
       r.exit = kExitUsage;
       r.error = cr.error;

@@ -10,6 +10,8 @@
 #include <map>
 #include <string>
 #include <vector>
+#include <string>
+#include <vector>
 
 #include "src/analysis/reader.h"
 #include "src/analysis/table.h"
@@ -28,7 +30,8 @@ struct CompareOptions {
 struct CompareResult {
   Report report;
   std::size_t regressions = 0, improvements = 0, compared = 0;
-  std::string error;
+  std::string error;                // a side with nothing to compare (read_error, "BASE: ..." / "RUN: ...")
+  std::vector<std::string> notes;  // each side's read notes (read_notes), for the caller to print
 };
 
 CompareResult compare_runs(const std::vector<std::string>& base, const std::vector<std::string>& run, int threads,

@@ -76,27 +76,22 @@ namespace {
 std::string input_prefix(std::string_view input) { return input.empty() ? "" : std::string(input) + ": "; }
 }  // namespace
 
-bool check_read(const ReadResult& res, std::string_view input) {
-  const std::string of = input_prefix(input);
-  if (res.ops == 0) {
-    std::cerr << "nccl-inspector: " << of << "no op records in " << res.files.size() << " file(s)";
-    std::size_t unknown = 0;
-    for (const auto& f : res.files) unknown += f.format == FileFormat::kUnknown;
-    if (unknown == res.files.size())
-      std::cerr << " (unknown format: not nccl-inspector or upstream Inspector v4.0 logs)";
-    std::cerr << "; try: nccl-inspector validate\n";
-    return false;
-  }
-  note_read(res, input);
-  return true;
+std::string read_error(const ReadResult& res, std::string_view input) {
+  if (res.ops != 0) return "";
+  std::string e = input_prefix(input) + "no op records in " + std::to_string(res.files.size()) + " file(s)";
+  std::size_t unknown = 0;
+  for (const auto& f : res.files) unknown += f.format == FileFormat::kUnknown;
+  if (unknown == res.files.size()) e += " (unknown format: not nccl-inspector or upstream Inspector v4.0 logs)";
+  return e + "; try: nccl-inspector validate";
 }
 
-void note_read(const ReadResult& res, std::string_view input) {
+std::vector<std::string> read_notes(const ReadResult& res, std::string_view input) {
   const std::string of = input_prefix(input);
+  std::vector<std::string> notes;
   if (res.truncated_files || res.corrupt_files || res.bad_lines)
-    std::cerr << "nccl-inspector: note: " << of << res.truncated_files << " truncated file(s), "
-              << res.corrupt_files << " corrupt file(s), " << res.bad_lines
-              << " bad line(s) skipped (see the health section)\n";
+    notes.push_back("note: " + of + std::to_string(res.truncated_files) + " truncated file(s), " +
+                    std::to_string(res.corrupt_files) + " corrupt file(s), " + std::to_string(res.bad_lines) +
+                    " bad line(s) skipped (see the health section)");
   // What the plugin lost before it reached these logs (its stats records) and
   // what it wrote that is not in the files given: every subcommand's verdicts
   // see only the records read, so each says so.
@@ -114,14 +109,28 @@ void note_read(const ReadResult& res, std::string_view input) {
                    " record(s) the plugin counts as written are not in the files read (a rotated file missing or not "
                    "given, or cut short)");
   if (!lost.empty()) {
-    std::cerr << "nccl-inspector: note: " << of;
+    std::string n = "note: " + of;
     for (std::size_t i = 0; i < lost.size(); ++i)
-      std::cerr << (i == 0 ? "" : i + 1 == lost.size() ? " and " : ", ") << lost[i];
-    std::cerr << ": what follows is on the records read (per output: `nccl-inspector summary`, its health "
-                 "section)\n";
+      n += (i == 0 ? "" : i + 1 == lost.size() ? " and " : ", ") + lost[i];
+    notes.push_back(n + ": what follows is on the records read (per output: `nccl-inspector summary`, its health "
+                        "section)");
   }
   for (const auto& f : res.files)
-    if (f.failed) std::cerr << "nccl-inspector: warning: " << of << f.path << ": " << f.error << "\n";
+    if (f.failed) notes.push_back("warning: " + of + f.path + ": " + f.error);
+  return notes;
+}
+
+bool check_read(const ReadResult& res, std::string_view input) {
+  if (const std::string e = read_error(res, input); !e.empty()) {
+    std::cerr << "nccl-inspector: " << e << "\n";
+    return false;
+  }
+  note_read(res, input);
+  return true;
+}
+
+void note_read(const ReadResult& res, std::string_view input) {
+  for (const std::string& n : read_notes(res, input)) std::cerr << "nccl-inspector: " << n << "\n";
 }
 
 bool discover(const std::vector<std::string>& inputs, std::vector<std::string>& files) {
