@@ -295,29 +295,8 @@ std::vector<Instance> instances(const std::vector<Op>& ops, const std::vector<st
   // over the ranks (below) outvotes the rank whose GPU clock estimate moved
   // mid-run (the plugin converts each record with the estimate of the moment
   // it writes it).
-  std::vector<std::uint32_t> pos(idx.size(), 0);
-  {
-    struct RKey {
-      std::uint64_t comm;
-      std::int64_t start;
-      std::int32_t rank;
-      std::uint32_t k;  // index into idx
-    };
-    std::vector<RKey> rk;
-    rk.reserve(idx.size());
-    for (std::size_t k = 0; k < idx.size(); ++k) {
-      const Op& op = ops[idx[k]];
-      if (op.has_start()) rk.push_back({op.comm_hash, op.start_wall_ns, op.rank, static_cast<std::uint32_t>(k)});
-    }
-    std::sort(rk.begin(), rk.end(), [](const RKey& a, const RKey& b) {
-      return std::tie(a.comm, a.rank, a.start, a.k) < std::tie(b.comm, b.rank, b.start, b.k);
-    });
-    std::uint32_t at = 0;
-    for (std::size_t j = 0; j < rk.size(); ++j) {
-      if (j > 0 && (rk[j].comm != rk[j - 1].comm || rk[j].rank != rk[j - 1].rank)) at = 0;
-      pos[rk[j].k] = ++at;  // from 1: 0 is "no start"
-    }
-  }
+  std::vector<std::uint32_t> pos;
+  rank_positions(ops, idx, pos);
   std::vector<Instance> out;
   std::vector<std::uint32_t> places;
   for (std::size_t b = 0; b < idx.size();) {

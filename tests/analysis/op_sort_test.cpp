@@ -102,4 +102,65 @@ TEST(OpSort, GivesStdSortsOrderForOpsInNoOrder) {
   }
 }
 
+// What rank_positions must give: every op with a start sorted by (comm, rank,
+// start, its place in idx), numbered from 1 within each (comm, rank).
+std::vector<std::uint32_t> expected_positions(const std::vector<ana::Op>& ops, const std::vector<std::uint32_t>& idx) {
+  std::vector<std::uint32_t> k_of;
+  for (std::uint32_t k = 0; k < idx.size(); ++k)
+    if (ops[idx[k]].has_start()) k_of.push_back(k);
+  auto key = [&](std::uint32_t k) {
+    const ana::Op& op = ops[idx[k]];
+    return std::tuple(op.comm_hash, op.rank, op.start_wall_ns, k);
+  };
+  std::sort(k_of.begin(), k_of.end(), [&](std::uint32_t a, std::uint32_t b) { return key(a) < key(b); });
+  std::vector<std::uint32_t> pos(idx.size(), 0);
+  std::uint32_t at = 0;
+  for (std::size_t j = 0; j < k_of.size(); ++j) {
+    const ana::Op &x = ops[idx[k_of[j]]], &prev = ops[idx[k_of[j > 0 ? j - 1 : 0]]];
+    if (j == 0 || x.comm_hash != prev.comm_hash || x.rank != prev.rank) at = 0;
+    pos[k_of[j]] = ++at;
+  }
+  return pos;
+}
+
+// Ops as anomalies' instances() hands them over ((comm, func, seq) order),
+// each rank starting its collectives in program order by its own clock: a
+// rank's ops of one function are one sorted run. Times as logs give them:
+// functions interleaved, ties (two ops at one start), ops without a start,
+// ranks whose clock jitters (many runs), ranks numbered sparsely or unknown (-1).
+TEST(OpSort, RankPositionsAreTheOrderOfASortByRankAndStart) {
+  std::mt19937_64 rng(11);
+  for (int ranks : {1, 3, 8, 64})
+    for (int shape = 0; shape < 4; ++shape) {
+      std::vector<ana::Op> ops;
+      for (int c = 0; c < 3; ++c)
+        for (int r = 0; r < ranks; ++r) {
+          std::int64_t t = 1'000'000 * (r + 1);
+          for (int s = 0; s < 200; ++s) {
+            ana::Op op;
+            op.comm_hash = 0x100u + static_cast<std::uint64_t>(c);
+            op.func = static_cast<ana::Func>(rng() % 3);
+            op.seq = static_cast<std::uint64_t>(s);
+            op.rank = shape == 2 ? r * 1000 : shape == 3 && r == 0 ? -1 : r;  // sparse; an unknown rank
+            t += rng() % 4 == 0 ? 0 : static_cast<std::int64_t>(rng() % 5000);  // a quarter tie with the last
+            op.start_wall_ns = shape == 1 ? t + static_cast<std::int64_t>(rng() % 20000) : t;  // jitter: many runs
+            if (rng() % 20 != 0) op.flags = ana::kFlagHasStart;
+            op.file_idx = static_cast<std::uint32_t>(r);
+            ops.push_back(op);
+          }
+        }
+      std::vector<std::uint32_t> idx = all(ops);
+      // instances()' order: (comm, func, seq, i).
+      std::sort(idx.begin(), idx.end(), [&](std::uint32_t a, std::uint32_t b) {
+        return std::tuple(ops[a].comm_hash, ops[a].func, ops[a].seq, a) < std::tuple(ops[b].comm_hash, ops[b].func, ops[b].seq, b);
+      });
+      std::vector<std::uint32_t> pos{7, 7};  // rank_positions sizes and clears it
+      ana::rank_positions(ops, idx, pos);
+      ASSERT_EQ(pos, expected_positions(ops, idx)) << ranks << " ranks, shape " << shape;
+    }
+  std::vector<std::uint32_t> none;
+  ana::rank_positions(std::vector<ana::Op>{}, {}, none);
+  EXPECT_TRUE(none.empty());
+}
+
 }  // namespace
