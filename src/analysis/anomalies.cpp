@@ -750,6 +750,40 @@ void judge_hcas(HcaUseAcc& acc, const ReadResult& res, const AnomalyOptions& o, 
   }
 }
 
+// The rows that name one rank alone as not slow (explained ones aside: a
+// change point or a bimodal group's slow mode is their cause), by the process
+// (and GPU, when the comm records give it) of that rank.
+std::vector<WaitedFor> waited_for(const std::vector<Finding>& rows, const ReadResult& res) {
+  std::map<std::pair<std::uint64_t, int>, std::pair<std::uint32_t, int>> where;  // (comm, rank) -> (file, cuda_dev)
+  for (std::uint32_t i = 0; i < res.files.size(); ++i)
+    for (const CommInfo& c : res.files[i].comms) where.emplace(std::pair(c.comm_hash, c.rank), std::pair(i, c.cuda_dev));
+  // A process is (host, pid); a file without a pid (upstream logs) is one of its own.
+  std::map<std::tuple<std::string, std::int64_t, int>, WaitedFor> by;
+  for (const Finding& f : rows) {
+    if (f.explained || f.not_slow.size() != 1) continue;
+    const auto it = where.find({f.comm, f.not_slow[0]});
+    if (it == where.end()) continue;
+    const auto [file, dev] = it->second;
+    const FileInfo& fi = res.files[file];
+    const std::int64_t pid = fi.pid >= 0 ? fi.pid : -1 - static_cast<std::int64_t>(file);
+    WaitedFor& w = by[{fi.host, pid, dev}];
+    if (w.process.empty())
+      w.process = (fi.host.empty() ? std::string("?") : fi.host) +
+                  (fi.pid >= 0 ? " pid " + std::to_string(fi.pid) : " " + fi.path) +
+                  (dev >= 0 ? " GPU " + std::to_string(dev) : std::string());
+    ++w.rows;
+    w.ranks.emplace_back(f.comm_label, f.comm, f.not_slow[0]);
+  }
+  std::vector<WaitedFor> out;
+  for (auto& [k, w] : by) {
+    std::sort(w.ranks.begin(), w.ranks.end());
+    w.ranks.erase(std::unique(w.ranks.begin(), w.ranks.end()), w.ranks.end());
+    out.push_back(std::move(w));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const WaitedFor& a, const WaitedFor& b) { return a.rows > b.rows; });
+  return out;
+}
+
 }  // namespace
 
 AnomalyAcc::AnomalyAcc(const ReadResult& res, const AnomalyOptions& o) : res_(res), o_(o) {
@@ -836,6 +870,7 @@ AnomalyResult AnomalyAcc::finish() {
   }
   std::sort(outlier_cands_.begin(), outlier_cands_.end(), worse);
   for (std::size_t i = 0; i < outlier_cands_.size() && i < o.top; ++i) out.outliers.push_back(std::move(outlier_cands_[i].second));
+  out.waited_for = waited_for(out.outliers, res);
   const SlowHcaResult sh = judge_slow_hcas(hca_series_, res, o.slow_hca);
   for (const SlowHca& x : sh.found) out.findings.push_back(slow_hca_finding(x, res));
   for (const HcaDegraded& x : sh.degraded) {
@@ -923,6 +958,17 @@ Report anomalies_report(const AnomalyResult& r) {
                                                 " of these inside a change_point window or in the slow mode of a bimodal "
                                                 "group, listed after the others"
                                           : std::string()));
+  if (!r.waited_for.empty()) {
+    std::string line = "the rank the slow ranks may have waited for (the one rank not slow in a row), by process:";
+    for (std::size_t i = 0; i < r.waited_for.size(); ++i) {
+      const WaitedFor& w = r.waited_for[i];
+      line += std::string(i ? ";" : "") + " " + w.process + " in " + std::to_string(w.rows) + (w.rows > 1 ? " rows" : " row") + " (";
+      for (std::size_t j = 0; j < w.ranks.size(); ++j)
+        line += (j ? ", " : "") + std::get<0>(w.ranks[j]) + " rank " + std::to_string(std::get<2>(w.ranks[j]));
+      line += ")";
+    }
+    o.notes.push_back(line);
+  }
   if (r.short_comms)
     f.notes.push_back(std::to_string(r.short_comms) + " communicators with fewer than " +
                       std::to_string(r.min_change_instances) +

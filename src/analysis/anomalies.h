@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -67,9 +68,20 @@ struct Finding {
   std::vector<int> not_slow;  // outlier: the instance's other ranks in the logs (the slow ones may have waited for them)
 };
 
+// A rank the slow ranks of outlier rows may have waited for, by process: the
+// rows (listed, unexplained) that name one rank alone as not slow, each named
+// by its process from the comm records, so that one late GPU's rows on
+// several communicators (a rank number of each) come together.
+struct WaitedFor {
+  std::string process;  // "host pid P" (+ " GPU d" when the comm records give the device)
+  std::vector<std::tuple<std::string, std::uint64_t, int>> ranks;  // (comm label, comm, rank in it), sorted
+  std::uint64_t rows = 0;
+};
+
 struct AnomalyResult {
   std::vector<Finding> findings;   // everything but single outliers
   std::vector<Finding> outliers;   // worst single-op outliers (top N)
+  std::vector<WaitedFor> waited_for;  // by rows, most first
   std::uint64_t outlier_count = 0;       // outlier ops (rank-ops)
   std::uint64_t outlier_instances = 0;   // the collective instances they are in: one `outliers` row each
   std::uint64_t outlier_ops_alone = 0;   // P2P ops and ops of an unknown rank among them: a row each

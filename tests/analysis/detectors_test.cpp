@@ -581,6 +581,62 @@ TEST(Anomalies, OutliersAreOneRowPerInstance) {
       << rep.sections[1].notes.at(0);
 }
 
+// One late GPU's rows on two communicators (rank 7 of one, rank 0 of the
+// other) come together under its process and device from the comm records; a
+// row with two ranks not slow names neither in the roll-up.
+TEST(Anomalies, RowsWaitingForOneGpuOnSeveralCommsAreRolledUpByProcess) {
+  auto res = two_hosts();
+  res.files[0].pid = 100;
+  res.files[1].pid = 200;
+  for (int r = 0; r < 8; ++r) {
+    ni::analysis::CommInfo ci;
+    ci.comm_hash = 0xc0;
+    ci.rank = r;
+    ci.cuda_dev = r % 4;
+    res.files[static_cast<std::size_t>(r / 4)].comms.push_back(ci);
+  }
+  for (int r = 0; r < 2; ++r) {  // the second comm: file 1's GPU 3 is its rank 0, file 0's GPU 0 its rank 1
+    ni::analysis::CommInfo ci;
+    ci.comm_hash = 0xd0;
+    ci.rank = r;
+    ci.cuda_dev = r == 0 ? 3 : 0;
+    res.files[r == 0 ? 1 : 0].comms.push_back(ci);
+  }
+  auto c = ring_job(60, [](int seq, int rank) {
+    if (seq == 40 && rank != 7) return 300.0 + rank;  // all waited for rank 7
+    if (seq == 20 && rank < 6) return 300.0 + rank;   // ranks 6 and 7 not slow: no one rank named
+    return 0.0;
+  });
+  for (int seq = 0; seq < 60; ++seq)
+    for (int rank = 0; rank < 2; ++rank) {
+      ni::analysis::Op op = c.ops[0];
+      op.comm_hash = 0xd0;
+      op.seq = static_cast<std::uint64_t>(seq);
+      op.rank = rank;
+      op.nranks = 2;
+      op.file_idx = rank == 0 ? 1 : 0;
+      op.dur_us = seq == 30 && rank == 1 ? 320.0 : 100.0 + (seq * 7 + rank * 3) % 5;
+      op.start_wall_ns = 1'700'000'000'000'000'000 + seq * 1'000'000 + 500'000;
+      c.ops.push_back(op);
+    }
+  const auto a = ni::analysis::find_anomalies(c, res, {});
+  ASSERT_EQ(a.outliers.size(), 3u);
+  ASSERT_EQ(a.waited_for.size(), 1u);
+  const auto& w = a.waited_for[0];
+  EXPECT_EQ(w.process, "h1 pid 200 GPU 3");
+  EXPECT_EQ(w.rows, 2u);
+  ASSERT_EQ(w.ranks.size(), 2u);
+  EXPECT_EQ(std::get<1>(w.ranks[0]), 0xc0u);
+  EXPECT_EQ(std::get<2>(w.ranks[0]), 7);
+  EXPECT_EQ(std::get<1>(w.ranks[1]), 0xd0u);
+  EXPECT_EQ(std::get<2>(w.ranks[1]), 0);
+  const auto rep = ni::analysis::anomalies_report(a);
+  const auto& notes = rep.sections.at(1).notes;
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_NE(notes[1].find("by process: h1 pid 200 GPU 3 in 2 rows ("), std::string::npos) << notes[1];
+  EXPECT_NE(notes[1].find(" rank 7, "), std::string::npos) << notes[1];
+}
+
 // A straggler (rank 2, last to every op, so it waits little: ~10 us where the
 // others wait ~160) is not slow by the group's median when it waits for a rank
 // later still (rank 5 at seq 40): its own median says it waited, so the row

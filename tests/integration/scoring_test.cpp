@@ -348,7 +348,7 @@ TEST(Scoring, NoVerdictWithoutGpuTimes) {
 // (150 us late to every op: the usual wait, not an outlier), and the late-once
 // rank must still be the one named.
 TEST(Scoring, LateOnceRankNamedByItsOutlierRows) {
-  int jobs = 0, hits = 0, wrong = 0, stray = 0, skew_jobs = 0, skew_hits = 0;
+  int jobs = 0, hits = 0, wrong = 0, stray = 0, skew_jobs = 0, skew_hits = 0, wrong_rollup = 0, rollup_jobs = 0;
   for (const Shape& s : shapes())
     for (int seed = 1; seed <= seeds(); ++seed) {
       const std::uint64_t h = mix(static_cast<std::uint64_t>(seed) * 15485863 + static_cast<std::uint64_t>(s.world));
@@ -396,6 +396,26 @@ TEST(Scoring, LateOnceRankNamedByItsOutlierRows) {
       }
       // Every outlier instance is listed (fewer than --top), so none is off the list.
       EXPECT_EQ(an.outlier_instances + an.outlier_ops_alone, listed);
+      // The roll-up by process: every rank it names is the late one, and its
+      // entry counts each row that names that rank alone.
+      std::uint64_t alone_rows = 0;
+      for (const auto& f : an.outliers) alone_rows += !f.explained && f.not_slow.size() == 1;
+      std::uint64_t rolled = 0;
+      for (const auto& w : an.waited_for) {
+        rolled += w.rows;
+        for (const auto& [label, comm, r] : w.ranks) {
+          const auto it = job.world_of.find({comm, r});
+          if (it == job.world_of.end() || it->second != late) {
+            ++wrong_rollup;
+            std::printf("wrong roll-up: %s: %s %s rank %d\n", planted_s.c_str(), w.process.c_str(), label.c_str(), r);
+          }
+        }
+      }
+      EXPECT_EQ(rolled, alone_rows) << planted_s;
+      if (named) {
+        rollup_jobs += an.waited_for.size() == 1;
+        if (an.waited_for.size() != 1) std::printf("roll-up of %zu entries: %s\n", an.waited_for.size(), planted_s.c_str());
+      }
       hits += named;
       skew_jobs += skew;
       skew_hits += skew && named;
@@ -403,12 +423,15 @@ TEST(Scoring, LateOnceRankNamedByItsOutlierRows) {
         std::printf("miss: %s; rows:%s\n", planted_s.c_str(), rows.c_str());
     }
   std::printf("late once vs truth: named by its outlier rows in %d of %d jobs (%d of %d with another rank a "
-              "straggler); %d rows naming a wrong rank, %d rows on instances it was not late to\n",
-              hits, jobs, skew_hits, skew_jobs, wrong, stray);
+              "straggler); %d rows naming a wrong rank, %d rows on instances it was not late to; its process alone "
+              "in the roll-up in %d of the %d jobs named, %d roll-up ranks not the late one\n",
+              hits, jobs, skew_hits, skew_jobs, wrong, stray, rollup_jobs, hits, wrong_rollup);
   EXPECT_GT(skew_jobs, 0);
   EXPECT_GE(hits, jobs * 95 / 100);
   EXPECT_EQ(wrong, 0);
   EXPECT_EQ(stray, 0);
+  EXPECT_EQ(wrong_rollup, 0);
+  EXPECT_EQ(rollup_jobs, hits);
 }
 
 // ---------------------------------------------------------------- congestion
