@@ -754,23 +754,14 @@ void judge_hcas(HcaUseAcc& acc, const ReadResult& res, const AnomalyOptions& o, 
 // change point or a bimodal group's slow mode is their cause), by the process
 // (and GPU, when the comm records give it) of that rank.
 std::vector<WaitedFor> waited_for(const std::vector<Finding>& rows, const ReadResult& res) {
-  std::map<std::pair<std::uint64_t, int>, std::pair<std::uint32_t, int>> where;  // (comm, rank) -> (file, cuda_dev)
-  for (std::uint32_t i = 0; i < res.files.size(); ++i)
-    for (const CommInfo& c : res.files[i].comms) where.emplace(std::pair(c.comm_hash, c.rank), std::pair(i, c.cuda_dev));
-  // A process is (host, pid); a file without a pid (upstream logs) is one of its own.
+  const RankProcesses procs(res);
   std::map<std::tuple<std::string, std::int64_t, int>, WaitedFor> by;
   for (const Finding& f : rows) {
     if (f.explained || f.not_slow.size() != 1) continue;
-    const auto it = where.find({f.comm, f.not_slow[0]});
-    if (it == where.end()) continue;
-    const auto [file, dev] = it->second;
-    const FileInfo& fi = res.files[file];
-    const std::int64_t pid = fi.pid >= 0 ? fi.pid : -1 - static_cast<std::int64_t>(file);
-    WaitedFor& w = by[{fi.host, pid, dev}];
-    if (w.process.empty())
-      w.process = (fi.host.empty() ? std::string("?") : fi.host) +
-                  (fi.pid >= 0 ? " pid " + std::to_string(fi.pid) : " " + fi.path) +
-                  (dev >= 0 ? " GPU " + std::to_string(dev) : std::string());
+    const RankProcesses::Process* p = procs.of(f.comm, f.not_slow[0]);
+    if (p == nullptr) continue;
+    WaitedFor& w = by[p->key];
+    w.process = p->label;
     ++w.rows;
     w.ranks.emplace_back(f.comm_label, f.comm, f.not_slow[0]);
   }

@@ -134,4 +134,24 @@ std::vector<Concentration> concentrations(const ReadResult& res, const std::vect
   return out;
 }
 
+RankProcesses::RankProcesses(const ReadResult& res) {
+  for (std::uint32_t i = 0; i < res.files.size(); ++i) {
+    const FileInfo& fi = res.files[i];
+    const std::int64_t pid = fi.pid >= 0 ? fi.pid : -1 - static_cast<std::int64_t>(i);
+    for (const CommInfo& c : fi.comms) {
+      if (by_.count({c.comm_hash, c.rank})) continue;  // the first record of it
+      by_.emplace(std::pair(c.comm_hash, c.rank),
+                  Process{{fi.host, pid, c.cuda_dev},
+                          (fi.host.empty() ? std::string("?") : fi.host) +
+                              (fi.pid >= 0 ? " pid " + std::to_string(fi.pid) : " " + fi.path) +
+                              (c.cuda_dev >= 0 ? " GPU " + std::to_string(c.cuda_dev) : std::string())});
+    }
+  }
+}
+
+const RankProcesses::Process* RankProcesses::of(std::uint64_t comm, int rank) const {
+  const auto it = by_.find({comm, rank});
+  return it == by_.end() ? nullptr : &it->second;
+}
+
 }  // namespace ni::analysis

@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "src/analysis/reader.h"
@@ -61,6 +63,24 @@ struct Judged {
   bool affected = false;
 };
 std::vector<Concentration> concentrations(const ReadResult& res, const std::vector<Judged>& units);
+
+// The process (and GPU, where the comm records give the device) of each
+// (comm, rank) in the logs, so that one GPU's ranks on several communicators,
+// a rank number on each, are named together. A process is (host, pid); a file
+// without a pid (upstream logs) is one of its own.
+class RankProcesses {
+ public:
+  explicit RankProcesses(const ReadResult& res);
+  struct Process {
+    std::tuple<std::string, std::int64_t, int> key;  // (host, pid or -1 - file, cuda_dev or -1)
+    std::string label;                               // "host pid P" (+ " GPU d")
+  };
+  // nullptr when no comm record of the logs gives that (comm, rank).
+  const Process* of(std::uint64_t comm, int rank) const;
+
+ private:
+  std::map<std::pair<std::uint64_t, int>, Process> by_;
+};
 
 // P(X >= k) for X ~ Hypergeometric(population N, successes K, draws n).
 double hypergeom_tail(int N, int K, int n, int k);

@@ -361,6 +361,22 @@ void finish_stragglers(StragglerResult& r, const ReadResult& res) {
   for (const auto& k : r.ranks)
     if (k.ops != 0) units.push_back({k.file, k.flagged});
   r.where = concentrations(res, units);
+  const RankProcesses procs(res);
+  std::map<std::tuple<std::string, std::int64_t, int>, LateProcess> by;
+  for (const auto& k : r.ranks)
+    if (k.flagged)
+      if (const RankProcesses::Process* p = procs.of(k.comm, k.rank)) {
+        LateProcess& lp = by[p->key];
+        lp.process = p->label;
+        lp.ranks.emplace_back(k.comm, k.rank);
+      }
+  r.late_processes.clear();
+  for (auto& [key, lp] : by) {
+    std::sort(lp.ranks.begin(), lp.ranks.end());
+    r.late_processes.push_back(std::move(lp));
+  }
+  std::stable_sort(r.late_processes.begin(), r.late_processes.end(),
+                   [](const LateProcess& a, const LateProcess& b) { return a.ranks.size() > b.ranks.size(); });
 }
 
 StragglerResult find_stragglers(const std::vector<Op>& ops, const ReadResult& res, const StragglerOptions& o) {
@@ -445,6 +461,17 @@ Report stragglers_report(const StragglerResult& r, const ReadResult& res, const 
                 "by > %.1f us on average (--threshold-us)",
                 100 * o.min_last_fraction, o.threshold_us);
   f.notes.push_back(buf);
+  if (!r.late_processes.empty()) {
+    std::string line = "LATE ranks by process (and GPU, where the comm records name it):";
+    for (std::size_t i = 0; i < r.late_processes.size(); ++i) {
+      const LateProcess& lp = r.late_processes[i];
+      line += std::string(i ? ";" : "") + " " + lp.process + " (";
+      for (std::size_t j = 0; j < lp.ranks.size(); ++j)
+        line += (j ? ", " : "") + comm_display(lp.ranks[j].first, res) + " rank " + std::to_string(lp.ranks[j].second);
+      line += ")";
+    }
+    f.notes.push_back(line);
+  }
   f.notes.push_back("arrival without clocks: the ranks of a collective end together, so a rank's GPU kernel time is "
                     "the common end minus its arrival; the late rank has the shortest kernel and its margin is the "
                     "next shortest kernel time minus its own. Only instances GPU-timed on every rank are measured "

@@ -81,8 +81,16 @@ struct CommClock {
   std::string ahead_host, behind_host;
 };
 
+// The flagged ranks by process (RankProcesses): one late GPU is a rank of
+// each of its communicators, each flagged on its own.
+struct LateProcess {
+  std::string process;  // "host pid P" (+ " GPU d")
+  std::vector<std::pair<std::uint64_t, int>> ranks;  // (comm, rank), sorted
+};
+
 struct StragglerResult {
   std::vector<RankLateness> ranks;
+  std::vector<LateProcess> late_processes;  // by flagged ranks, most first (finish_stragglers)
   std::vector<CommSkew> comms;
   std::vector<CommClock> clocks;
   std::vector<P2pSkew> p2p;

@@ -86,6 +86,10 @@ TEST(Detectors, StragglerRankFlaggedFromKernelTimes) {
     EXPECT_GT(static_cast<double>(k.last) / static_cast<double>(k.ops), 0.95);
   }
   EXPECT_EQ(flagged, 1);
+  // Its process, from the comm records: one entry with its one flagged (comm, rank).
+  ASSERT_EQ(r.late_processes.size(), 1u);
+  EXPECT_EQ(r.late_processes[0].process.rfind("host1 pid ", 0), 0u) << r.late_processes[0].process;
+  EXPECT_EQ(r.late_processes[0].ranks, (std::vector<std::pair<std::uint64_t, int>>{{0x8d3a5c7e91b20f44ULL, 5}}));
   EXPECT_EQ(r.measured, r.aligned);  // every instance GPU-timed: measured without clocks
   bool dp = false;
   for (const auto& c : r.comms)
@@ -98,6 +102,10 @@ TEST(Detectors, StragglerRankFlaggedFromKernelTimes) {
   std::ostringstream os;
   ana::render(ana::stragglers_report(r, l.res, {}), ana::Format::kTable, os);
   EXPECT_NE(os.str().find("LATE"), std::string::npos);
+  EXPECT_NE(os.str().find("LATE ranks by process (and GPU, where the comm records name it): " +
+                          r.late_processes[0].process + " ("),
+            std::string::npos)
+      << os.str();
 }
 
 // A clock offset between hosts looks like lateness by start time; kernel

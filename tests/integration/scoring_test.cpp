@@ -235,6 +235,7 @@ struct Outcome {
   double worst_margin_err_us = 0;      // |margin - planted| over the flagged contexts
   std::vector<std::string> anomalies;  // every anomalies finding, outliers included
   std::uint64_t measured = 0, by_phases = 0;  // instances measured, of them from kernel phases
+  std::vector<std::set<int>> late_processes;  // per LATE-by-process entry, the world ranks of its (comm, rank)s
   std::string error;
 };
 
@@ -271,6 +272,14 @@ Outcome straggler_job(const Shape& s, int seed, bool fault, const std::string& n
     out.flagged_hosts.insert(k.host);
     if (fault) out.worst_margin_err_us = std::max(out.worst_margin_err_us, std::fabs(k.last_margin_us - out.planted_us));
   }
+  for (const auto& lp : sr.late_processes) {
+    std::set<int> worlds;
+    for (const auto& [comm, rank] : lp.ranks) {
+      auto it = job.world_of.find({comm, rank});
+      worlds.insert(it == job.world_of.end() ? -1 : it->second);
+    }
+    out.late_processes.push_back(worlds);
+  }
   const auto an = ana::find_anomalies(*job.data, job.res, {});
   for (const auto& f : an.findings) out.anomalies.push_back(f.kind + ": " + f.comm_label + " " + f.where + " " + f.evidence);
   for (const auto& f : an.outliers) out.anomalies.push_back("outlier: " + f.comm_label + " " + f.where + " " + f.evidence);
@@ -294,8 +303,10 @@ TEST(Scoring, StragglerNamedAndCleanJobsQuietAgainstEmulatorTruth) {
         for (int g : o.flagged_world) flagged += " " + std::to_string(g);
         if (fault) {
           ++fault_jobs;
+          // Named: its ranks alone flagged, on its host, and one process entry holding them.
           const bool named = o.flagged_world == std::set<int>{o.planted_world} &&
-                             o.flagged_hosts == std::set<std::string>{"node" + std::to_string(o.planted_node)};
+                             o.flagged_hosts == std::set<std::string>{"node" + std::to_string(o.planted_node)} &&
+                             o.late_processes == std::vector<std::set<int>>{{o.planted_world}};
           const bool margin_ok = o.worst_margin_err_us <= std::max(10.0, 0.1 * o.planted_us);
           hits += named && margin_ok;
           worst_err = std::max(worst_err, o.worst_margin_err_us);
@@ -307,7 +318,7 @@ TEST(Scoring, StragglerNamedAndCleanJobsQuietAgainstEmulatorTruth) {
                         flagged.c_str(), o.worst_margin_err_us);
         } else {
           ++clean_jobs;
-          quiet += o.flagged_world.empty() && o.anomalies.empty();
+          quiet += o.flagged_world.empty() && o.anomalies.empty() && o.late_processes.empty();
           if (!o.flagged_world.empty())
             std::printf("false alarm: %d ranks/%d hosts seed %d NCCL %s: flagged world ranks%s\n", s.world, s.hosts,
                         seed, nccl.c_str(), flagged.c_str());
